@@ -1,0 +1,82 @@
+"""The error tree. Every error otel-replay raises on purpose derives from OtelReplayError.
+
+Messages are built here, in ``__init__``, so every raise site reads the same way and a
+user sees one actionable line.
+"""
+
+from __future__ import annotations
+
+
+class OtelReplayError(Exception):
+    """Base of every error otel-replay raises on purpose."""
+
+
+class ConfigError(OtelReplayError):
+    """A command-line option, environment variable or argument is unusable."""
+
+
+class CassetteError(OtelReplayError):
+    """A cassette cannot be read or written; names the file and the place."""
+
+    def __init__(self, path: object, where: str, problem: str) -> None:
+        self.path = str(path)
+        self.where = where
+        self.problem = problem
+        place = f" at {where}" if where else ""
+        super().__init__(f"{self.path}{place}: {problem}")
+
+
+class CassetteVersionError(CassetteError):
+    """The cassette was written by a newer otel-replay."""
+
+    def __init__(self, path: object, version: object, supported: int) -> None:
+        super().__init__(
+            path,
+            "version",
+            f"cassette format version {version!r} is newer than this otel-replay supports "
+            f"(up to {supported}); upgrade otel-replay",
+        )
+
+
+class TraceFormatError(OtelReplayError):
+    """A trace file or OTLP payload cannot be decoded."""
+
+    def __init__(self, source: object, problem: str) -> None:
+        self.source = str(source)
+        self.problem = problem
+        super().__init__(f"{self.source}: {problem}")
+
+
+class ReplayMiss(OtelReplayError):
+    """A request matched no unused recording.
+
+    ``str(miss)`` is the contract line, e.g.
+    ``replay miss: system prompt changed (hash a1b2c3d→e4f5a6b)``.
+    """
+
+    def __init__(self, reason: str, *, component: str | None = None) -> None:
+        self.reason = reason
+        self.component = component
+        super().__init__(f"replay miss: {reason}")
+
+
+class UpstreamError(OtelReplayError):
+    """The upstream provider could not be reached or misbehaved at the transport level."""
+
+    def __init__(self, upstream: str, kind: str, detail: str = "") -> None:
+        self.upstream = upstream
+        self.kind = kind
+        suffix = f": {detail}" if detail else ""
+        super().__init__(f"upstream {upstream} {kind}{suffix}")
+
+
+class EgressBlocked(OtelReplayError, ConnectionError):
+    """A connection to a model provider was attempted while egress is blocked."""
+
+    def __init__(self, host: str) -> None:
+        self.host = host
+        super().__init__(
+            f"otel-replay blocked a connection to model provider host {host!r} "
+            "(--otel-replay-egress=block); record a cassette or route the client "
+            "through the otel-replay gateway"
+        )

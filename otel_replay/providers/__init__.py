@@ -1,0 +1,51 @@
+"""Provider API surfaces. One module per provider; a new provider is a new module.
+
+``provider_for(path, headers)`` picks the provider that owns a gateway request;
+``get(name)`` returns a provider by name.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from otel_replay.providers.base import OutputView, Provider
+
+__all__ = ["OutputView", "Provider", "get", "provider_for"]
+
+
+def _registry() -> dict[str, Provider]:
+    from otel_replay.providers.anthropic import ANTHROPIC
+    from otel_replay.providers.openai import OPENAI
+
+    return {OPENAI.name: OPENAI, ANTHROPIC.name: ANTHROPIC}
+
+
+_PROVIDERS: dict[str, Provider] | None = None
+
+
+def all_providers() -> dict[str, Provider]:
+    global _PROVIDERS
+    if _PROVIDERS is None:
+        _PROVIDERS = _registry()
+    return _PROVIDERS
+
+
+def get(name: str) -> Provider:
+    try:
+        return all_providers()[name]
+    except KeyError:
+        known = ", ".join(sorted(all_providers()))
+        raise KeyError(f"unknown provider {name!r} (known: {known})") from None
+
+
+def provider_for(path: str, headers: Mapping[str, str]) -> Provider:
+    """The provider that owns a request to the gateway.
+
+    Both SDKs put their API under ``/v1``; ``/v1/messages*`` and any request carrying
+    Anthropic's headers belong to Anthropic, everything else to OpenAI.
+    """
+    providers = all_providers()
+    for provider in providers.values():
+        if provider.claims(path, headers):
+            return provider
+    return providers["openai"]

@@ -1,0 +1,85 @@
+"""The provider seam: what the gateway, the span readers and replay need from a provider.
+
+A provider knows its own wire format and nothing else: how to read a request body into the
+canonical request, how its errors and streams look, and how to rebuild a response from the
+semantic-convention view of a trace when the exact body was not recorded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from otel_replay.exchange import JSON, CanonicalRequest, SSEEvent
+
+
+@dataclass(slots=True)
+class OutputView:
+    """The response as a semantic-convention span records it.
+
+    ``messages`` is ``gen_ai.output.messages`` in the parts form:
+    ``[{"role": "assistant", "parts": [...], "finish_reason": "stop"}]`` with parts of type
+    ``text``, ``tool_call`` (``id``, ``name``, ``arguments``), ``reasoning``, ...
+    ``usage`` uses the semconv names: ``input_tokens``, ``output_tokens`` and, when known,
+    ``cache_read.input_tokens`` / ``cache_creation.input_tokens``.
+    ``embeddings`` carries vectors for an embeddings call when the trace had them (rarely).
+    """
+
+    messages: list[JSON] = field(default_factory=list)
+    response_id: str | None = None
+    model: str | None = None
+    usage: dict[str, int] = field(default_factory=dict)
+    embeddings: list[list[float]] | None = None
+
+
+class Provider(Protocol):
+    """One provider's API surface. Implementations are stateless singletons."""
+
+    name: str
+    """``"openai"``, ``"anthropic"``: the value of ``gen_ai.provider.name``."""
+
+    def claims(self, path: str, headers: Mapping[str, str]) -> bool:
+        """Whether a gateway request (path as received, lower-case header names) is ours."""
+        ...
+
+    def operation(self, path: str) -> str:
+        """The exchange operation for a path: ``chat``, ``responses``, ``embeddings``,
+        ``completions``, ``messages``, ``count_tokens``, ``models`` or ``other``."""
+        ...
+
+    def endpoint(self, operation: str) -> str:
+        """The canonical path for an operation, e.g. ``chat`` -> ``/v1/chat/completions``."""
+        ...
+
+    def canonical(self, path: str, body: JSON) -> CanonicalRequest:
+        """The canonical request for a request body sent to ``path``.
+
+        Never raises on odd bodies: unknown shapes land in ``params`` or generic parts."""
+        ...
+
+    def wants_stream(self, body: JSON) -> bool:
+        """Whether the request asks for an SSE stream."""
+        ...
+
+    def error_body(self, status: int, message: str, kind: str) -> JSON:
+        """An error body in the provider's own format (``kind`` e.g. ``replay_miss``)."""
+        ...
+
+    def stream_from_body(self, operation: str, body: JSON) -> list[SSEEvent]:
+        """A correct SSE event sequence equivalent to a non-streamed response body,
+        as the provider would have streamed it (usage chunk included)."""
+        ...
+
+    def body_from_stream(self, operation: str, events: list[SSEEvent]) -> JSON:
+        """The non-streamed response body equivalent to a recorded event sequence."""
+        ...
+
+    def response_from_view(self, operation: str, view: OutputView) -> JSON:
+        """A non-streamed response body rebuilt from a trace's semantic-convention view:
+        text, tool calls, finish reasons and usage in the provider's own format."""
+        ...
+
+    def view_from_response(self, operation: str, body: JSON) -> OutputView:
+        """The semantic-convention view of a non-streamed response body (for spans)."""
+        ...
