@@ -1,0 +1,3 @@
+from otel_replay.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,355 @@
+"""The gateway: one aiohttp application on loopback speaking the provider APIs and the
+OTLP/HTTP receiver, with OTLP/gRPC beside it.
+
+Per provider request it either replays a recording (strict, auto), or forwards live and
+records (record; auto on a miss with the gateway's own key). Streams are forwarded chunk by
+chunk as they arrive and teed into the exchange; faults reach the agent as the same kind of
+fault and are recorded so they replay.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import secrets
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+from multidict import CIMultiDict
+
+from otel_replay import providers, sse
+from otel_replay.errors import ReplayMiss, UpstreamError
+from otel_replay.exchange import JSON, Exchange, Response, SSEEvent
+from otel_replay.otlp.http import add_otlp_routes
+from otel_replay.providers.base import Provider
+from otel_replay.session import Session
+from otel_replay.upstream import HOP_BY_HOP, Upstream, UpstreamRequest
+
+log = logging.getLogger("otel_replay.gateway")
+
+# Response headers kept in a recording and replayed.
+_KEPT_PREFIXES = ("x-ratelimit-", "anthropic-ratelimit-")
+_KEPT = frozenset(
+    {
+        "content-type",
+        "retry-after",
+        "retry-after-ms",
+        "x-should-retry",
+        "x-request-id",
+        "request-id",
+        "openai-processing-ms",
+    }
+)
+# How long a recorded hang is replayed before the gateway gives up on the agent.
+REPLAYED_HANG_SECONDS = 600.0
+
+
+def kept_headers(headers: Mapping[str, str]) -> dict[str, str]:
+    kept: dict[str, str] = {}
+    for name, value in headers.items():
+        lower = name.lower()
+        if lower in _KEPT or lower.startswith(_KEPT_PREFIXES):
+            kept[lower] = value
+    return kept
+
+
+def parse_body(raw: bytes) -> JSON:
+    """The JSON value of a body; its text when it is not JSON; None when empty."""
+    if not raw:
+        return None
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw.decode("utf-8", "replace")
+
+
+def parse_traceparent(value: str | None) -> tuple[str | None, str | None]:
+    """(trace_id, parent_span_id) from a W3C traceparent header, or (None, None)."""
+    if not value:
+        return None, None
+    parts = value.strip().split("-")
+    if len(parts) < 4 or len(parts[1]) != 32 or len(parts[2]) != 16:
+        return None, None
+    trace_id, span_id = parts[1].lower(), parts[2].lower()
+    if trace_id == "0" * 32 or span_id == "0" * 16:
+        return None, None
+    return trace_id, span_id
+
+
+@dataclass(slots=True)
+class Call:
+    """What the gateway knows about one incoming provider request."""
+
+    request: web.Request
+    provider: Provider
+    operation: str
+    raw: bytes
+    body: JSON  # redacted
+    stream: bool
+    start_ns: int
+    trace_id: str | None
+    parent_span_id: str | None
+
+    def exchange(self, response: Response, end_ns: int | None = None) -> Exchange:
+        return Exchange(
+            provider=self.provider.name,
+            operation=self.operation,
+            request=self.provider.canonical(self.request.path, self.body),
+            response=response,
+            raw_request=self.body,
+            method=self.request.method,
+            stream=self.stream,
+            start_ns=self.start_ns,
+            end_ns=end_ns or time.time_ns(),
+            trace_id=self.trace_id or secrets.token_hex(16),
+            span_id=secrets.token_hex(8),
+            parent_span_id=self.parent_span_id,
+        )
+
+
+class Gateway:
+    """The aiohttp application and its per-request logic."""
+
+    def __init__(
+        self,
+        session: Session,
+        upstream: Upstream,
+        *,
+        keys: Mapping[str, str] | None = None,
+        timing: str = "fast",
+    ) -> None:
+        self.session = session
+        self.upstream = upstream
+        self.timing = timing
+        env = os.environ if keys is None else keys
+        # auto mode forwards a miss only with exactly the gateway's own key
+        self._keys = {
+            "openai": env.get("OPENAI_API_KEY", ""),
+            "anthropic": env.get("ANTHROPIC_API_KEY", ""),
+        }
+
+    def app(self) -> web.Application:
+        app = web.Application(client_max_size=1024**3)
+        add_otlp_routes(app, self.session.store)
+        app.router.add_route("*", "/{tail:.*}", self.handle)
+        return app
+
+    # -- dispatch ----------------------------------------------------------------------
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        raw = await request.read()
+        headers = {k.lower(): v for k, v in request.headers.items()}
+        provider = providers.provider_for(request.path, headers)
+        trace_id, parent = parse_traceparent(headers.get("traceparent"))
+        call = Call(
+            request=request,
+            provider=provider,
+            operation=provider.operation(request.path),
+            raw=raw,
+            body=self.session.redactor.json(parse_body(raw)),
+            stream=False,
+            start_ns=time.time_ns(),
+            trace_id=trace_id,
+            parent_span_id=parent,
+        )
+        call.stream = provider.wants_stream(call.body)
+        mode = self.session.mode
+        if mode == "record":
+            return await self.forward(call)
+        canonical = provider.canonical(request.path, call.body)
+        try:
+            index = self.session.matcher.match(canonical)
+        except ReplayMiss as miss:
+            if mode == "auto" and self._carries_own_key(provider.name, headers):
+                return await self.forward(call)
+            return self.miss(call, miss)
+        recorded = self.session.cassette.interactions[index]
+        self.session.replayed_hit(index, self._replayed_exchange(call, recorded))
+        return await self.replay(call, recorded.response)
+
+    def _carries_own_key(self, provider: str, headers: Mapping[str, str]) -> bool:
+        key = self._keys.get(provider, "")
+        if not key:
+            return False
+        offered = headers.get("x-api-key") or headers.get("api-key") or ""
+        auth = headers.get("authorization", "")
+        if auth.lower().startswith("bearer "):
+            offered = offered or auth[7:].strip()
+        return secrets.compare_digest(offered.encode(), key.encode())
+
+    def _replayed_exchange(self, call: Call, recorded: Exchange) -> Exchange | None:
+        if not self.session.writes_replayed_spans:
+            return None
+        return call.exchange(recorded.response)
+
+    # -- miss --------------------------------------------------------------------------
+    def miss(self, call: Call, miss: ReplayMiss) -> web.Response:
+        self.session.missed(miss, call.provider.name, call.request.path, call.body)
+        log.warning("%s", miss)
+        body = call.provider.error_body(400, str(miss), "replay_miss")
+        return web.json_response(
+            body, status=400, headers={"x-should-retry": "false", "x-otel-replay": "miss"}
+        )
+
+    # -- replay ------------------------------------------------------------------------
+    async def replay(self, call: Call, response: Response) -> web.StreamResponse:
+        request = call.request
+        if response.fault in ("reset", "timeout"):
+            if response.fault == "timeout":
+                await asyncio.sleep(REPLAYED_HANG_SECONDS)
+            _abort(request)
+            return web.Response(status=499)
+        headers = dict(response.headers)
+        headers["x-otel-replay"] = "replayed"
+        events = response.events
+        body = response.body
+        ok = response.status < 400
+        if call.stream and events is None and ok and response.fault is None:
+            events = call.provider.stream_from_body(call.operation, body)
+        elif not call.stream and events is not None and ok and response.fault is None:
+            body = call.provider.body_from_stream(call.operation, events)
+            events = None
+        if events is None:
+            headers.pop("content-type", None)
+            return _body_response(response.status, headers, body)
+        headers["content-type"] = "text/event-stream; charset=utf-8"
+        stream = web.StreamResponse(status=response.status, headers=headers)
+        await stream.prepare(request)
+        recorded_pace = self.timing == "recorded"
+        started = time.monotonic()
+        if not recorded_pace:
+            await stream.write(b"".join(sse.encode(e) for e in events))
+        else:
+            for event in events:
+                delay = event.t - (time.monotonic() - started)
+                if delay > 0:
+                    await asyncio.sleep(delay)
+                await stream.write(sse.encode(event))
+        if response.fault == "reset_mid_stream":
+            _abort(request)
+            return stream
+        await stream.write_eof()
+        return stream
+
+    # -- forward and record ------------------------------------------------------------
+    async def forward(self, call: Call) -> web.StreamResponse:
+        request = call.request
+        outgoing = UpstreamRequest(
+            provider=call.provider.name,
+            method=request.method,
+            path=request.path,
+            query=request.query_string,
+            headers={k: v for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP},
+            body=call.raw,
+        )
+        try:
+            upstream = await self.upstream.send(outgoing)
+        except UpstreamError as exc:
+            self._record(call, Response(status=0, fault=exc.kind))
+            _abort(request)
+            return web.Response(status=502)
+        except asyncio.CancelledError:
+            # the agent gave up waiting: it saw a timeout, so that is what replays
+            self._record(call, Response(status=0, fault="timeout"))
+            raise
+        kept = kept_headers(upstream.headers)
+        if upstream.is_stream:
+            return await self._forward_stream(
+                call, upstream.status, upstream.headers, kept, upstream.chunks
+            )
+        chunks: list[bytes] = []
+        try:
+            async for chunk in upstream.chunks:
+                chunks.append(chunk)
+        except UpstreamError as exc:
+            self._record(call, Response(status=upstream.status, headers=kept, fault=exc.kind))
+            _abort(request)
+            return web.Response(status=502)
+        except asyncio.CancelledError:
+            self._record(call, Response(status=0, fault="timeout"))
+            raise
+        data = b"".join(chunks)
+        body = self.session.redactor.json(parse_body(data))
+        self._record(call, Response(status=upstream.status, headers=kept, body=body))
+        return web.Response(
+            status=upstream.status, body=data, headers=_passthrough(upstream.headers)
+        )
+
+    async def _forward_stream(
+        self,
+        call: Call,
+        status: int,
+        upstream_headers: CIMultiDict[str],
+        kept: dict[str, str],
+        chunks: Any,
+    ) -> web.StreamResponse:
+        request = call.request
+        stream = web.StreamResponse(status=status, headers=_passthrough(upstream_headers))
+        await stream.prepare(request)
+        parser = sse.SSEParser()
+        events: list[SSEEvent] = []
+        fault: str | None = None
+        started = time.monotonic()
+        try:
+            async for chunk in chunks:
+                await stream.write(chunk)
+                events.extend(parser.feed(chunk, time.monotonic() - started))
+        except UpstreamError as exc:
+            fault = exc.kind
+        except (asyncio.CancelledError, ConnectionResetError):
+            events.extend(parser.close(time.monotonic() - started))
+            self._record_stream(call, status, kept, events, "timeout")
+            raise
+        events.extend(parser.close(time.monotonic() - started))
+        self._record_stream(call, status, kept, events, fault)
+        if fault is not None:
+            _abort(request)
+            return stream
+        with contextlib.suppress(ConnectionResetError):
+            await stream.write_eof()
+        return stream
+
+    def _record_stream(
+        self,
+        call: Call,
+        status: int,
+        kept: dict[str, str],
+        events: list[SSEEvent],
+        fault: str | None,
+    ) -> None:
+        text = self.session.redactor.text
+        for event in events:
+            event.data = text(event.data)
+        self._record(call, Response(status=status, headers=kept, events=events, fault=fault))
+
+    def _record(self, call: Call, response: Response) -> None:
+        try:
+            self.session.recorded(call.exchange(response))
+        except Exception:  # recording must never break the agent's call
+            log.exception("otel-replay could not record an exchange")
+
+
+def _passthrough(headers: CIMultiDict[str]) -> CIMultiDict[str]:
+    return CIMultiDict((k, v) for k, v in headers.items() if k.lower() not in HOP_BY_HOP)
+
+
+def _body_response(status: int, headers: dict[str, str], body: JSON) -> web.Response:
+    if body is None:
+        return web.Response(status=status, headers=headers)
+    if isinstance(body, str):
+        return web.Response(
+            status=status, headers=headers, text=body, content_type="application/json"
+        )
+    data = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
+    return web.Response(status=status, headers=headers, body=data, content_type="application/json")
+
+
+def _abort(request: web.Request) -> None:
+    transport = request.transport
+    if transport is not None:
+        transport.abort()

@@ -1,0 +1,293 @@
+"""The Anthropic API surface: Messages, token counting, models.
+
+Anthropic owns ``/v1/messages*`` and any request carrying its headers. Content blocks read
+into semantic-convention parts: ``text``, ``tool_use`` → ``tool_call``, ``tool_result`` →
+``tool_call_response``, ``thinking`` → ``reasoning``; anything else stays whole as a
+generic part (``cache_control`` dropped: it changes caching, not the answer).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from otel_replay.exchange import JSON, CanonicalRequest, SSEEvent
+from otel_replay.providers.anthropic_stream import messages_body, messages_stream
+from otel_replay.providers.base import OutputView
+from otel_replay.providers.parts import (
+    FINISH_CONTENT_FILTER,
+    FINISH_LENGTH,
+    FINISH_STOP,
+    FINISH_TOOL_CALL,
+    as_dict,
+    as_int,
+    as_list,
+    drop_empty_text,
+    dumps,
+    event_payloads,
+    function_tool,
+    generic_part,
+    parse_arguments,
+    parts_of,
+    raw_part,
+    short_hash,
+    strip_prefix,
+    text_part,
+    tool_call_part,
+    tool_calls_of,
+)
+
+_ENDPOINTS = {
+    "messages": "/v1/messages",
+    "count_tokens": "/v1/messages/count_tokens",
+    "models": "/v1/models",
+}
+_OPERATIONS = {path: op for op, path in _ENDPOINTS.items()}
+_CONSUMED = frozenset({"model", "system", "messages", "tools", "stream"})
+_DROP = ("cache_control",)
+_FROM_STOP = {
+    "end_turn": FINISH_STOP,
+    "stop_sequence": FINISH_STOP,
+    "max_tokens": FINISH_LENGTH,
+    "tool_use": FINISH_TOOL_CALL,
+    "refusal": FINISH_CONTENT_FILTER,
+}
+_TO_STOP = {
+    FINISH_STOP: "end_turn",
+    FINISH_LENGTH: "max_tokens",
+    FINISH_TOOL_CALL: "tool_use",
+    "tool_calls": "tool_use",
+    FINISH_CONTENT_FILTER: "refusal",
+}
+_OWN_STOPS = frozenset(_FROM_STOP) | {"pause_turn", "model_context_window_exceeded"}
+_CACHE_READ = "cache_read.input_tokens"
+_CACHE_WRITE = "cache_creation.input_tokens"
+
+
+def block_part(block: JSON) -> dict[str, Any]:
+    """One content block as a semconv part."""
+    if isinstance(block, str):
+        return text_part(block)
+    if not isinstance(block, dict):
+        return raw_part(block)
+    kind = block.get("type")
+    if kind == "text" and isinstance(block.get("text"), str):
+        return text_part(block["text"])
+    if kind == "tool_use":
+        return tool_call_part(block.get("id"), block.get("name"), block.get("input"))
+    if kind == "tool_result":
+        part = {
+            "type": "tool_call_response",
+            "id": block.get("tool_use_id"),
+            "response": _response_value(block.get("content")),
+        }
+        if block.get("is_error"):
+            part["is_error"] = True
+        return part
+    if kind == "thinking" and isinstance(block.get("thinking"), str):
+        return {"type": "reasoning", "content": block["thinking"]}
+    return generic_part(block, drop=_DROP)
+
+
+def content_parts(content: JSON) -> list[dict[str, Any]]:
+    """Parts for a string or a list of blocks (a string equals one text block)."""
+    if content is None:
+        return []
+    if isinstance(content, list):
+        return drop_empty_text([block_part(block) for block in content])
+    return drop_empty_text([block_part(content)])
+
+
+def _response_value(content: JSON) -> JSON:
+    if content is None or isinstance(content, str):
+        return content
+    parts = content_parts(content)
+    if parts and all(p["type"] == "text" for p in parts):
+        return "".join(p["content"] for p in parts)
+    return parts
+
+
+def _message(raw: JSON) -> dict[str, Any]:
+    if not isinstance(raw, dict):
+        return {"role": "user", "parts": [raw_part(raw)]}
+    role = raw.get("role")
+    return {
+        "role": role if isinstance(role, str) else "user",
+        "parts": content_parts(raw.get("content")),
+    }
+
+
+def _tools(raw_tools: JSON) -> JSON:
+    if raw_tools is None:
+        return None
+    tools: list[JSON] = []
+    for tool in as_list(raw_tools):
+        if not isinstance(tool, dict):
+            tools.append(raw_part(tool))
+        elif "input_schema" in tool or tool.get("type") in (None, "custom"):
+            skip = {"type", "name", "description", "input_schema", *_DROP}
+            extra = {k: v for k, v in tool.items() if k not in skip}
+            tools.append(
+                function_tool(
+                    tool.get("name"), tool.get("description"), tool.get("input_schema"), extra
+                )
+            )
+        else:
+            tools.append({k: v for k, v in tool.items() if k not in _DROP})
+    return tools
+
+
+def _semconv_usage(usage: dict[str, Any]) -> dict[str, int]:
+    """Semconv input tokens include the cached ones; Anthropic counts them apart."""
+    read = as_int(usage.get("cache_read_input_tokens"))
+    write = as_int(usage.get("cache_creation_input_tokens"))
+    result = {
+        "input_tokens": as_int(usage.get("input_tokens")) + read + write,
+        "output_tokens": as_int(usage.get("output_tokens")),
+    }
+    if "cache_read_input_tokens" in usage:
+        result[_CACHE_READ] = read
+    if "cache_creation_input_tokens" in usage:
+        result[_CACHE_WRITE] = write
+    return result
+
+
+def _anthropic_usage(usage: dict[str, int]) -> dict[str, Any]:
+    read = as_int(usage.get(_CACHE_READ))
+    write = as_int(usage.get(_CACHE_WRITE))
+    return {
+        "input_tokens": max(0, as_int(usage.get("input_tokens")) - read - write),
+        "cache_creation_input_tokens": write,
+        "cache_read_input_tokens": read,
+        "output_tokens": as_int(usage.get("output_tokens")),
+    }
+
+
+def _output_block(part: dict[str, Any], key: str, number: int) -> dict[str, Any]:
+    kind = part.get("type")
+    if kind == "text":
+        return {"type": "text", "text": part.get("content") or ""}
+    if kind == "tool_call":
+        arguments = parse_arguments(part.get("arguments"))
+        return {
+            "type": "tool_use",
+            "id": part.get("id") or f"toolu_{key}{number}",
+            "name": part.get("name"),
+            "input": arguments if isinstance(arguments, dict) else {"input": arguments},
+        }
+    if kind == "reasoning":
+        return {"type": "thinking", "thinking": part.get("content") or "", "signature": ""}
+    return dict(part)
+
+
+def _stop_reason(message: JSON, has_calls: bool) -> str:
+    finish = as_dict(message).get("finish_reason")
+    if isinstance(finish, str) and finish in _TO_STOP:
+        return _TO_STOP[finish]
+    if isinstance(finish, str) and finish in _OWN_STOPS:
+        return finish
+    return "tool_use" if has_calls else "end_turn"
+
+
+class AnthropicProvider:
+    """The Anthropic wire format."""
+
+    name = "anthropic"
+
+    def claims(self, path: str, headers: Mapping[str, str]) -> bool:
+        names = {name.lower() for name in headers}
+        if "anthropic-version" in names or "x-api-key" in names:
+            return True
+        return strip_prefix(path).startswith("/v1/messages")
+
+    def operation(self, path: str) -> str:
+        return _OPERATIONS.get(strip_prefix(path).partition("?")[0], "other")
+
+    def endpoint(self, operation: str) -> str:
+        return _ENDPOINTS.get(operation, "/v1")
+
+    def canonical(self, path: str, body: JSON) -> CanonicalRequest:
+        endpoint = strip_prefix(path)
+        if body is None:
+            return CanonicalRequest(endpoint=endpoint)
+        if not isinstance(body, dict):
+            return CanonicalRequest(endpoint=endpoint, params={"body": body})
+        model = body.get("model") if isinstance(body.get("model"), str) else None
+        system = body.get("system")
+        raw_messages = body.get("messages")
+        if raw_messages is None:
+            messages = None
+        elif isinstance(raw_messages, list):
+            messages = [_message(m) for m in raw_messages]
+        else:
+            messages = [_message(raw_messages)]
+        return CanonicalRequest(
+            endpoint=endpoint,
+            model=model,
+            system=None if system is None else content_parts(system),
+            messages=messages,
+            tools=_tools(body.get("tools")),
+            params={k: v for k, v in body.items() if k not in _CONSUMED},
+        )
+
+    def wants_stream(self, body: JSON) -> bool:
+        return isinstance(body, dict) and body.get("stream") is True
+
+    def error_body(self, status: int, message: str, kind: str) -> JSON:
+        return {"type": "error", "error": {"type": kind, "message": message}}
+
+    def stream_from_body(self, operation: str, body: JSON) -> list[SSEEvent]:
+        if operation == "messages":
+            return messages_stream(body)
+        return [SSEEvent(data=dumps(body))]
+
+    def body_from_stream(self, operation: str, events: list[SSEEvent]) -> JSON:
+        if operation == "messages":
+            return messages_body(events)
+        payloads = event_payloads(events)
+        return payloads[-1] if payloads else None
+
+    def response_from_view(self, operation: str, view: OutputView) -> JSON:
+        if operation == "count_tokens":
+            return {"input_tokens": as_int(view.usage.get("input_tokens"))}
+        if operation == "models":
+            return {"data": [], "has_more": False, "first_id": None, "last_id": None}
+        key = short_hash([view.messages, view.model, view.response_id])
+        message = view.messages[-1] if view.messages else {}
+        parts = [p for m in view.messages for p in parts_of(m)]
+        content = [_output_block(part, key, n) for n, part in enumerate(parts)]
+        return {
+            "id": view.response_id or f"msg_{key}",
+            "type": "message",
+            "role": "assistant",
+            "model": view.model or "unknown",
+            "content": content,
+            "stop_reason": _stop_reason(message, bool(tool_calls_of(parts))),
+            "stop_sequence": None,
+            "usage": _anthropic_usage(view.usage),
+        }
+
+    def view_from_response(self, operation: str, body: JSON) -> OutputView:
+        data = as_dict(body)
+        if operation == "count_tokens":
+            return OutputView(usage={"input_tokens": as_int(data.get("input_tokens"))})
+        if data.get("type") != "message":
+            return OutputView(response_id=data.get("id"), model=data.get("model"))
+        stop = data.get("stop_reason")
+        parts = content_parts(data.get("content"))
+        usage = as_dict(data.get("usage"))
+        return OutputView(
+            messages=[
+                {
+                    "role": "assistant",
+                    "parts": parts,
+                    "finish_reason": _FROM_STOP.get(str(stop), stop),
+                }
+            ],
+            response_id=data.get("id"),
+            model=data.get("model"),
+            usage=_semconv_usage(usage) if usage else {},
+        )
+
+
+ANTHROPIC = AnthropicProvider()

@@ -1,0 +1,139 @@
+"""The OpenAI API surface: Chat Completions, Responses, embeddings, completions, models.
+
+OpenAI is the fallback provider: whatever Anthropic does not claim is OpenAI's. Request
+reading lives in ``openai_request``, the streams in ``openai_chat_stream`` and
+``openai_responses_stream``, and the semantic-convention views in ``openai_view``; this
+module ties them to the ``Provider`` seam.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from otel_replay.exchange import JSON, CanonicalRequest, SSEEvent
+from otel_replay.providers import openai_request as req
+from otel_replay.providers import openai_view as views
+from otel_replay.providers.anthropic import ANTHROPIC
+from otel_replay.providers.base import OutputView
+from otel_replay.providers.openai_chat_stream import (
+    chat_body,
+    chat_stream,
+    completions_body,
+    completions_stream,
+)
+from otel_replay.providers.openai_responses_stream import responses_body, responses_stream
+from otel_replay.providers.parts import as_dict, dumps, event_payloads, strip_prefix
+
+_ENDPOINTS: dict[str, str] = {
+    "chat": "/v1/chat/completions",
+    "responses": "/v1/responses",
+    "embeddings": "/v1/embeddings",
+    "completions": "/v1/completions",
+    "models": "/v1/models",
+}
+_OPERATIONS = {path: op for op, path in _ENDPOINTS.items()}
+_TRANSPORT = frozenset({"stream", "stream_options"})
+
+
+def _params(body: dict[str, Any], consumed: frozenset[str]) -> dict[str, JSON]:
+    return {k: v for k, v in body.items() if k not in consumed and k not in _TRANSPORT}
+
+
+def _model(body: dict[str, Any]) -> str | None:
+    model = body.get("model")
+    return model if isinstance(model, str) else None
+
+
+class OpenAIProvider:
+    """The OpenAI wire format."""
+
+    name = "openai"
+
+    def claims(self, path: str, headers: Mapping[str, str]) -> bool:
+        """OpenAI is the fallback: it claims every request Anthropic does not."""
+        return not ANTHROPIC.claims(path, headers)
+
+    def operation(self, path: str) -> str:
+        return _OPERATIONS.get(strip_prefix(path).partition("?")[0], "other")
+
+    def endpoint(self, operation: str) -> str:
+        return _ENDPOINTS.get(operation, "/v1")
+
+    def canonical(self, path: str, body: JSON) -> CanonicalRequest:
+        endpoint = strip_prefix(path)
+        operation = self.operation(path)
+        if body is None:
+            return CanonicalRequest(endpoint=endpoint)
+        if not isinstance(body, dict):
+            return CanonicalRequest(endpoint=endpoint, params={"body": body})
+        model = _model(body)
+        if operation == "chat":
+            system, messages = req.chat_system_and_messages(body.get("messages"))
+            consumed = frozenset({"model", "messages", "tools", "functions"})
+            return CanonicalRequest(
+                endpoint, model, system, messages, req.chat_tools(body), _params(body, consumed)
+            )
+        if operation == "responses":
+            consumed = frozenset({"model", "input", "instructions", "tools"})
+            return CanonicalRequest(
+                endpoint,
+                model,
+                req.instructions_parts(body.get("instructions")),
+                req.responses_input(body.get("input")),
+                req.responses_tools(body),
+                _params(body, consumed),
+            )
+        if operation in ("embeddings", "completions"):
+            field = "input" if operation == "embeddings" else "prompt"
+            messages = req.input_messages(body.get(field))
+            consumed = frozenset({"model", field})
+            return CanonicalRequest(endpoint, model, None, messages, None, _params(body, consumed))
+        return CanonicalRequest(endpoint, model, params=_params(body, frozenset({"model"})))
+
+    def wants_stream(self, body: JSON) -> bool:
+        return isinstance(body, dict) and body.get("stream") is True
+
+    def error_body(self, status: int, message: str, kind: str) -> JSON:
+        return {"error": {"message": message, "type": kind, "param": None, "code": kind}}
+
+    def stream_from_body(self, operation: str, body: JSON) -> list[SSEEvent]:
+        if operation == "chat":
+            return chat_stream(body)
+        if operation == "responses":
+            return responses_stream(body)
+        if operation == "completions":
+            return completions_stream(body)
+        return [SSEEvent(data=dumps(body)), SSEEvent(data="[DONE]")]
+
+    def body_from_stream(self, operation: str, events: list[SSEEvent]) -> JSON:
+        if operation == "chat":
+            return chat_body(events)
+        if operation == "responses":
+            return responses_body(events)
+        if operation == "completions":
+            return completions_body(events)
+        payloads = event_payloads(events)
+        return payloads[-1] if payloads else None
+
+    def response_from_view(self, operation: str, view: OutputView) -> JSON:
+        if operation == "responses":
+            return views.response_body(view)
+        if operation == "embeddings":
+            return views.embeddings_body(view)
+        if operation == "completions":
+            return views.completions_body(view)
+        if operation == "models":
+            return {"object": "list", "data": []}
+        return views.chat_body(view)
+
+    def view_from_response(self, operation: str, body: JSON) -> OutputView:
+        data = as_dict(body)
+        if operation == "responses":
+            return views.view_of_response(data)
+        if operation == "embeddings":
+            return views.view_of_embeddings(data)
+        return views.view_of_chat(data)
+
+
+OPENAI = OpenAIProvider()

@@ -1,0 +1,238 @@
+"""Span readers: traces from any instrumentation turned back into exchanges.
+
+Each reader is a small pure function from a span (with its resource) to an exchange or
+None. ``read_span`` tries them from the highest fidelity down: the gateway's own spans
+(exact bodies, every detail), OpenInference (exact bodies when recorded), then the GenAI
+semantic conventions (a view: canonical request and a rebuilt response).
+
+``read_exchanges`` streams export requests through the readers. One model call often shows
+up as two or three spans (an instrumentation span, another instrumentation stacked on the
+same SDK, the gateway's own span); those become one exchange, the highest-fidelity one.
+Memory stays bounded: candidates wait in a window of ``WINDOW`` exchanges for their
+duplicates, and only the parent links of recent spans are kept.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.resource.v1.resource_pb2 import Resource
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
+
+from otel_replay.errors import TraceFormatError
+from otel_replay.exchange import Exchange
+from otel_replay.otlp.codec import any_value_to_python, attributes_to_dict, iter_spans
+from otel_replay.readers import openinference, semconv
+from otel_replay.readers.claude_code import ClaudeCodeReader, event_name
+from otel_replay.readers.view import Event
+
+__all__ = ["WINDOW", "Selection", "read_exchanges", "read_span"]
+
+WINDOW = 512
+"""How many exchanges wait for a duplicate before the earliest is released."""
+_PARENT_LINKS = 100_000
+_MAX_HOPS = 8
+_OWN_MARK = "otel_replay.format_version"
+_GENAI_EVENTS = semconv.MESSAGE_EVENTS | {semconv.DETAILS_EVENT}
+
+ErrorHandler = Callable[[TraceFormatError], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Selection:
+    """Which spans to read: trace ids (hex), ``service.name`` values and a start-time
+    window ``[since_ns, until_ns)``. Empty or None means no restriction."""
+
+    trace_ids: frozenset[str] | None = None
+    services: frozenset[str] | None = None
+    since_ns: int | None = None
+    until_ns: int | None = None
+
+    def resource_ok(self, resource: Mapping[str, Any]) -> bool:
+        return not self.services or resource.get("service.name") in self.services
+
+    def item_ok(self, trace_id: bytes, start_ns: int) -> bool:
+        if self.trace_ids and trace_id.hex() not in self.trace_ids:
+            return False
+        if self.since_ns is not None and start_ns < self.since_ns:
+            return False
+        return self.until_ns is None or start_ns < self.until_ns
+
+
+_ALL = Selection()
+
+
+def read_span(
+    resource: Mapping[str, Any],
+    span: Span,
+    events: Sequence[Event] = (),
+    resource_proto: Resource | None = None,
+) -> Exchange | None:
+    """The exchange a span carries, from the highest-fidelity reader that knows it."""
+    attrs = attributes_to_dict(span.attributes)
+    if _OWN_MARK in attrs:
+        from otel_replay.spans import span_to_exchange
+
+        return span_to_exchange(span, resource_proto)
+    exchange = openinference.read_span(resource, span, attrs)
+    if exchange is not None:
+        return exchange
+    events = [*_span_events(span), *events]
+    return semconv.read_span(resource, span, attrs, events)
+
+
+def _span_events(span: Span) -> list[Event]:
+    return [
+        (e.name, attributes_to_dict(e.attributes), None)
+        for e in span.events
+        if e.name in _GENAI_EVENTS
+    ]
+
+
+def read_exchanges(
+    requests: Iterable[ExportTraceServiceRequest],
+    logs: Iterable[ExportLogsServiceRequest] = (),
+    *,
+    selection: Selection | None = None,
+    on_error: ErrorHandler | None = None,
+) -> Iterator[Exchange]:
+    """Every model call in the trace requests (and log requests), one exchange per call,
+    in start-time order. Logs are read first: GenAI events linked to a span join it, and
+    Claude Code's body events become exchanges of their own. A span that cannot be read
+    goes to ``on_error`` (default: raise) and is skipped."""
+    select = selection or _ALL
+    handle = on_error or _raise
+    linked: dict[bytes, list[Event]] = {}
+    window = _Window()
+    for exchange in _read_logs(logs, select, linked):
+        yield from window.add(exchange)
+    for request in requests:
+        for resource, _scope, span in iter_spans(request):
+            window.note(span)
+            resource_attrs = attributes_to_dict(resource.attributes)
+            if not (select.resource_ok(resource_attrs) and _span_ok(select, span)):
+                continue
+            try:
+                found = read_span(resource_attrs, span, linked.pop(span.span_id, ()), resource)
+            except Exception as exc:  # a reader must never stop the build
+                where = f"span {span.span_id.hex() or '?'} ({span.name})"
+                problem = exc.problem if isinstance(exc, TraceFormatError) else str(exc)
+                handle(TraceFormatError(where, f"cannot read: {problem}"))
+                continue
+            if found is not None:
+                yield from window.add(found)
+    yield from window.flush()
+
+
+def _raise(exc: TraceFormatError) -> None:
+    raise exc
+
+
+def _span_ok(select: Selection, span: Span) -> bool:
+    return select.item_ok(span.trace_id, span.start_time_unix_nano)
+
+
+def _read_logs(
+    logs: Iterable[ExportLogsServiceRequest], select: Selection, linked: dict[bytes, list[Event]]
+) -> Iterator[Exchange]:
+    claude = ClaudeCodeReader()
+    for request in logs:
+        for resource_logs in request.resource_logs:
+            resource = attributes_to_dict(resource_logs.resource.attributes)
+            if not select.resource_ok(resource):
+                continue
+            for scope_logs in resource_logs.scope_logs:
+                for record in scope_logs.log_records:
+                    attrs = attributes_to_dict(record.attributes)
+                    name = getattr(record, "event_name", "") or str(attrs.get("event.name", ""))
+                    if name in _GENAI_EVENTS and record.span_id:
+                        body = any_value_to_python(record.body)
+                        linked.setdefault(record.span_id, []).append((name, attrs, body))
+                        continue
+                    if not event_name(record, attrs).startswith("api_"):
+                        continue
+                    time = record.time_unix_nano or record.observed_time_unix_nano
+                    if select.item_ok(record.trace_id, time) or not record.trace_id:
+                        exchange = claude.feed(record, attrs)
+                        if exchange is not None:
+                            yield exchange
+
+
+class _Window:
+    """Holds recent exchanges until their duplicates could have arrived."""
+
+    def __init__(self, size: int = WINDOW) -> None:
+        self.size = size
+        self.pending: list[Exchange] = []
+        self.parents: OrderedDict[str, str] = OrderedDict()
+
+    def note(self, span: Span) -> None:
+        """Remember a span's parent (any span: HTTP spans link the layers of one call)."""
+        if span.parent_span_id:
+            self.parents[span.span_id.hex()] = span.parent_span_id.hex()
+            if len(self.parents) > _PARENT_LINKS:
+                self.parents.popitem(last=False)
+
+    def add(self, exchange: Exchange) -> Iterator[Exchange]:
+        self.pending.append(exchange)
+        if len(self.pending) > self.size:
+            yield self._release()
+
+    def flush(self) -> Iterator[Exchange]:
+        while self.pending:
+            yield self._release()
+
+    def _release(self) -> Exchange:
+        first = min(self.pending, key=lambda e: e.start_ns)
+        group = [e for e in self.pending if e is first or self._same_call(first, e)]
+        self.pending = [e for e in self.pending if not any(e is g for g in group)]
+        return max(group, key=_fidelity)
+
+    def _related(self, a: Exchange, b: Exchange) -> bool:
+        return a.trace_id == b.trace_id and (self._above(a, b) or self._above(b, a))
+
+    def _above(self, upper: Exchange, lower: Exchange) -> bool:
+        node = lower.parent_span_id
+        for _ in range(_MAX_HOPS):
+            if node is None:
+                return False
+            if node == upper.span_id:
+                return True
+            node = self.parents.get(node)
+        return False
+
+    def _same_call(self, a: Exchange, b: Exchange) -> bool:
+        if a.provider != b.provider or a.operation != b.operation:
+            return False
+        if a.request.model and b.request.model and a.request.model != b.request.model:
+            return False
+        if a.trace_id and b.trace_id and self._related(a, b):
+            return True
+        if a.source == b.source or not (a.start_ns <= b.end_ns and b.start_ns <= a.end_ns):
+            return False
+        return _same_messages(a, b)
+
+
+def _fidelity(exchange: Exchange) -> tuple[int, int]:
+    rank = 3 if exchange.source == "otel-replay" else 2 if exchange.raw_request is not None else 1
+    return rank, len(exchange.request.known)
+
+
+def _same_messages(a: Exchange, b: Exchange) -> bool:
+    """Whether two overlapping, unrelated spans describe the same conversation."""
+    if "messages" not in a.request.known or "messages" not in b.request.known:
+        return True
+    ma, mb = a.request.messages or [], b.request.messages or []
+    return len(ma) == len(mb) and (not ma or _text(ma[-1]) == _text(mb[-1]))
+
+
+def _text(message: Any) -> str:
+    parts = message.get("parts") if isinstance(message, dict) else None
+    return "".join(
+        str(p.get("content", p.get("response", ""))) for p in parts or [] if isinstance(p, dict)
+    )

@@ -1,0 +1,227 @@
+"""Starting and stopping the gateway, and the environment it gives the agent.
+
+:class:`GatewayServer` runs the gateway on the current event loop; :class:`GatewayThread`
+runs it on an event loop thread of its own, which is what the CLI, the Python API and the
+pytest plugin use: the agent may then be synchronous code, async code on another loop, or
+a subprocess.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+from collections.abc import Mapping
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from otel_replay import envvars as ev
+from otel_replay.gateway import Gateway
+from otel_replay.otlp.grpc import GrpcReceiver
+from otel_replay.session import Session, Summary
+from otel_replay.upstream import ANTHROPIC_DEFAULT, OPENAI_DEFAULT, HttpUpstream, Upstream
+
+PLACEHOLDER_KEY = "otel-replay-no-key"
+
+
+@dataclass(slots=True)
+class GatewayConfig:
+    mode: str
+    cassette: Path | None = None
+    traces: Path | None = None
+    upstream_openai: str | None = None
+    upstream_anthropic: str | None = None
+    host: str = "127.0.0.1"
+    port: int = 0
+    grpc_port: int | None = 0  # None: no gRPC receiver
+    timing: str = "fast"
+    report: Path | None = None
+    command: list[str] = field(default_factory=list)
+    upstream: Upstream | None = None  # a test may hand in its own
+    environ: Mapping[str, str] | None = None  # the caller's environment (default os.environ)
+
+
+def upstream_bases(config: GatewayConfig, environ: Mapping[str, str]) -> dict[str, str]:
+    """Upstreams default to the caller's own base URLs, else the public endpoints."""
+    return {
+        "openai": config.upstream_openai or environ.get(ev.OPENAI_BASE_URL) or OPENAI_DEFAULT,
+        "anthropic": config.upstream_anthropic
+        or environ.get(ev.ANTHROPIC_BASE_URL)
+        or ANTHROPIC_DEFAULT,
+    }
+
+
+def agent_environment(
+    url: str, grpc_port: int | None, mode: str, caller: Mapping[str, str]
+) -> dict[str, str]:
+    """The variables that point an unmodified agent at the gateway.
+
+    OTLP goes to the HTTP receiver unless the caller's settings ask for gRPC, in which
+    case the endpoints name the gRPC port.
+    """
+    env = {
+        ev.OPENAI_BASE_URL: f"{url}/v1",
+        ev.ANTHROPIC_BASE_URL: url,
+        ev.OTEL_REPLAY_URL: url,
+        ev.OTEL_REPLAY_MODE: mode,
+    }
+    grpc_url = f"http://127.0.0.1:{grpc_port}" if grpc_port else None
+    if grpc_port:
+        env[ev.OTEL_REPLAY_GRPC_PORT] = str(grpc_port)
+    general = caller.get(ev.OTLP_PROTOCOL, "http/protobuf")
+    signals = (
+        ("traces", ev.OTLP_TRACES_ENDPOINT, ev.OTLP_TRACES_PROTOCOL),
+        ("logs", ev.OTLP_LOGS_ENDPOINT, ev.OTLP_LOGS_PROTOCOL),
+        ("metrics", ev.OTLP_METRICS_ENDPOINT, ev.OTLP_METRICS_PROTOCOL),
+    )
+    if general == "grpc" and grpc_url:
+        env[ev.OTLP_ENDPOINT] = grpc_url
+        env[ev.OTLP_INSECURE] = "true"
+    else:
+        env[ev.OTLP_ENDPOINT] = url
+        env[ev.OTLP_PROTOCOL] = general if general != "grpc" else "http/protobuf"
+    for signal, endpoint_var, protocol_var in signals:
+        protocol = caller.get(protocol_var, general)
+        if protocol == "grpc" and grpc_url:
+            env[endpoint_var] = grpc_url
+            env[protocol_var] = "grpc"
+            env[ev.OTLP_TRACES_INSECURE] = "true"
+        else:
+            env[endpoint_var] = f"{url}/v1/{signal}"
+            env[protocol_var] = protocol if protocol != "grpc" else "http/protobuf"
+    if mode in ("strict", "auto"):
+        # official SDKs refuse to start without a key; replay needs none
+        for key in (ev.OPENAI_API_KEY, ev.ANTHROPIC_API_KEY):
+            if not caller.get(key):
+                env[key] = PLACEHOLDER_KEY
+    return env
+
+
+class GatewayServer:
+    """The gateway bound to its ports on the running event loop."""
+
+    def __init__(self, config: GatewayConfig) -> None:
+        self.config = config
+        self.caller_env: Mapping[str, str] = (
+            os.environ if config.environ is None else config.environ
+        )
+        self.session = Session(
+            mode=config.mode,
+            cassette=config.cassette,
+            traces=config.traces,
+            command=config.command,
+            report=config.report,
+        )
+        self.upstream = config.upstream or HttpUpstream(upstream_bases(config, self.caller_env))
+        self.gateway = Gateway(
+            self.session, self.upstream, keys=self.caller_env, timing=config.timing
+        )
+        self._runner: web.AppRunner | None = None
+        self._grpc: GrpcReceiver | None = None
+        self.port = 0
+        self.grpc_port: int | None = None
+        self.env: dict[str, str] = {}
+
+    @property
+    def url(self) -> str:
+        host = self.config.host if ":" not in self.config.host else f"[{self.config.host}]"
+        return f"http://{host}:{self.port}"
+
+    async def start(self) -> None:
+        self._runner = web.AppRunner(
+            self.gateway.app(),
+            access_log=None,
+            handler_cancellation=True,
+            shutdown_timeout=1.0,
+        )
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.config.host, self.config.port)
+        await site.start()
+        server: Any = site._server
+        self.port = server.sockets[0].getsockname()[1]
+        if self.config.grpc_port is not None:
+            self._grpc = GrpcReceiver(self.session.store)
+            self.grpc_port = await self._grpc.start(self.config.host, self.config.grpc_port)
+        self.env = agent_environment(self.url, self.grpc_port, self.config.mode, self.caller_env)
+
+    async def stop(self) -> Summary:
+        if self._grpc is not None:
+            await self._grpc.stop()
+        if self._runner is not None:
+            await self._runner.cleanup()
+        await self.upstream.aclose()
+        return self.session.finish()
+
+
+class GatewayThread:
+    """A :class:`GatewayServer` on an event loop thread of its own."""
+
+    def __init__(self, config: GatewayConfig) -> None:
+        self.config = config
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._run, name="otel-replay-gateway", daemon=True)
+        self.server: GatewayServer | None = None
+        self.summary: Summary | None = None
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        self._loop.run_forever()
+
+    def _call(self, coro: Any, timeout: float | None = 60) -> Any:
+        future: Future[Any] = asyncio.run_coroutine_threadsafe(coro, self._loop)
+        return future.result(timeout)
+
+    def start(self) -> GatewayThread:
+        self._thread.start()
+
+        async def make() -> GatewayServer:
+            server = GatewayServer(self.config)
+            await server.start()
+            return server
+
+        try:
+            self.server = self._call(make())
+        except BaseException:
+            self._shutdown()
+            raise
+        return self
+
+    @property
+    def env(self) -> dict[str, str]:
+        assert self.server is not None
+        return self.server.env
+
+    @property
+    def session(self) -> Session:
+        assert self.server is not None
+        return self.server.session
+
+    def stop(self) -> Summary:
+        if self.summary is not None:
+            return self.summary
+        try:
+            if self.server is not None:
+                self.summary = self._call(self.server.stop(), timeout=120)
+            else:
+                self.summary = Summary(mode=self.config.mode)
+        finally:
+            self._shutdown()
+        return self.summary
+
+    def _shutdown(self) -> None:
+        if self._loop.is_closed():
+            return
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
+        if not self._thread.is_alive():
+            self._loop.close()
+
+    def __enter__(self) -> GatewayThread:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -1,0 +1,286 @@
+"""One run of the gateway: its mode, cassette, matcher, trace store and counters.
+
+The gateway's handlers call into a :class:`Session`; the session decides nothing about
+HTTP. At the end, :meth:`Session.finish` writes what the mode asks for (the cassette
+derived from this run's traces, the misses file, the report) and returns the summary.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from otel_replay.cassette import Cassette, dump, load
+from otel_replay.errors import CassetteError, ConfigError, ReplayMiss
+from otel_replay.exchange import Exchange
+from otel_replay.matcher import Matcher
+from otel_replay.redact import Redactor
+from otel_replay.spans import exchange_to_span, export_request
+from otel_replay.store import TraceStore
+
+MODES = ("strict", "auto", "record", "off")
+
+
+def default_mode(environ: dict[str, str] | None = None) -> str:
+    """``strict`` when ``CI`` is set (and not false-ish), else ``auto``."""
+    env = os.environ if environ is None else environ
+    ci = env.get("CI", "").strip().lower()
+    return "strict" if ci and ci not in ("0", "false", "no") else "auto"
+
+
+def misses_path(cassette: Path) -> Path:
+    """Where a run's misses are kept for ``otel-replay why``."""
+    return cassette.with_name(cassette.stem + ".misses.json")
+
+
+@dataclass(slots=True)
+class Miss:
+    message: str
+    component: str | None
+    provider: str
+    path: str
+    body: Any
+    used: list[int]
+
+
+@dataclass(slots=True)
+class Summary:
+    mode: str
+    replayed: int = 0
+    live: int = 0
+    misses: list[str] = field(default_factory=list)
+    spans_received: int = 0
+    unused: list[int] = field(default_factory=list)
+    hits: list[int] = field(default_factory=list)
+    cassette: str | None = None
+    traces: str | None = None
+
+    def line(self) -> str:
+        n = len(self.misses)
+        return (
+            f"otel-replay: {self.replayed} replayed · {self.live} live · "
+            f"{n} {'miss' if n == 1 else 'misses'} · {self.spans_received} spans received"
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "mode": self.mode,
+            "replayed": self.replayed,
+            "live": self.live,
+            "misses": list(self.misses),
+            "spans_received": self.spans_received,
+            "hits": list(self.hits),
+            "unused": list(self.unused),
+            "cassette": self.cassette,
+            "traces": self.traces,
+        }
+
+
+class Session:
+    """State of one gateway run."""
+
+    def __init__(
+        self,
+        *,
+        mode: str,
+        cassette: Path | None,
+        traces: Path | None = None,
+        redactor: Redactor | None = None,
+        command: list[str] | None = None,
+        report: Path | None = None,
+    ) -> None:
+        if mode not in MODES:
+            raise ConfigError(f"unknown mode {mode!r}; use one of {', '.join(MODES)}")
+        if mode in ("strict", "auto", "record") and cassette is None and mode != "record":
+            raise ConfigError(f"mode {mode} needs a cassette (--cassette PATH)")
+        self.mode = mode
+        self.cassette_path = cassette
+        self.command = command or []
+        self.report_path = report
+        self.redactor = redactor or Redactor.from_environment()
+        self.user_traces = traces
+        self._temp_traces: Path | None = None
+        if traces is None and mode in ("record", "auto"):
+            fd, name = tempfile.mkstemp(prefix="otel-replay-", suffix=".jsonl")
+            os.close(fd)
+            self._temp_traces = Path(name)
+        trace_file = traces or self._temp_traces
+        self.store = (
+            TraceStore.beside(trace_file, redact=self.redactor.json)
+            if trace_file
+            else (TraceStore(None, redact=self.redactor.json))
+        )
+        self.cassette = self._load_cassette()
+        self.matcher = Matcher([ex.request for ex in self.cassette.interactions])
+        self.replayed = 0
+        self.hits: list[int] = []
+        self.live: list[Exchange] = []
+        self.misses: list[Miss] = []
+        self._lock = threading.Lock()
+        self._trace_ids: set[str] = set()
+
+    # -- cassette --------------------------------------------------------------------------
+    def _load_cassette(self) -> Cassette:
+        path = self.cassette_path
+        if self.mode == "record" or path is None:
+            return Cassette(interactions=[], source={})
+        if not path.exists():
+            if self.mode == "auto":
+                return Cassette(interactions=[], source={})
+            raise CassetteError(path, "", "no such cassette; record it first (--mode record)")
+        return load(path)
+
+    @property
+    def writes_replayed_spans(self) -> bool:
+        return self.user_traces is not None
+
+    # -- events from the gateway -----------------------------------------------------------
+    def replayed_hit(self, index: int, exchange: Exchange | None = None) -> None:
+        with self._lock:
+            self.replayed += 1
+            self.hits.append(index)
+        if exchange is not None and self.writes_replayed_spans:
+            self.store.write_traces(
+                export_request([exchange_to_span(exchange, replayed=True)]), received=False
+            )
+
+    def recorded(self, exchange: Exchange) -> None:
+        """A live exchange (record mode, or an auto-mode miss forwarded live)."""
+        span = exchange_to_span(exchange)
+        with self._lock:
+            self.live.append(exchange)
+            self._trace_ids.add(span.trace_id.hex())
+            if self.mode == "auto":
+                self.cassette.interactions.append(exchange)
+                self.hits.append(self.matcher.append(exchange.request))
+        self.store.write_traces(export_request([span]), received=False)
+
+    def missed(self, miss: ReplayMiss, provider: str, path: str, body: Any) -> None:
+        with self._lock:
+            used = sorted(self.matcher.used)
+            self.misses.append(Miss(str(miss), miss.component, provider, path, body, used))
+
+    # -- end of run ------------------------------------------------------------------------
+    def finish(self) -> Summary:
+        self.store.close()
+        try:
+            self._write_cassette()
+            self._write_misses()
+        finally:
+            if self._temp_traces is not None:
+                for sibling in _siblings(self._temp_traces):
+                    sibling.unlink(missing_ok=True)
+        summary = self.summary()
+        if self.report_path is not None:
+            report = summary.to_json()
+            report["miss_details"] = [
+                {
+                    "message": m.message,
+                    "component": m.component,
+                    "provider": m.provider,
+                    "path": m.path,
+                }
+                for m in self.misses
+            ]
+            _atomic_write(self.report_path, json.dumps(report, indent=2) + "\n")
+        return summary
+
+    def summary(self) -> Summary:
+        return Summary(
+            mode=self.mode,
+            replayed=self.replayed,
+            live=len(self.live),
+            misses=[m.message for m in self.misses],
+            spans_received=self.store.spans_received,
+            unused=self.matcher.unused(),
+            hits=list(self.hits),
+            cassette=str(self.cassette_path) if self.cassette_path else None,
+            traces=str(self.user_traces) if self.user_traces else None,
+        )
+
+    def _write_cassette(self) -> None:
+        path = self.cassette_path
+        if path is None or not self.live:
+            if self.mode == "record" and path is not None:
+                dump(Cassette(interactions=[], source=self._source()), path)
+            return
+        derived = self._derive()
+        if self.mode == "auto":
+            old = self.cassette.interactions[: len(self.cassette.interactions) - len(self.live)]
+            interactions = old + derived
+            source = dict(self.cassette.source) or self._source()
+            source["updated_at"] = _now()
+        else:
+            interactions = derived
+            source = self._source()
+        dump(Cassette(interactions=interactions, source=source), path)
+
+    def _derive(self) -> list[Exchange]:
+        """The cassette is derived from this run's traces, through the same code as
+        ``otel-replay build``; the live exchanges only select which traces are ours."""
+        from otel_replay.build import build
+
+        trace_file = self.user_traces or self._temp_traces
+        assert trace_file is not None
+        built = build([trace_file], trace_ids=set(self._trace_ids))
+        return list(built.interactions)
+
+    def _source(self) -> dict[str, Any]:
+        from otel_replay import __version__
+
+        source: dict[str, Any] = {"recorded_at": _now(), "otel_replay": __version__}
+        if self.command:
+            source["command"] = [self.redactor.text(part) for part in self.command]
+        if self.user_traces:
+            source["traces"] = [str(self.user_traces)]
+        return source
+
+    def _write_misses(self) -> None:
+        if not self.misses or self.cassette_path is None:
+            return
+        records = [
+            {
+                "message": m.message,
+                "component": m.component,
+                "provider": m.provider,
+                "path": m.path,
+                "body": m.body,
+                "used": m.used,
+            }
+            for m in self.misses
+        ]
+        text = json.dumps({"cassette": str(self.cassette_path), "misses": records}, indent=2)
+        _atomic_write(misses_path(self.cassette_path), self.redactor.text(text) + "\n")
+
+
+def _siblings(path: Path) -> list[Path]:
+    stem = path.name[: -len(path.suffix)] if path.suffix else path.name
+    return [
+        path,
+        path.with_name(f"{stem}.logs{path.suffix}"),
+        path.with_name(f"{stem}.metrics{path.suffix}"),
+    ]
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

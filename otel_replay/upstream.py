@@ -1,0 +1,136 @@
+"""The upstream seam: ``await upstream.send(request) -> response``.
+
+The gateway never talks to a provider directly; it hands an :class:`UpstreamRequest` to
+an object with one ``send`` method. :class:`HttpUpstream` is the real one (aiohttp);
+a test can hand in any object with the same method, the way httpx's MockTransport works.
+
+Transport faults come back as :class:`~otel_replay.errors.UpstreamError` with ``kind``
+``"timeout"``, ``"reset"`` (before any response) or ``"reset_mid_stream"`` (raised from
+the body iterator), so the gateway can give the agent the same kind of failure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+
+import aiohttp
+from multidict import CIMultiDict
+
+from otel_replay.errors import UpstreamError
+
+# Headers that describe one hop, not the message; never forwarded either way.
+HOP_BY_HOP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+        "host",
+        "content-length",
+        "accept-encoding",
+        "content-encoding",
+    }
+)
+
+OPENAI_DEFAULT = "https://api.openai.com/v1"
+ANTHROPIC_DEFAULT = "https://api.anthropic.com"
+
+
+@dataclass(slots=True)
+class UpstreamRequest:
+    provider: str
+    method: str
+    path: str  # as the gateway received it, e.g. /v1/chat/completions
+    query: str
+    headers: Mapping[str, str]
+    body: bytes
+
+
+@dataclass(slots=True)
+class UpstreamResponse:
+    status: int
+    headers: CIMultiDict[str]
+    chunks: AsyncIterator[bytes]
+    close: object = field(default=None)
+
+    @property
+    def is_stream(self) -> bool:
+        return self.headers.get("content-type", "").startswith("text/event-stream")
+
+
+class Upstream(Protocol):
+    async def send(self, request: UpstreamRequest) -> UpstreamResponse: ...
+
+    async def aclose(self) -> None: ...
+
+
+def provider_url(base: str, provider: str, path: str) -> str:
+    """Join a provider base URL and a gateway path.
+
+    OpenAI bases end in ``/v1`` (``OPENAI_BASE_URL`` convention) and the gateway path
+    starts with ``/v1``; Anthropic bases are the host root.
+    """
+    base = base.rstrip("/")
+    if provider == "openai" and base.endswith("/v1") and path.startswith("/v1"):
+        return base + path[3:]
+    return base + path
+
+
+class HttpUpstream:
+    """Forwards to the real providers over aiohttp, streaming the body through."""
+
+    def __init__(self, bases: Mapping[str, str], *, connect_timeout: float = 30.0) -> None:
+        self.bases = dict(bases)
+        self._timeout = aiohttp.ClientTimeout(total=None, sock_connect=connect_timeout)
+        self._session: aiohttp.ClientSession | None = None
+
+    def _client(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            self._session = aiohttp.ClientSession(
+                timeout=self._timeout, auto_decompress=True, trust_env=True
+            )
+        return self._session
+
+    async def send(self, request: UpstreamRequest) -> UpstreamResponse:
+        base = self.bases.get(request.provider) or self.bases["openai"]
+        url = provider_url(base, request.provider, request.path)
+        if request.query:
+            url = f"{url}?{request.query}"
+        headers = {k: v for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP}
+        try:
+            response = await self._client().request(
+                request.method, url, headers=headers, data=request.body or None
+            )
+        except TimeoutError as exc:
+            raise UpstreamError(url, "timeout", str(exc)) from exc
+        except (aiohttp.ClientError, OSError) as exc:
+            raise UpstreamError(url, "reset", str(exc) or type(exc).__name__) from exc
+        return UpstreamResponse(
+            status=response.status,
+            headers=CIMultiDict(response.headers),
+            chunks=_iterate(response, url),
+            close=response,
+        )
+
+    async def aclose(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+
+async def _iterate(response: aiohttp.ClientResponse, url: str) -> AsyncIterator[bytes]:
+    try:
+        async for chunk in response.content.iter_any():
+            yield chunk
+    except (aiohttp.ClientPayloadError, aiohttp.ClientConnectionError, OSError) as exc:
+        raise UpstreamError(url, "reset_mid_stream", str(exc)) from exc
+    except TimeoutError as exc:
+        raise UpstreamError(url, "timeout", str(exc)) from exc
+    finally:
+        response.release()

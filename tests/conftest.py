@@ -1,0 +1,79 @@
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from otel_replay.stub import StubUpstream, run_stub
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+# Variables a developer's shell or CI may carry that would change what tests exercise.
+_ISOLATED = (
+    "CI",
+    "OTEL_REPLAY_MODE",
+    "OPENAI_BASE_URL",
+    "ANTHROPIC_BASE_URL",
+    "OPENAI_API_KEY",
+    "ANTHROPIC_API_KEY",
+    "OTEL_EXPORTER_OTLP_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_PROTOCOL",
+    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+    "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL",
+    "HTTP_PROXY",
+    "HTTPS_PROXY",
+    "http_proxy",
+    "https_proxy",
+    "ALL_PROXY",
+    "all_proxy",
+)
+
+
+@pytest.fixture(autouse=True)
+def _isolated_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in _ISOLATED:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+
+
+@pytest.fixture(autouse=True)
+def _cassettes_match_schema(tmp_path: Path) -> Iterator[None]:
+    """Every cassette a test writes is checked against schemas/cassette.schema.json."""
+    yield
+    from schema_check import validate_cassette_file
+
+    for path in tmp_path.rglob("*.json"):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (ValueError, UnicodeDecodeError):
+            continue
+        if isinstance(data, dict) and "interactions" in data and data.get("version") == 1:
+            validate_cassette_file(path)
+
+
+@pytest.fixture
+async def stub() -> StubUpstream:
+    async with StubUpstream() as upstream:
+        yield upstream  # type: ignore[misc]
+
+
+@pytest.fixture
+def stub_thread() -> Iterator[StubUpstream]:
+    with run_stub() as upstream:
+        yield upstream
+
+
+def files_text(folder: Path) -> str:
+    """Everything written below a folder, as text, for secret checks."""
+    chunks = []
+    for path in folder.rglob("*"):
+        if path.is_file():
+            chunks.append(path.read_bytes().decode("utf-8", "replace"))
+    return "\n".join(chunks)
+
+
+os.environ.setdefault("OTEL_SDK_DISABLED", "false")

@@ -1,0 +1,192 @@
+"""Normalisation of volatile values: ids, UUIDs, timestamps, emails become numbered
+placeholders; everything else, including redaction placeholders, stays as it is."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from otel_replay.exchange import CanonicalRequest
+from otel_replay.normalize import normalize, normalize_text, normalize_value
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("chatcmpl-B9MBs8CjcvOU2jLn4n570S5qMJKcT", "<id:1>"),
+        ("msg_01XFDUDYJgAACzvnptvVoYEL", "<id:1>"),
+        ("resp_67ccd2bed1ec8190b14f964abc0542670bb6a6b452d3795b", "<id:1>"),
+        ("req_011CNs4dwqVQvXa3F8QhC9sd", "<id:1>"),
+        ("fc_67ccd3f0a2f88190a1a3b1c2d3e4f5a6", "<id:1>"),
+        ("rs_67ccd3f0a2f88190", "<id:1>"),
+        ("run_2x9sD7kLq0", "<id:1>"),
+        ("toolu_01A09q90qw90lq917835lq9", "<id:1>"),
+        ("srvtoolu_014hJH82Qum7Td6UV8gDXThB", "<id:1>"),
+        ("call_abc123", "<id:1>"),
+        ("3fa85f64-5717-4562-b3fc-2c963f66afa6", "<uuid:1>"),
+        ("3FA85F64-5717-4562-B3FC-2C963F66AFA6", "<uuid:1>"),
+        ("2024-05-01", "<time:1>"),
+        ("2024-05-01T12:30:45Z", "<time:1>"),
+        ("2024-05-01T12:30:45.123456+02:00", "<time:1>"),
+        ("2024-05-01 12:30", "<time:1>"),
+        ("2024-05-01T12:30:45", "<time:1>"),
+        ("ada.lovelace+agents@example.co.uk", "<email:1>"),
+    ],
+)
+def test_each_kind_of_volatile_value(text, expected):
+    assert normalize_text(text) == expected
+    assert normalize_text(f"before ({text}), after") == f"before ({expected}), after"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "gpt-4o-2024-08-06",
+        "claude-3-5-sonnet-20241022",
+        "call_weather",  # a tool name, not an id
+        "run_shell and msg_count",
+        "2024-13-45",  # not a date
+        "version 1.2.3, port 8080, 42 items",
+        "[REDACTED:openai-key] [REDACTED:env:msg_TOKEN1]",
+        "user at example dot com",
+    ],
+)
+def test_stable_values_are_left_alone(text):
+    assert normalize_text(text) == text
+
+
+def test_same_value_same_placeholder_numbered_per_kind_by_first_occurrence():
+    text = "call_b2 call_a1 call_b2 2024-01-01 x@y.io 2024-01-02 2024-01-01 call_a1"
+    assert normalize_text(text) == (
+        "<id:1> <id:2> <id:1> <time:1> <email:1> <time:2> <time:1> <id:2>"
+    )
+
+
+def _request(**kw):
+    base = {
+        "endpoint": "/v1/chat/completions",
+        "model": "gpt-4o-2024-08-06",
+        "system": [{"type": "text", "content": "Today is 2024-05-01."}],
+        "messages": [
+            {"role": "user", "parts": [{"type": "text", "content": "Mail bob@example.com"}]},
+            {
+                "role": "assistant",
+                "parts": [
+                    {
+                        "type": "tool_call",
+                        "id": "call_Xy12",
+                        "name": "send_mail",
+                        "arguments": {"to": "bob@example.com", "at": "2024-05-02T09:00:00Z"},
+                    }
+                ],
+            },
+            {
+                "role": "tool",
+                "parts": [{"type": "tool_call_response", "id": "call_Xy12", "response": "ok"}],
+            },
+        ],
+        "tools": [{"type": "function", "name": "send_mail", "description": "Sends mail."}],
+        "params": {"temperature": 1.0, "metadata": {"run": "3fa85f64-5717-4562-b3fc-2c963f66afa6"}},
+    }
+    base.update(kw)
+    return CanonicalRequest(**base)
+
+
+def test_numbering_runs_across_components_in_order():
+    out = normalize(_request())
+    assert out.endpoint == "/v1/chat/completions"
+    assert out.model == "gpt-4o-2024-08-06"
+    assert out.system == [{"type": "text", "content": "Today is <time:1>."}]
+    call = out.messages[1]["parts"][0]
+    assert call["id"] == "<id:1>"
+    assert call["arguments"] == {"at": "<time:2>", "to": "<email:1>"}
+    assert out.messages[0]["parts"][0]["content"] == "Mail <email:1>"
+    assert out.messages[2]["parts"][0]["id"] == "<id:1>"  # paired with its tool call
+    assert out.params == {"temperature": 1, "metadata": {"run": "<uuid:1>"}}
+    assert isinstance(out.params["temperature"], int)
+
+
+def test_input_is_not_mutated_and_normalising_twice_changes_nothing():
+    request = _request()
+    before = copy.deepcopy(request)
+    once = normalize(request)
+    assert request == before
+    assert normalize(once) == once
+
+
+def test_numbering_ignores_dict_key_order():
+    a = normalize_value({"first": "call_1a", "second": "call_2b"})
+    b = normalize_value({"second": "call_2b", "first": "call_1a"})
+    assert a == b
+    assert list(b) == ["second", "first"]  # the source's key order is kept
+
+
+def test_tool_call_ids_renamed_consistently_normalise_equal():
+    renamed = _request()
+    other = _request(
+        messages=[
+            renamed.messages[0],
+            {
+                "role": "assistant",
+                "parts": [{**renamed.messages[1]["parts"][0], "id": "call_Q9zz"}],
+            },
+            {
+                "role": "tool",
+                "parts": [{"type": "tool_call_response", "id": "call_Q9zz", "response": "ok"}],
+            },
+        ]
+    )
+    assert normalize(other) == normalize(renamed)
+
+
+def test_unpaired_renaming_does_not_normalise_equal():
+    """Renaming only the tool result's id breaks the pairing, and matching must see it."""
+    request = _request()
+    broken = _request(
+        messages=[
+            *request.messages[:2],
+            {
+                "role": "tool",
+                "parts": [{"type": "tool_call_response", "id": "call_Zz99", "response": "ok"}],
+            },
+        ]
+    )
+    assert normalize(broken) != normalize(request)
+
+
+ids = st.from_regex(r"call_[A-Za-z]{2}[0-9][A-Za-z0-9]{5}", fullmatch=True)
+uuids = st.uuids().map(str)
+emails = st.from_regex(r"[a-z]{3,8}\.[a-z]{2,6}@[a-z]{3,8}\.(com|org|io)", fullmatch=True)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(ids, min_size=3, max_size=3, unique=True),
+    st.lists(ids, min_size=3, max_size=3, unique=True),
+    st.tuples(uuids, uuids),
+    st.tuples(emails, emails),
+)
+def test_any_consistent_renaming_normalises_equal(ids_a, ids_b, uuid_pair, email_pair):
+    def build(call_ids, uuid, email):
+        messages = []
+        for call_id in call_ids:
+            messages.append(
+                {
+                    "role": "assistant",
+                    "parts": [{"type": "tool_call", "id": call_id, "name": "f", "arguments": {}}],
+                }
+            )
+            messages.append(
+                {"role": "tool", "parts": [{"type": "tool_call_response", "id": call_id}]}
+            )
+        messages.append(
+            {"role": "user", "parts": [{"type": "text", "content": f"{email} asked ({uuid})"}]}
+        )
+        return CanonicalRequest(endpoint="/v1/chat/completions", messages=messages)
+
+    a = build(ids_a, uuid_pair[0], email_pair[0])
+    b = build(ids_b, uuid_pair[1], email_pair[1])
+    assert normalize(a) == normalize(b)

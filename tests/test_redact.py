@@ -1,0 +1,227 @@
+"""Redaction: every secret shape, environment and .env values, JSON and headers."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from secrets_corpus import (
+    AWS_EXAMPLE_SECRET,
+    FAKE_ANTHROPIC_KEY,
+    FAKE_OPENAI_KEY,
+    KINDS,
+    SAMPLES,
+    fake,
+)
+
+from otel_replay.redact import PATTERNS_ONLY, Redactor, is_sensitive_header, parse_dotenv
+
+NO_DOTENV = Path("/nonexistent-otel-replay-test-dir")
+
+
+@pytest.mark.parametrize("sample", SAMPLES, ids=lambda s: s.kind)
+def test_every_corpus_sample_redacts_to_its_typed_placeholder(sample):
+    out = PATTERNS_ONLY.text(sample.text)
+    assert out == sample.redacted
+    assert sample.secret not in out
+
+
+def test_corpus_covers_every_kind_the_brief_names():
+    kinds = {s.kind for s in SAMPLES}
+    assert kinds >= {
+        "openai-key", "anthropic-key", "aws-access-key-id", "aws-secret-key", "github-token",
+        "google-api-key", "slack-token", "stripe-key", "jwt", "bearer-token", "private-key",
+        "url-password", "query-secret",
+    }  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the bearer of bad news arrived",
+        "see risk-assessment-2024-report-final and task-12345678901234567890",
+        "https://example.com/search?q=paris&lang=en",
+        "model gpt-4o-2024-08-06 and claude-3-5-sonnet-20241022",
+        "x = y + 1; if a == b: return secretary",
+        "call_abc123 msg_01XFDUDYJgAACzvnptvVoYEL 2024-05-01T12:00:00Z",
+    ],
+)
+def test_ordinary_text_is_left_alone(text):
+    assert PATTERNS_ONLY.text(text) == text
+
+
+surrounding = st.text(max_size=40)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    kind=st.sampled_from(KINDS), seed=st.integers(0, 10**6), before=surrounding, after=surrounding
+)
+def test_random_surrounding_text_never_leaks_the_secret(kind, seed, before, after):
+    sample = fake(kind, seed)
+    once = PATTERNS_ONLY.text(before + sample.text + after)
+    assert sample.secret not in once
+    assert f"[REDACTED:{kind}]" in once or "[REDACTED:" in once
+    assert PATTERNS_ONLY.text(once) == once  # idempotent
+
+
+@settings(max_examples=100, deadline=None)
+@given(kind=st.sampled_from(KINDS), a=st.integers(0, 10**6), b=st.integers(0, 10**6))
+def test_placeholder_is_the_same_for_different_secrets_of_one_kind(kind, a, b):
+    first, second = fake(kind, a), fake(kind, b)
+    other_text = first.text.replace(first.secret, second.secret)
+    assert PATTERNS_ONLY.text(first.text) == PATTERNS_ONLY.text(other_text) == first.redacted
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.text(max_size=200))
+def test_redaction_is_idempotent_on_any_text(text):
+    once = PATTERNS_ONLY.text(text)
+    assert PATTERNS_ONLY.text(once) == once
+
+
+def test_secret_named_environment_variables_are_redacted_by_name():
+    environ = {
+        "MY_SERVICE_TOKEN": "tok-value-123456",
+        "DB_PASSWORD": "hunter2hunter2",
+        "SIGNING_SECRET": "s3cr3t-signing",
+        "SHORT_KEY": "abc1234",  # shorter than 8: ignored
+        "HOME": "/home/someone-with-a-long-name",  # not a secret name
+    }
+    redactor = Redactor.from_environment(environ, cwd=NO_DOTENV)
+    text = "tok-value-123456 hunter2hunter2 s3cr3t-signing abc1234 /home/someone-with-a-long-name"
+    assert redactor.text(text) == (
+        "[REDACTED:env:MY_SERVICE_TOKEN] [REDACTED:env:DB_PASSWORD] "
+        "[REDACTED:env:SIGNING_SECRET] abc1234 /home/someone-with-a-long-name"
+    )
+    assert "tok-value" not in repr(redactor)
+    assert set(redactor.names) == {"MY_SERVICE_TOKEN", "DB_PASSWORD", "SIGNING_SECRET"}
+
+
+def test_secret_shapes_win_over_environment_values():
+    """A key reads the same whether or not this machine's environment holds it."""
+    redactor = Redactor.from_environment(
+        {"OPENAI_API_KEY": FAKE_OPENAI_KEY, "ANTHROPIC_API_KEY": FAKE_ANTHROPIC_KEY},
+        cwd=NO_DOTENV,
+    )
+    body = f'{{"a": "{FAKE_OPENAI_KEY}", "b": "{FAKE_ANTHROPIC_KEY}"}}'
+    expected = '{"a": "[REDACTED:openai-key]", "b": "[REDACTED:anthropic-key]"}'
+    assert redactor.text(body) == PATTERNS_ONLY.text(body) == expected
+
+
+def test_longest_environment_value_wins():
+    redactor = Redactor({"A_KEY": "abcdefgh1234", "B_KEY": "abcdefgh1234567890"})
+    assert redactor.text("x abcdefgh1234567890 y abcdefgh1234") == (
+        "x [REDACTED:env:B_KEY] y [REDACTED:env:A_KEY]"
+    )
+
+
+def test_placeholders_are_never_redacted_again():
+    redactor = Redactor({"ODD_TOKEN": "REDACTED", "OTHER_TOKEN": "openai-key"})
+    text = "key [REDACTED:openai-key] and REDACTED"
+    assert redactor.text(text) == "key [REDACTED:openai-key] and [REDACTED:env:ODD_TOKEN]"
+    assert redactor.text(redactor.text(text)) == redactor.text(text)
+
+
+DOTENV = """\
+# a comment
+export OPENAI_API_KEY="{openai}"
+PLAIN_VALUE=plain-value-123 # trailing comment
+SINGLE='single quoted value'
+DOUBLE="double \\"quoted\\" value"
+SHORT=abc
+EMPTY=
+not a line
+"""
+
+
+def test_dotenv_values_are_all_secrets(tmp_path):
+    (tmp_path / ".env").write_text(DOTENV.format(openai=FAKE_OPENAI_KEY))
+    redactor = Redactor.from_environment({}, cwd=tmp_path)
+    assert set(redactor.names) == {"OPENAI_API_KEY", "PLAIN_VALUE", "SINGLE", "DOUBLE"}
+    text = f'{FAKE_OPENAI_KEY} plain-value-123 single quoted value double "quoted" value abc'
+    assert redactor.text(text) == (
+        "[REDACTED:openai-key] [REDACTED:env:PLAIN_VALUE] [REDACTED:env:SINGLE] "
+        "[REDACTED:env:DOUBLE] abc"
+    )
+
+
+def test_parse_dotenv_handles_export_quotes_and_comments():
+    parsed = parse_dotenv(DOTENV.format(openai="sk-x"))
+    assert parsed == {
+        "OPENAI_API_KEY": "sk-x",
+        "PLAIN_VALUE": "plain-value-123",
+        "SINGLE": "single quoted value",
+        "DOUBLE": 'double "quoted" value',
+        "SHORT": "abc",
+        "EMPTY": "",
+    }
+
+
+def test_missing_dotenv_is_fine(tmp_path):
+    assert Redactor.from_environment({}, cwd=tmp_path).names == ()
+
+
+def test_json_redacts_strings_and_keys_without_mutating():
+    secret = fake("github-token", 3).secret
+    value = {
+        "messages": [{"role": "user", "content": f"my token is {secret}"}],
+        secret: [1, 2.5, None, True, {"nested": (secret,)}],
+        "clean": "nothing here",
+    }
+    before = copy.deepcopy(value)
+    out = PATTERNS_ONLY.json(value)
+    assert value == before
+    assert secret not in repr(out)
+    assert out["messages"][0]["content"] == "my token is [REDACTED:github-token]"
+    assert out["[REDACTED:github-token]"][4] == {"nested": ("[REDACTED:github-token]",)}
+    assert out["clean"] == "nothing here"
+
+
+def test_json_without_secrets_returns_the_same_object():
+    value = {"messages": [{"role": "user", "content": "hello"}], "n": 1}
+    assert PATTERNS_ONLY.json(value) is value
+    with_url = {"u": "https://example.com/?q=1"}
+    assert PATTERNS_ONLY.json(with_url) is with_url
+
+
+def test_json_env_values_with_characters_json_escapes():
+    redactor = Redactor({"QUOTED_SECRET": 'pa"ss\\word-123'})
+    assert redactor.json({"x": 'a pa"ss\\word-123 b'}) == {"x": "a [REDACTED:env:QUOTED_SECRET] b"}
+
+
+def test_headers_drop_credentials_and_redact_the_rest():
+    secret = fake("jwt", 1).secret
+    headers = {
+        "Authorization": "Bearer abc123def456",
+        "x-api-key": FAKE_ANTHROPIC_KEY,
+        "api-key": "azure-key-value",
+        "Cookie": "session=1",
+        "Proxy-Authorization": "Basic Zm9vOmJhcg==",
+        "content-type": "application/json",
+        "x-ratelimit-remaining-tokens": "99000",
+        "x-trace": f"token {secret}",
+    }
+    assert PATTERNS_ONLY.headers(headers) == {
+        "content-type": "application/json",
+        "x-ratelimit-remaining-tokens": "99000",
+        "x-trace": "token [REDACTED:jwt]",
+    }
+    assert PATTERNS_ONLY.headers([("X-Goog-Api-Key", "k"), ("Accept", "*/*")]) == {"Accept": "*/*"}
+    assert is_sensitive_header("X-Custom-Token")
+    assert not is_sensitive_header("anthropic-ratelimit-tokens-remaining")
+
+
+def test_aws_secret_needs_its_key_name():
+    assert PATTERNS_ONLY.text(AWS_EXAMPLE_SECRET) == AWS_EXAMPLE_SECRET
+    assert PATTERNS_ONLY.text(f'"SecretAccessKey": "{AWS_EXAMPLE_SECRET}"') == (
+        '"SecretAccessKey": "[REDACTED:aws-secret-key]"'
+    )
+
+
+def test_truncated_private_key_is_redacted_to_the_end():
+    text = "key:\n-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7\nabc"
+    assert PATTERNS_ONLY.text(text) == "key:\n[REDACTED:private-key]"

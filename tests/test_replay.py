@@ -1,0 +1,217 @@
+"""Replay end to end: record with the official SDKs, stop the upstream, replay strictly."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import anthropic
+import openai
+import pytest
+from agents import WEATHER, anthropic_agent, openai_agent
+
+from otel_replay.cassette import load
+from otel_replay.runner import GatewayConfig, GatewayThread
+from otel_replay.stub import Fault, run_stub
+from otel_replay.why import explain
+
+
+def record(tmp_path: Path, run, **kw):  # type: ignore[no-untyped-def]
+    with run_stub() as stub:
+        config = GatewayConfig(mode="record", cassette=tmp_path / "c.json",
+                               upstream_openai=stub.openai_url,
+                               upstream_anthropic=stub.anthropic_url, **kw)
+        with GatewayThread(config) as gw:
+            result = run(gw.env)
+        return result, gw.stop(), stub
+
+
+def replay(tmp_path: Path, run, mode: str = "strict", **kw):  # type: ignore[no-untyped-def]
+    options = {"upstream_openai": "http://127.0.0.1:9/v1",
+               "upstream_anthropic": "http://127.0.0.1:9", **kw}
+    config = GatewayConfig(mode=mode, cassette=tmp_path / "c.json", **options)
+    gw = GatewayThread(config).start()
+    try:
+        result = run(gw.env)
+    except (openai.APIError, anthropic.APIError) as exc:
+        result = exc
+    return result, gw.stop()
+
+
+def oa(env: dict[str, str]) -> openai.OpenAI:
+    return openai.OpenAI(base_url=env["OPENAI_BASE_URL"], api_key=env.get("OPENAI_API_KEY",
+                         "sk-test"), max_retries=0)
+
+
+def an(env: dict[str, str]) -> anthropic.Anthropic:
+    return anthropic.Anthropic(base_url=env["ANTHROPIC_BASE_URL"], api_key="sk-ant-test",
+                               max_retries=0)
+
+
+@pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_multi_turn_tool_agent_replays_offline(tmp_path, provider, stream):
+    def run(env):
+        if provider == "openai":
+            return openai_agent(oa(env), "Lisbon", stream=stream)
+        return anthropic_agent(an(env), "Lisbon", stream=stream)
+
+    recorded, rec_summary, _ = record(tmp_path, run)
+    assert rec_summary.live == 2
+    replayed, summary = replay(tmp_path, run)  # fresh UUIDs and timestamps in the prompt
+    assert replayed == recorded == "stub reply to: sunny in Lisbon"
+    assert (summary.replayed, summary.live, summary.misses) == (2, 0, [])
+    assert summary.unused == []
+
+
+def test_streamed_request_replays_from_non_streamed_recording_and_back(tmp_path):
+    recorded, _, _ = record(tmp_path, lambda env: openai_agent(oa(env), stream=False))
+    replayed, summary = replay(tmp_path, lambda env: openai_agent(oa(env), stream=True))
+    assert replayed == recorded and summary.replayed == 2
+    recorded, _, _ = record(tmp_path, lambda env: anthropic_agent(an(env), stream=True))
+    replayed, summary = replay(tmp_path, lambda env: anthropic_agent(an(env), stream=False))
+    assert replayed == recorded and summary.replayed == 2
+
+
+@pytest.mark.parametrize(
+    ("change", "component"),
+    [
+        ({"system_extra": " Be terse."}, "system prompt"),
+        ({"model": "gpt-4.1"}, "model"),
+        ({"tools": [{**WEATHER, "function": {**WEATHER["function"], "description": "x"}}]},
+         "tools"),
+        ({"city": "Oslo"}, "messages"),
+    ],
+)
+def test_changed_request_misses_with_the_component_named(tmp_path, change, component):
+    record(tmp_path, lambda env: openai_agent(oa(env)))
+    city = change.pop("city", "Lisbon")
+    result, summary = replay(tmp_path, lambda env: openai_agent(oa(env), city, **change))
+    assert isinstance(result, openai.BadRequestError)
+    assert len(summary.misses) == 1
+    message = summary.misses[0]
+    assert message.startswith(f"replay miss: {component} changed (hash ")
+    assert message in str(result)
+    assert result.response.headers["x-should-retry"] == "false"
+
+
+def test_extra_call_is_more_calls_than_recorded(tmp_path):
+    record(tmp_path, lambda env: openai_agent(oa(env)))
+
+    def twice(env):
+        openai_agent(oa(env))
+        return openai_agent(oa(env))
+
+    result, summary = replay(tmp_path, twice)
+    assert summary.misses == ["replay miss: more model calls than the 2 recorded"]
+    assert isinstance(result, openai.BadRequestError)
+
+
+def test_why_explains_the_last_miss(tmp_path, capsys):
+    from otel_replay.cli import main
+
+    record(tmp_path, lambda env: openai_agent(oa(env)))
+    replay(tmp_path, lambda env: openai_agent(oa(env), system_extra=" Be terse."))
+    assert main(["why", "--cassette", str(tmp_path / "c.json")]) == 0
+    out = capsys.readouterr().out
+    assert "system prompt" in out and "Be terse." in out
+
+
+def test_recorded_errors_replay_so_retry_paths_are_testable(tmp_path):
+    def run(env):
+        client = openai.OpenAI(base_url=env["OPENAI_BASE_URL"], api_key="sk-x", max_retries=1)
+        return client.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "hello"}]).choices[0].message.content
+
+    with run_stub() as stub:
+        stub.enqueue(Fault("status", status=429, headers={"retry-after": "0"},
+                           body={"error": {"message": "busy", "type": "rate_limit"}}))
+        config = GatewayConfig(mode="record", cassette=tmp_path / "c.json",
+                               upstream_openai=stub.openai_url)
+        with GatewayThread(config) as gw:
+            recorded = run(gw.env)
+    statuses = [i.response.status for i in load(tmp_path / "c.json").interactions]
+    assert statuses == [429, 200]
+    replayed, summary = replay(tmp_path, run)
+    assert replayed == recorded == "stub reply to: hello"
+    assert summary.replayed == 2
+
+
+def test_auto_mode_forwards_a_miss_only_with_the_gateways_own_key(tmp_path):
+    record(tmp_path, lambda env: openai_agent(oa(env), "Lisbon"))
+    with run_stub() as stub:
+        config = GatewayConfig(mode="auto", cassette=tmp_path / "c.json",
+                               upstream_openai=stub.openai_url,
+                               environ={"OPENAI_API_KEY": "sk-own-key-123456"})
+        gw = GatewayThread(config).start()
+        try:
+            wrong = openai.OpenAI(base_url=gw.env["OPENAI_BASE_URL"], api_key="sk-other",
+                                  max_retries=0)
+            with pytest.raises(openai.BadRequestError, match="replay miss"):
+                openai_agent(wrong, "Oslo")
+            right = openai.OpenAI(base_url=gw.env["OPENAI_BASE_URL"],
+                                  api_key="sk-own-key-123456", max_retries=0)
+            assert openai_agent(right, "Oslo") == "stub reply to: sunny in Oslo"
+        finally:
+            summary = gw.stop()
+        assert summary.live == 2 and len(summary.misses) == 1
+        assert len(stub.received) == 2
+    interactions = load(tmp_path / "c.json").interactions
+    assert len(interactions) == 4
+    text = (tmp_path / "c.json").read_text()
+    assert "sk-own-key-123456" not in text
+    # and the appended recordings now replay strictly
+    replayed, summary = replay(tmp_path, lambda env: openai_agent(oa(env), "Oslo"))
+    assert replayed == "stub reply to: sunny in Oslo" and not summary.misses
+
+
+def test_replay_receives_and_stores_the_agents_telemetry(tmp_path):
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+    record(tmp_path, lambda env: openai_agent(oa(env)))
+
+    def run(env):
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(
+            OTLPSpanExporter(endpoint=env["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"])))
+        with provider.get_tracer("t").start_as_current_span("agent"):
+            result = openai_agent(oa(env))
+        provider.shutdown()
+        return result
+
+    _, summary = replay(tmp_path, run, traces=tmp_path / "replay.jsonl")
+    assert summary.spans_received == 1
+    lines = (tmp_path / "replay.jsonl").read_text().splitlines()
+    names = [s["name"] for line in lines for rs in json.loads(line)["resourceSpans"]
+             for ss in rs["scopeSpans"] for s in ss["spans"]]
+    assert names.count("chat gpt-4o-mini") == 2 and "agent" in names
+
+
+def test_report_file(tmp_path):
+    record(tmp_path, lambda env: openai_agent(oa(env)))
+    replay(tmp_path, lambda env: openai_agent(oa(env), "Oslo"), report=tmp_path / "r.json")
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["replayed"] == 0 and len(report["misses"]) == 1
+    assert report["misses"][0].startswith("replay miss: messages changed")
+
+
+def test_strict_mode_opens_no_upstream_connection(tmp_path):
+    record(tmp_path, lambda env: openai_agent(oa(env)))
+    with run_stub() as stub:
+        _, summary = replay(tmp_path, lambda env: openai_agent(oa(env), "Oslo"),
+                            upstream_openai=stub.openai_url)
+        assert stub.received == [] and len(summary.misses) == 1
+
+
+def test_explain_is_readable():
+    from otel_replay.providers import get
+
+    p = get("openai")
+    a = p.canonical("/v1/chat/completions", {"model": "m", "messages": [
+        {"role": "system", "content": "A"}, {"role": "user", "content": "hi"}]})
+    b = p.canonical("/v1/chat/completions", {"model": "m", "messages": [
+        {"role": "system", "content": "B"}, {"role": "user", "content": "hi"}]})
+    text = explain(b, [a])
+    assert "system prompt" in text
