@@ -14,7 +14,7 @@ from __future__ import annotations
 import gzip
 import logging
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -174,8 +174,8 @@ class _Reader:
 def build(
     paths: Sequence[Path],
     *,
-    trace_ids: Sequence[str] | None = None,
-    services: Sequence[str] | None = None,
+    trace_ids: Iterable[str] | None = None,
+    services: Iterable[str] | None = None,
     since_ns: int | None = None,
     until_ns: int | None = None,
     progress: Progress | None = None,

@@ -168,6 +168,40 @@ _METHOD_PATCHES: dict[str, Callable[..., Any]] = {
 }
 
 
+def _httpx_send(self: Any, request: Any) -> Any:
+    _check(request.url.host)
+    return _saved["httpx_send"](self, request)
+
+
+async def _httpx_send_async(self: Any, request: Any) -> Any:
+    _check(request.url.host)
+    return await _saved["httpx_send_async"](self, request)
+
+
+def _patch_httpx() -> None:
+    """httpcore treats a failed write of the request head as the server hanging up, which
+    would hide the guard's error behind a proxy; so httpx's transports check the URL."""
+    try:
+        import httpx
+    except ImportError:
+        return
+    _saved["httpx_send"] = httpx.HTTPTransport.handle_request
+    _saved["httpx_send_async"] = httpx.AsyncHTTPTransport.handle_async_request
+    httpx.HTTPTransport.handle_request = _httpx_send  # type: ignore[method-assign]
+    httpx.AsyncHTTPTransport.handle_async_request = _httpx_send_async  # type: ignore[method-assign]
+
+
+def _unpatch_httpx() -> None:
+    if "httpx_send" not in _saved:
+        return
+    import httpx
+
+    httpx.HTTPTransport.handle_request = _saved.pop("httpx_send")  # type: ignore[method-assign]
+    httpx.AsyncHTTPTransport.handle_async_request = _saved.pop(  # type: ignore[method-assign]
+        "httpx_send_async"
+    )
+
+
 def block_egress(
     hosts: Iterable[str] | None = None,
     *,
@@ -190,6 +224,7 @@ def block_egress(
         for name, patch in _METHOD_PATCHES.items():
             _saved[name] = getattr(socket.socket, name)
             setattr(socket.socket, name, patch)
+        _patch_httpx()
 
 
 def allow_egress() -> None:
@@ -202,6 +237,7 @@ def allow_egress() -> None:
         for name in _METHOD_PATCHES:
             if name in _saved:
                 setattr(socket.socket, name, _saved.pop(name))
+        _unpatch_httpx()
         _patterns = PROVIDER_HOSTS
         _listeners.clear()
 

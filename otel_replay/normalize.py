@@ -12,7 +12,8 @@ numbering does not depend on the key order of the source (a provider body or a s
 ``endpoint`` and ``model`` are left exactly as they are: a model name such as
 ``gpt-4o-2024-08-06`` carries a date that is not volatile. Integral floats become ints
 (``1.0`` → ``1``), since a span attribute stores a request's ``1`` as a double.
-Redaction placeholders (``[REDACTED:…]``) pass through unchanged.
+Redaction placeholders (``[REDACTED:…]``) pass through unchanged. Dicts come out with
+their keys sorted (matching compares canonical JSON, so order carries no meaning).
 """
 
 from __future__ import annotations
@@ -68,6 +69,13 @@ _VOLATILE_RE = re.compile("|".join(f"(?P<{name}>{p})" for name, p in _BRANCHES))
 _PREFILTER_RE = re.compile(r"[0-9@]|[A-Za-z]{20}")
 
 
+# Short strings known to hold no volatile value ("role", "user", "tool_call", a tool's
+# name...): most strings of a request, so remembering them skips most regex calls.
+_STABLE: set[str] = set()
+_STABLE_MAX_LENGTH = 64
+_STABLE_MAX_SIZE = 16384
+
+
 class _Numbering:
     """Placeholders for one request: per-kind counters and the values already seen."""
 
@@ -90,26 +98,42 @@ class _Numbering:
         return placeholder
 
     def text(self, s: str) -> str:
-        if not _PREFILTER_RE.search(s):
+        if s in _STABLE:
             return s
-        return _VOLATILE_RE.sub(self.replace, s)
+        out = _VOLATILE_RE.sub(self.replace, s) if _PREFILTER_RE.search(s) else s
+        if out is s and len(s) <= _STABLE_MAX_LENGTH and len(_STABLE) < _STABLE_MAX_SIZE:
+            _STABLE.add(s)
+        return out
 
     def walk(self, value: JSON) -> JSON:
-        if isinstance(value, str):
+        kind = type(value)
+        if kind is str:
             return self.text(value)
-        if isinstance(value, bool) or value is None or isinstance(value, int):
-            return value
-        if isinstance(value, float):
+        if kind is dict:
+            try:
+                keys = sorted(value)
+            except TypeError:
+                keys = sorted(value, key=str)
+            text = self.text
+            return {(text(k) if type(k) is str else k): self.walk(value[k]) for k in keys}
+        if kind is list:
+            return [self.walk(v) for v in value]
+        if kind is float:
             return int(value) if value.is_integer() else value
+        if kind is int or kind is bool or value is None:
+            return value
+        return self._walk_other(value)
+
+    def _walk_other(self, value: JSON) -> JSON:
+        """Subclasses of the JSON types (tuples, ordered dicts, str enums, ...)."""
+        if isinstance(value, str):
+            return self.text(str(value))
         if isinstance(value, dict):
-            done: dict[object, JSON] = {}
-            keys: dict[object, object] = {}
-            for k in sorted(value, key=str):
-                keys[k] = self.text(k) if isinstance(k, str) else k
-                done[k] = self.walk(value[k])
-            return {keys[k]: done[k] for k in value}
+            return self.walk(dict(value))
         if isinstance(value, list | tuple):
             return [self.walk(v) for v in value]
+        if isinstance(value, float):
+            return self.walk(float(value))
         return value
 
 

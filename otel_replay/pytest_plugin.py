@@ -309,7 +309,13 @@ class OtelReplayPlugin:
         try:
             session = Session(mode=block.mode, cassette=block.cassette)
         except CassetteError as exc:
-            pytest.fail(f"otel-replay: {exc} (record it with --otel-replay=record)", False)
+            problem = str(exc)
+            if not block.cassette.exists():
+                problem = f"{block.cassette}: no such cassette; record it with --otel-replay=record"
+        else:
+            problem = ""
+        if problem:
+            pytest.fail(f"otel-replay: {problem}", pytrace=False)
         if self.gateway is None:
             self.gateway = SharedGateway()
         from otel_replay.runner import GatewayConfig, upstream_bases

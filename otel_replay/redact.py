@@ -60,7 +60,7 @@ _BEARER_VALUE = (
 _QUERY_VALUE = (
     r"(?i:api[_-]?key|apikey|key|access[_-]?token|auth[_-]?token|token|client[_-]?secret"
     r"|secret|password|passwd|sig|signature|x-amz-signature|x-amz-credential"
-    r"|x-amz-security-token|code)=" + _NOT_OURS + r"(?P<secret>[^&\s#\"'<>]+)"
+    r"|x-amz-security-token|code)=" + _NOT_OURS + r"(?P<secret>[^&\s#\"'<>\\]+)"
 )
 
 # (kind, pattern). The whole match is the secret, unless the pattern has a group named
@@ -98,7 +98,7 @@ _SHAPES: tuple[tuple[str, str], ...] = (
     ("bearer-token", "Bearer" + _BEARER_VALUE),
     ("bearer-token", "bearer" + _BEARER_VALUE),
     ("bearer-token", "BEARER" + _BEARER_VALUE),
-    ("url-password", r"://[^\s/:@\"'<>\[\]]+:" + _NOT_OURS + r"(?P<secret>[^\s/@\"'<>]+)(?=@)"),
+    ("url-password", r"://[^\s/:@\"'<>\[\]]+:" + _NOT_OURS + r"(?P<secret>[^\s/@\"'<>\\]+)(?=@)"),
     ("query-secret", r"\?" + _QUERY_VALUE),
     ("query-secret", "&" + _QUERY_VALUE),
 )
@@ -150,6 +150,26 @@ def is_secret_name(name: str) -> bool:
     return name.upper().endswith(SECRET_NAME_SUFFIXES)
 
 
+# ``.env`` entries whose name says they configure rather than authenticate: a model name
+# or a base URL redacted at record time would make every replay without that ``.env`` miss.
+_SETTING_WORDS = frozenset(
+    {"MODEL", "URL", "HOST", "PORT", "REGION", "ENDPOINT", "VERSION", "MODE", "LEVEL",
+     "ENV", "ENVIRONMENT", "DEBUG", "PROTOCOL", "TIMEOUT", "PATH", "DIR", "LOCALE", "LANG",
+     "TZ", "DEPLOYMENT", "TEMPERATURE", "RETRIES"}
+)
+_PLAIN_VALUE_RE = re.compile(r"(?i:true|false|yes|no|on|off|none|null|-?\d+(?:\.\d+)?)")
+
+
+def looks_like_settings(name: str, value: str) -> bool:
+    """Whether a ``.env`` entry is plainly configuration, not a credential: a number or
+    boolean, a URL without credentials, or a variable named like a setting."""
+    if _PLAIN_VALUE_RE.fullmatch(value.strip()):
+        return True
+    if "://" in value and "@" not in value and "?" not in value:
+        return True
+    return bool(_SETTING_WORDS.intersection(name.upper().split("_")))
+
+
 def parse_dotenv(text: str) -> dict[str, str]:
     """``KEY=VALUE`` lines of a ``.env`` file: ``export`` prefixes, quotes and comments."""
     values: dict[str, str] = {}
@@ -195,6 +215,8 @@ class Redactor:
         for name, value in sorted((secrets or {}).items()):
             if len(value) >= MIN_SECRET_LENGTH and not PLACEHOLDER_RE.fullmatch(value):
                 by_value.setdefault(value, name)
+                # As it appears inside JSON text (a raw body, an SSE data line).
+                by_value.setdefault(_json.dumps(value, ensure_ascii=False)[1:-1], name)
         self._names = tuple(sorted(set(by_value.values())))
         ordered = sorted(by_value, key=lambda v: (-len(v), v))
         self._values_re: re.Pattern[str] | None = None
@@ -203,9 +225,7 @@ class Redactor:
             self._values_re = re.compile(
                 f"(?P<keep>{PLACEHOLDER})|" + "|".join(re.escape(v) for v in ordered)
             )
-            # Literal values, as they appear in text and inside JSON-encoded text.
-            escaped = (_json.dumps(v, ensure_ascii=False)[1:-1] for v in ordered)
-            self._anchors = _ANCHORS + tuple(ordered) + tuple(escaped)
+            self._anchors = _ANCHORS + tuple(ordered)
         self._value_names = by_value
 
     @classmethod
@@ -222,7 +242,8 @@ class Redactor:
         except OSError:
             text = ""
         for name, value in parse_dotenv(text).items():
-            secrets.setdefault(name, value)
+            if is_secret_name(name) or not looks_like_settings(name, value):
+                secrets.setdefault(name, value)
         return cls(secrets)
 
     def __repr__(self) -> str:

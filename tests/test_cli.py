@@ -38,8 +38,10 @@ def test_record_then_replay_with_upstream_down(tmp_path):
 def test_replay_miss_exits_1_and_names_the_component(tmp_path):
     cassette = tmp_path / "c.json"
     with run_stub() as stub:
-        run(["record", "--cassette", str(cassette), "--upstream-anthropic", stub.anthropic_url,
-             "--", *AGENT, "anthropic"])
+        rec = run(["record", "--cassette", str(cassette), "--upstream-anthropic",
+                   stub.anthropic_url, "--", *AGENT, "anthropic"],
+                  {"ANTHROPIC_API_KEY": "sk-ant-api03-" + "k" * 90})
+    assert rec.returncode == 0, rec.stderr
     rep = run(["replay", "--cassette", str(cassette), "--", *AGENT, "anthropic", "Oslo"],
               {"CI": "true"})
     assert rep.returncode == 1
@@ -52,40 +54,52 @@ def test_replay_miss_exits_1_and_names_the_component(tmp_path):
 def test_replay_passes_through_the_commands_exit_code(tmp_path):
     cassette = tmp_path / "c.json"
     with run_stub() as stub:
-        run(["record", "--cassette", str(cassette), "--upstream-openai", stub.openai_url,
-             "--", *AGENT, "openai"])
+        rec = run(["record", "--cassette", str(cassette), "--upstream-openai", stub.openai_url,
+                   "--", *AGENT, "openai"], {"OPENAI_API_KEY": "sk-test"})
+    assert rec.returncode == 0, rec.stderr
     rep = run(["replay", "--cassette", str(cassette), "--mode", "strict", "--",
                sys.executable, "-c", "raise SystemExit(7)"])
     assert rep.returncode == 7
 
 
+def serve(args: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[str]:
+    return subprocess.Popen([*CLI, "serve", *args], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                            env={**os.environ, **(env or {})})
+
+
 def test_serve_prints_env_then_summary_on_eof(tmp_path):
-    with run_stub() as stub:
-        proc = subprocess.Popen(
-            [*CLI, "serve", "--cassette", str(tmp_path / "c.json"), "--mode", "record",
-             "--upstream-openai", stub.openai_url],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    with run_stub() as stub, serve(["--cassette", str(tmp_path / "c.json"), "--mode",
+                                    "record", "--upstream-openai", stub.openai_url]) as proc:
         assert proc.stdout is not None and proc.stdin is not None
-        ready = json.loads(proc.stdout.readline())
-        env = ready["env"]
+        env = json.loads(proc.stdout.readline())["env"]
         assert env["OPENAI_BASE_URL"].startswith("http://127.0.0.1:")
         assert env["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"].endswith("/v1/traces")
-        agent = subprocess.run([*AGENT, "openai"], env={**os.environ, **env},
+        agent = subprocess.run([*AGENT, "openai"],
+                               env={**os.environ, **env, "OPENAI_API_KEY": "sk-test"},
                                capture_output=True, text=True, timeout=60)
         assert agent.returncode == 0, agent.stderr
         proc.stdin.close()
         summary = json.loads(proc.stdout.readline())["summary"]
-        proc.wait(30)
+        assert proc.wait(30) == 0
     assert summary["live"] == 2
     assert json.loads((tmp_path / "c.json").read_text())["interactions"]
 
 
-def test_grpc_protocol_points_the_agent_at_the_grpc_port(tmp_path):
-    with run_stub() as stub:
-        proc = subprocess.Popen(
-            [*CLI, "serve", "--mode", "record", "--upstream-openai", stub.openai_url],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            env={**os.environ, "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"})
+def test_serve_stops_on_sigterm_with_a_summary(tmp_path):
+    import signal
+
+    with serve(["--mode", "record"]) as proc:
+        assert proc.stdout is not None
+        json.loads(proc.stdout.readline())
+        proc.send_signal(signal.SIGTERM)
+        summary = json.loads(proc.stdout.readline())["summary"]
+        assert proc.wait(30) == 0
+    assert summary["live"] == 0
+
+
+def test_grpc_protocol_points_the_agent_at_the_grpc_port():
+    with serve(["--mode", "record"], {"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"}) as proc:
         assert proc.stdout is not None and proc.stdin is not None
         env = json.loads(proc.stdout.readline())["env"]
         proc.stdin.close()

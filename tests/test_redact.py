@@ -225,3 +225,34 @@ def test_aws_secret_needs_its_key_name():
 def test_truncated_private_key_is_redacted_to_the_end():
     text = "key:\n-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA7\nabc"
     assert PATTERNS_ONLY.text(text) == "key:\n[REDACTED:private-key]"
+
+
+def test_raw_json_text_stays_valid_json_and_holds_no_secret():
+    """Redacting a raw body or an SSE data line must not break its JSON escapes."""
+    import json
+
+    redactor = Redactor({"QUOTED_SECRET": 'pa"ss\\word-123'})
+    samples = [fake(kind, 5) for kind in KINDS]
+    content = "\n".join(s.text + '"\\' for s in samples) + '\nmix pa"ss\\word-123\n'
+    content += "https://x.example/?key=abc123\nnext https://u:pw12345\\@host/"
+    raw = json.dumps({"messages": [{"role": "user", "content": content}]})
+    out = redactor.text(raw)
+    parsed = json.loads(out)
+    assert 'pa"ss\\word-123' not in parsed["messages"][0]["content"]
+    for sample in samples:
+        assert sample.secret not in out
+        for piece in sample.secret.splitlines():
+            assert piece not in parsed["messages"][0]["content"] or len(piece) < 16
+
+
+def test_dotenv_settings_are_not_treated_as_secrets(tmp_path):
+    (tmp_path / ".env").write_text(
+        "MODEL=claude-haiku-4-5\nOPENAI_BASE_URL=http://127.0.0.1:1/v1\nRETRIES=3\n"
+        "MODEL_API_KEY=hunter2hunter2\nWEBHOOK=abcdefgh12345678\n"
+    )
+    redactor = Redactor.from_environment({}, tmp_path)
+    text = "claude-haiku-4-5 http://127.0.0.1:1/v1 hunter2hunter2 abcdefgh12345678"
+    assert redactor.text(text) == (
+        "claude-haiku-4-5 http://127.0.0.1:1/v1 [REDACTED:env:MODEL_API_KEY] "
+        "[REDACTED:env:WEBHOOK]"
+    )

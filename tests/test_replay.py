@@ -38,14 +38,28 @@ def replay(tmp_path: Path, run, mode: str = "strict", **kw):  # type: ignore[no-
     return result, gw.stop()
 
 
+_CLIENTS: list[openai.OpenAI | anthropic.Anthropic] = []
+
+
 def oa(env: dict[str, str]) -> openai.OpenAI:
-    return openai.OpenAI(base_url=env["OPENAI_BASE_URL"], api_key=env.get("OPENAI_API_KEY",
-                         "sk-test"), max_retries=0)
+    client = openai.OpenAI(base_url=env["OPENAI_BASE_URL"],
+                           api_key=env.get("OPENAI_API_KEY", "sk-test"), max_retries=0)
+    _CLIENTS.append(client)
+    return client
 
 
 def an(env: dict[str, str]) -> anthropic.Anthropic:
-    return anthropic.Anthropic(base_url=env["ANTHROPIC_BASE_URL"], api_key="sk-ant-test",
-                               max_retries=0)
+    client = anthropic.Anthropic(base_url=env["ANTHROPIC_BASE_URL"], api_key="sk-ant-test",
+                                 max_retries=0)
+    _CLIENTS.append(client)
+    return client
+
+
+@pytest.fixture(autouse=True)
+def _close_clients():  # type: ignore[no-untyped-def]
+    yield
+    while _CLIENTS:
+        _CLIENTS.pop().close()
 
 
 @pytest.mark.parametrize("stream", [False, True])

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import importlib
 import json
-import warnings
 import threading
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
