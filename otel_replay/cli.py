@@ -9,11 +9,15 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from otel_replay.errors import OtelReplayError
 from otel_replay.session import MODES, default_mode
+
+if TYPE_CHECKING:
+    from otel_replay.runner import GatewayConfig
 
 _USAGE_CMD = "-- CMD... (the agent command to run, after --)"
 
@@ -130,7 +134,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 2
 
 
-def _config(args: argparse.Namespace, mode: str, command: list[str]):  # type: ignore[no-untyped-def]
+def _config(args: argparse.Namespace, mode: str, command: list[str]) -> GatewayConfig:
     from otel_replay.runner import GatewayConfig
 
     return GatewayConfig(
@@ -259,7 +263,7 @@ def _build(args: argparse.Namespace) -> int:
     return 0
 
 
-def _progress_bar():  # type: ignore[no-untyped-def]
+def _progress_bar() -> Callable[[int, int], None]:
     def show(done: int, total: int) -> None:
         pct = 100.0 * done / total if total else 100.0
         print(

@@ -157,9 +157,8 @@ class StubUpstream:
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", 0)
         await site.start()
-        server = site._server
-        assert server is not None and server.sockets  # type: ignore[union-attr]
-        self.port = server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        server: Any = site._server
+        self.port = int(server.sockets[0].getsockname()[1])
         return self
 
     async def stop(self) -> None:

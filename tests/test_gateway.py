@@ -97,7 +97,7 @@ def test_responses_embeddings_models_and_count_tokens(tmp_path, stub_thread):
         oa = openai.OpenAI(base_url=gw.env["OPENAI_BASE_URL"], api_key="sk-x")
         text = oa.responses.create(model="gpt-4.1", input="hi", instructions="be brief")
         streamed = oa.responses.create(model="gpt-4.1", input="hey", stream=True)
-        final = [e for e in streamed if e.type == "response.completed"][0]
+        final = next(e for e in streamed if e.type == "response.completed")
         vectors = oa.embeddings.create(model="text-embedding-3-small", input=["a", "b"])
         models = oa.models.list()
         an = anthropic.Anthropic(base_url=gw.env["ANTHROPIC_BASE_URL"], api_key="sk-ant-x")

@@ -1,0 +1,106 @@
+"""Production traces become regression fixtures: an agent instrumented with real
+third-party instrumentation runs against the stub upstream, its spans go to a file in the
+Collector's format, ``build`` turns the file into a cassette, and the same agent replays
+offline from it — with no upstream running."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from third_party_agents import (
+    FINAL_TEXT,
+    instrumentor,
+    run_anthropic_agent,
+    run_openai_agent,
+    traced,
+)
+
+from otel_replay.build import build
+from otel_replay.cassette import dump, dumps, load
+from otel_replay.runner import GatewayConfig, GatewayThread
+from otel_replay.stub import run_stub
+
+CASES = [
+    ("openinference-openai", "openai", False),
+    ("openinference-openai", "openai", True),
+    ("openllmetry-openai", "openai", False),
+    ("otel-openai-v2", "openai", False),  # content on the spans
+    ("otel-openai-v2", "openai", True),  # content in log events
+    ("openllmetry-anthropic", "anthropic", False),
+    ("openllmetry-anthropic", "anthropic", True),
+]
+
+
+def run_agent(provider: str, env: dict[str, str], stream: bool):  # type: ignore[no-untyped-def]
+    if provider == "openai":
+        return run_openai_agent(env["OPENAI_BASE_URL"], stream=stream)
+    return run_anthropic_agent(env["ANTHROPIC_BASE_URL"], stream=stream)
+
+
+@pytest.mark.parametrize(("instrumentation", "provider", "stream"), CASES)
+def test_trace_from_third_party_instrumentation_replays_offline(
+    tmp_path, monkeypatch, instrumentation, provider, stream
+):
+    monkeypatch.setenv("OTEL_SEMCONV_STABILITY_OPT_IN", "gen_ai_latest_experimental")
+    capture = "EVENT_ONLY" if stream else "SPAN_ONLY"
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", capture)
+    with run_stub() as stub, traced(tmp_path, [instrumentor(instrumentation)]) as out:
+        live_env = {"OPENAI_BASE_URL": stub.openai_url, "ANTHROPIC_BASE_URL": stub.anthropic_url}
+        production = run_agent(provider, live_env, stream)
+    assert production.final_text == FINAL_TEXT
+    paths = [p for p in (out.traces, out.logs) if p.exists()]
+    cassette = build(paths)
+    assert len(cassette.interactions) == 2
+    dump(cassette, tmp_path / "fixture.json")
+
+    # the upstream is gone: only the cassette can answer
+    config = GatewayConfig(mode="strict", cassette=tmp_path / "fixture.json",
+                           upstream_openai="http://127.0.0.1:9/v1",
+                           upstream_anthropic="http://127.0.0.1:9")
+    with GatewayThread(config) as gw:
+        replayed = run_agent(provider, gw.env, stream)
+        summary = gw.stop()
+    assert summary.misses == [] and summary.replayed == 2 and summary.live == 0
+    assert replayed.final_text == production.final_text
+    assert [(n, a) for _i, n, a in replayed.tool_calls] == [
+        (n, a) for _i, n, a in production.tool_calls
+    ]
+
+
+def test_record_and_build_from_the_same_traces_replay_identically(tmp_path):
+    with run_stub() as stub:
+        config = GatewayConfig(mode="record", cassette=tmp_path / "recorded.json",
+                               traces=tmp_path / "t.jsonl", upstream_openai=stub.openai_url)
+        with GatewayThread(config) as gw:
+            recorded = run_openai_agent(gw.env["OPENAI_BASE_URL"], stream=True)
+    code = subprocess.call([sys.executable, "-m", "otel_replay", "build", str(tmp_path / "t.jsonl"),
+                            "-o", str(tmp_path / "built.json")])
+    assert code == 0
+    a, b = load(tmp_path / "recorded.json"), load(tmp_path / "built.json")
+    a.source = b.source = {}
+    assert dumps(a) == dumps(b)
+    results = []
+    for name in ("recorded.json", "built.json"):
+        config = GatewayConfig(mode="strict", cassette=tmp_path / name)
+        with GatewayThread(config) as gw:
+            results.append(run_openai_agent(gw.env["OPENAI_BASE_URL"], stream=True))
+            assert gw.stop().replayed == 2
+    assert results[0] == results[1] == recorded
+
+
+def test_build_cli_reports_and_selects(tmp_path: Path):
+    with run_stub() as stub:
+        config = GatewayConfig(mode="record", cassette=tmp_path / "c.json",
+                               traces=tmp_path / "t.jsonl", upstream_openai=stub.openai_url)
+        with GatewayThread(config) as gw:
+            run_openai_agent(gw.env["OPENAI_BASE_URL"])
+    trace_id = load(tmp_path / "c.json").interactions[0].trace_id
+    out = subprocess.run([sys.executable, "-m", "otel_replay", "build", str(tmp_path / "t.jsonl"),
+                          "-o", str(tmp_path / "one.json"), "--trace-id", str(trace_id)],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert "1 interaction → " in out.stderr
+    assert len(load(tmp_path / "one.json").interactions) == 1
