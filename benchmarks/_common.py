@@ -1,0 +1,246 @@
+"""Shared pieces: servers in subprocesses, the client loops, the workload, result rows."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import aiohttp
+
+from otel_replay import providers
+from otel_replay.cassette import Cassette, dump
+from otel_replay.exchange import Exchange, Response
+
+ROOT = Path(__file__).resolve().parent.parent
+CHAT = "/v1/chat/completions"
+
+
+# --- results ----------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Row:
+    """One line of the results table: a figure, its ratio to the baseline, the goal."""
+
+    bench: str
+    measure: str
+    value: str
+    baseline: str
+    ratio: float | None
+    goal: str = ""
+    met: bool | None = None
+
+
+@dataclass(slots=True)
+class Results:
+    rows: list[Row] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def add(self, *args: Any, **kwargs: Any) -> None:
+        row = Row(*args, **kwargs)
+        self.rows.append(row)
+        ratio = f"{row.ratio:.2f}x" if row.ratio is not None else "-"
+        verdict = {True: "met", False: "MISSED", None: ""}[row.met]
+        print(f"  {row.measure}: {row.value} vs {row.baseline} -> {ratio} {verdict}", flush=True)
+
+
+def ms(seconds: float) -> str:
+    return f"{seconds * 1000:.3f} ms"
+
+
+# --- servers ----------------------------------------------------------------------------
+
+
+class Server:
+    """A server in its own process (see ``benchmarks._server``)."""
+
+    def __init__(self, **spec: Any) -> None:
+        self.spec = {k: (str(v) if isinstance(v, Path) else v) for k, v in spec.items()}
+        self.proc: subprocess.Popen[str] | None = None
+        self.port = 0
+        self.grpc_port: int | None = None
+        self.final: dict[str, Any] = {}
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def __enter__(self) -> Server:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "benchmarks._server", json.dumps(self.spec)],
+            cwd=ROOT,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line:
+            self.proc.kill()
+            raise RuntimeError(f"server {self.spec['kind']} did not start")
+        info = json.loads(line)
+        self.port, self.grpc_port = info["port"], info.get("grpc_port")
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        assert self.proc is not None and self.proc.stdin is not None
+        self.proc.stdin.close()
+        assert self.proc.stdout is not None
+        out = self.proc.stdout.read()
+        self.proc.wait(timeout=300)
+        if out.strip():
+            self.final = json.loads(out.strip().splitlines()[-1])
+
+
+# --- workload ---------------------------------------------------------------------------
+
+SYSTEM = "You are a careful assistant. Answer briefly and cite the tool results you used."
+TOOLS = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "Current weather for a city.",
+            "parameters": {
+                "type": "object",
+                "properties": {"city": {"type": "string"}, "unit": {"type": "string"}},
+                "required": ["city"],
+            },
+        },
+    }
+]
+
+
+def chat_body(n: int = 0, *, words: int = 40, stream: bool = False) -> dict[str, Any]:
+    """A typical agent turn: system prompt, a tool round trip, a user question."""
+    question = " ".join(f"word{i % 50}" for i in range(words))
+    body: dict[str, Any] = {
+        "model": "gpt-4o-mini",
+        "messages": [
+            {"role": "system", "content": SYSTEM},
+            {"role": "user", "content": f"What is the weather in Paris? ({n})"},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "call_abc123XYZ",
+                        "type": "function",
+                        "function": {"name": "get_weather", "arguments": '{"city":"Paris"}'},
+                    }
+                ],
+            },
+            {"role": "tool", "tool_call_id": "call_abc123XYZ", "content": "18 C, light rain"},
+            {"role": "user", "content": question},
+        ],
+        "tools": TOOLS,
+        "temperature": 0.2,
+        "max_tokens": 256,
+    }
+    if stream:
+        body["stream"] = True
+    return body
+
+
+def chat_response(words: int = 60) -> dict[str, Any]:
+    text = " ".join(f"answer{i}" for i in range(words))
+    return {
+        "id": "chatcmpl-9xYzAbC123",
+        "object": "chat.completion",
+        "created": 1700000000,
+        "model": "gpt-4o-mini-2024-07-18",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": text, "refusal": None},
+                "finish_reason": "stop",
+                "logprobs": None,
+            }
+        ],
+        "usage": {"prompt_tokens": 180, "completion_tokens": words, "total_tokens": 180 + words},
+    }
+
+
+def compact(value: Any) -> bytes:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def chat_exchange(body: dict[str, Any], response: Response) -> Exchange:
+    provider = providers.provider_for(CHAT, {})
+    return Exchange(
+        provider="openai",
+        operation="chat",
+        request=provider.canonical(CHAT, body),
+        response=response,
+        raw_request=body,
+        stream=bool(body.get("stream")),
+        start_ns=1_700_000_000_000_000_000,
+        end_ns=1_700_000_000_500_000_000,
+    )
+
+
+def write_cassette(path: Path, interactions: list[Exchange]) -> Path:
+    dump(Cassette(interactions=interactions, source={"otel_replay": "bench"}), path)
+    return path
+
+
+# --- client loops -----------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Timing:
+    latencies: list[float]
+    wall: float
+
+    @property
+    def p50(self) -> float:
+        return statistics.median(self.latencies)
+
+    @property
+    def mean(self) -> float:
+        return statistics.fmean(self.latencies)
+
+    @property
+    def rate(self) -> float:
+        return len(self.latencies) / self.wall
+
+
+async def post(session: aiohttp.ClientSession, url: str, data: bytes) -> bytes:
+    async with session.post(url, data=data, headers={"content-type": "application/json"}) as r:
+        payload = await r.read()
+        if r.status != 200:
+            raise RuntimeError(f"{url}: HTTP {r.status}: {payload[:300]!r}")
+        return payload
+
+
+async def drive(
+    call: Callable[[int], Awaitable[Any]], count: int, in_flight: int = 1
+) -> Timing:
+    """``count`` calls with ``in_flight`` workers; per-call latency and total wall time."""
+    latencies: list[float] = []
+    next_index = 0
+
+    async def worker() -> None:
+        nonlocal next_index
+        while next_index < count:
+            i = next_index
+            next_index += 1
+            started = time.perf_counter()
+            await call(i)
+            latencies.append(time.perf_counter() - started)
+
+    started = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(in_flight)))
+    return Timing(latencies, time.perf_counter() - started)
+
+
+def client_session(limit: int = 32) -> aiohttp.ClientSession:
+    return aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=limit))

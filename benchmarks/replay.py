@@ -1,0 +1,104 @@
+"""1. Replay latency and throughput over loopback: the gateway in strict replay against a
+bare aiohttp handler returning the same bytes (the physical limit).
+
+Both servers run in a subprocess of their own; the same aiohttp client in this process
+sends the same requests (a distinct chat turn each) sequentially and 16 in flight. Rounds
+alternate bare and gateway and the median of the per-round ratios is reported.
+"""
+
+from __future__ import annotations
+
+import statistics
+import tempfile
+from pathlib import Path
+
+from benchmarks._common import (
+    CHAT,
+    Results,
+    Server,
+    Timing,
+    chat_body,
+    chat_exchange,
+    chat_response,
+    client_session,
+    compact,
+    drive,
+    ms,
+    post,
+    write_cassette,
+)
+from otel_replay.exchange import Response
+
+ROUNDS = 3
+WARMUP = 200
+SEQUENTIAL = 800
+CONCURRENT = 2400
+IN_FLIGHT = 16
+
+
+async def _measure(url: str, bodies: list[bytes], offset: int) -> tuple[Timing, Timing, int]:
+    async with client_session() as session:
+        target = url + CHAT
+
+        def call_from(base: int):  # type: ignore[no-untyped-def]
+            return lambda i: post(session, target, bodies[base + i])
+
+        await drive(call_from(offset), WARMUP, 4)
+        offset += WARMUP
+        seq = await drive(call_from(offset), SEQUENTIAL)
+        offset += SEQUENTIAL
+        conc = await drive(call_from(offset), CONCURRENT, IN_FLIGHT)
+        offset += CONCURRENT
+    return seq, conc, offset
+
+
+async def run(results: Results) -> None:
+    per_round = WARMUP + SEQUENTIAL + CONCURRENT
+    total = ROUNDS * per_round
+    response = chat_response()
+    raw = [chat_body(i) for i in range(total)]
+    bodies = [compact(b) for b in raw]
+    with tempfile.TemporaryDirectory() as tmp:
+        body_file = Path(tmp) / "body.json"
+        body_file.write_bytes(compact(response))
+        cassette = write_cassette(
+            Path(tmp) / "replay.json",
+            [chat_exchange(b, Response(status=200, body=response)) for b in raw],
+        )
+        seq_ratios, conc_ratios = [], []
+        bare_seq, bare_conc, gw_seq, gw_conc = [], [], [], []
+        with Server(kind="bare", body=body_file) as bare, Server(
+            kind="gateway", mode="strict", cassette=cassette
+        ) as gateway:
+            offset = 0
+            for _ in range(ROUNDS):
+                b_seq, b_conc, _ = await _measure(bare.url, bodies, offset)
+                g_seq, g_conc, offset = await _measure(gateway.url, bodies, offset)
+                bare_seq.append(b_seq.p50)
+                gw_seq.append(g_seq.p50)
+                bare_conc.append(b_conc.rate)
+                gw_conc.append(g_conc.rate)
+                seq_ratios.append(g_seq.p50 / b_seq.p50)
+                conc_ratios.append(b_conc.rate / g_conc.rate)
+        summary = gateway.final.get("summary", {})
+        if summary.get("misses"):
+            raise RuntimeError(f"replay benchmark missed: {summary['misses'][:1]}")
+    seq, conc = statistics.median(seq_ratios), statistics.median(conc_ratios)
+    results.add(
+        "1 replay",
+        "sequential p50 latency, gateway vs bare",
+        ms(statistics.median(gw_seq)),
+        ms(statistics.median(bare_seq)),
+        seq,
+        "<= 1.2x",
+        seq <= 1.2,
+    )
+    results.add(
+        "1 replay",
+        f"{IN_FLIGHT} in flight, time per request (1/throughput)",
+        f"{statistics.median(gw_conc):.0f} req/s",
+        f"{statistics.median(bare_conc):.0f} req/s",
+        conc,
+        "<= 1.3x",
+        conc <= 1.3,
+    )
