@@ -221,9 +221,7 @@ async def post(session: aiohttp.ClientSession, url: str, data: bytes) -> bytes:
         return payload
 
 
-async def drive(
-    call: Callable[[int], Awaitable[Any]], count: int, in_flight: int = 1
-) -> Timing:
+async def drive(call: Callable[[int], Awaitable[Any]], count: int, in_flight: int = 1) -> Timing:
     """``count`` calls with ``in_flight`` workers; per-call latency and total wall time."""
     latencies: list[float] = []
     next_index = 0
@@ -240,6 +238,17 @@ async def drive(
     started = time.perf_counter()
     await asyncio.gather(*(worker() for _ in range(in_flight)))
     return Timing(latencies, time.perf_counter() - started)
+
+
+def sender(
+    session: aiohttp.ClientSession, url: str, bodies: list[bytes]
+) -> Callable[[int], Awaitable[bytes]]:
+    """A call for ``drive``: POST ``bodies[i]`` to ``url``."""
+
+    def call(i: int) -> Awaitable[bytes]:
+        return post(session, url, bodies[i])
+
+    return call
 
 
 def client_session(limit: int = 32) -> aiohttp.ClientSession:

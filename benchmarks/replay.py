@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import statistics
 import tempfile
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from benchmarks._common import (
@@ -24,7 +25,7 @@ from benchmarks._common import (
     compact,
     drive,
     ms,
-    post,
+    sender,
     write_cassette,
 )
 from otel_replay.exchange import Response
@@ -40,14 +41,14 @@ async def _measure(url: str, bodies: list[bytes], offset: int) -> tuple[Timing, 
     async with client_session() as session:
         target = url + CHAT
 
-        def call_from(base: int):  # type: ignore[no-untyped-def]
-            return lambda i: post(session, target, bodies[base + i])
+        def call_from(base: int, count: int) -> Callable[[int], Awaitable[bytes]]:
+            return sender(session, target, bodies[base : base + count])
 
-        await drive(call_from(offset), WARMUP, 4)
+        await drive(call_from(offset, WARMUP), WARMUP, 4)
         offset += WARMUP
-        seq = await drive(call_from(offset), SEQUENTIAL)
+        seq = await drive(call_from(offset, SEQUENTIAL), SEQUENTIAL)
         offset += SEQUENTIAL
-        conc = await drive(call_from(offset), CONCURRENT, IN_FLIGHT)
+        conc = await drive(call_from(offset, CONCURRENT), CONCURRENT, IN_FLIGHT)
         offset += CONCURRENT
     return seq, conc, offset
 
@@ -67,9 +68,10 @@ async def run(results: Results) -> None:
         )
         seq_ratios, conc_ratios = [], []
         bare_seq, bare_conc, gw_seq, gw_conc = [], [], [], []
-        with Server(kind="bare", body=body_file) as bare, Server(
-            kind="gateway", mode="strict", cassette=cassette
-        ) as gateway:
+        with (
+            Server(kind="bare", body=body_file) as bare,
+            Server(kind="gateway", mode="strict", cassette=cassette) as gateway,
+        ):
             offset = 0
             for _ in range(ROUNDS):
                 b_seq, b_conc, _ = await _measure(bare.url, bodies, offset)

@@ -25,9 +25,10 @@ from multidict import CIMultiDict
 
 from otel_replay import providers, sse
 from otel_replay.errors import ReplayMiss, UpstreamError
-from otel_replay.exchange import JSON, Exchange, Response, SSEEvent
+from otel_replay.exchange import JSON, CanonicalRequest, Exchange, Response, SSEEvent
 from otel_replay.otlp.http import add_otlp_routes
 from otel_replay.providers.base import Provider
+from otel_replay.redact import Redactor
 from otel_replay.session import Session
 from otel_replay.upstream import HOP_BY_HOP, Upstream, UpstreamRequest
 
@@ -69,6 +70,22 @@ def parse_body(raw: bytes) -> JSON:
         return raw.decode("utf-8", "replace")
 
 
+def redacted_body(redactor: Redactor, raw: bytes) -> JSON:
+    """``redactor.json(parse_body(raw))``, without re-serialising a clean body.
+
+    When the raw text holds no backslash, every string of the parsed value appears in it
+    verbatim, so a raw text the redactor's prefilter passes means nothing to redact."""
+    body = parse_body(raw)
+    if isinstance(body, dict | list) and b"\\" not in raw:
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            text = None
+        if text is not None and not redactor.might_hold_secret(text):
+            return body
+    return redactor.json(body)
+
+
 def parse_traceparent(value: str | None) -> tuple[str | None, str | None]:
     """(trace_id, parent_span_id) from a W3C traceparent header, or (None, None)."""
     if not value:
@@ -95,12 +112,20 @@ class Call:
     start_ns: int
     trace_id: str | None
     parent_span_id: str | None
+    _canonical: CanonicalRequest | None = None
+
+    @property
+    def canonical(self) -> CanonicalRequest:
+        """The canonical request, computed once (matching and recording both need it)."""
+        if self._canonical is None:
+            self._canonical = self.provider.canonical(self.request.path, self.body)
+        return self._canonical
 
     def exchange(self, response: Response, end_ns: int | None = None) -> Exchange:
         return Exchange(
             provider=self.provider.name,
             operation=self.operation,
-            request=self.provider.canonical(self.request.path, self.body),
+            request=self.canonical,
             response=response,
             raw_request=self.body,
             method=self.request.method,
@@ -151,7 +176,7 @@ class Gateway:
             provider=provider,
             operation=provider.operation(request.path),
             raw=raw,
-            body=self.session.redactor.json(parse_body(raw)),
+            body=redacted_body(self.session.redactor, raw),
             stream=False,
             start_ns=time.time_ns(),
             trace_id=trace_id,
@@ -161,9 +186,8 @@ class Gateway:
         mode = self.session.mode
         if mode == "record":
             return await self.forward(call)
-        canonical = provider.canonical(request.path, call.body)
         try:
-            index = self.session.matcher.match(canonical)
+            index = self.session.matcher.match(call.canonical)
         except ReplayMiss as miss:
             if mode == "auto" and self._carries_own_key(provider.name, headers):
                 return await self.forward(call)

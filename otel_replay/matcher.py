@@ -21,10 +21,12 @@ requests consume successive recordings in order.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import hashlib
 import json
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 
 from otel_replay.errors import ReplayMiss
 from otel_replay.exchange import COMPONENT_LABELS, COMPONENTS, JSON, CanonicalRequest
@@ -157,6 +159,24 @@ def _cached_digest(request: CanonicalRequest, name: str, cache: dict[str, str]) 
     return digest
 
 
+_BULK = 1000
+
+
+@contextlib.contextmanager
+def _no_gc(active: bool) -> Iterator[None]:
+    """Pause the cyclic garbage collector while indexing many recordings: the index only
+    allocates acyclic values, and full collections over a large loaded cassette would
+    otherwise make indexing slower per recording the bigger the cassette."""
+    paused = active and gc.isenabled()
+    if paused:
+        gc.disable()
+    try:
+        yield
+    finally:
+        if paused:
+            gc.enable()
+
+
 class _Bucket:
     """Indices of recordings with one key, in order, and how many are consumed."""
 
@@ -186,8 +206,9 @@ class Matcher:
         self._keys: list[tuple[str, ...]] = []
         self._index: dict[_Shape, dict[tuple[str, ...], _Bucket]] = {}
         self.used: set[int] = set()
-        for request in recordings:
-            self._add(request)
+        with _no_gc(len(recordings) > _BULK):
+            for request in recordings:
+                self._add(request)
         self.used.update(i for i in used if 0 <= i < len(self._recordings))
 
     def __len__(self) -> int:

@@ -69,11 +69,17 @@ _VOLATILE_RE = re.compile("|".join(f"(?P<{name}>{p})" for name, p in _BRANCHES))
 _PREFILTER_RE = re.compile(r"[0-9@]|[A-Za-z]{20}")
 
 
-# Short strings known to hold no volatile value ("role", "user", "tool_call", a tool's
-# name...): most strings of a request, so remembering them skips most regex calls.
+# Strings known to hold no volatile value: short ones ("role", "user", "tool_call", a
+# tool's name...) are most strings of a request, and long ones (a system prompt, a tool's
+# description, earlier turns of the conversation) come back in every later request of an
+# agent run, so remembering them skips most regex calls. Long ones are kept up to a budget
+# of characters.
 _STABLE: set[str] = set()
 _STABLE_MAX_LENGTH = 64
 _STABLE_MAX_SIZE = 16384
+_STABLE_LONG: set[str] = set()
+_STABLE_LONG_MAX_CHARS = 4_000_000
+_stable_long_chars = 0
 
 
 class _Numbering:
@@ -100,9 +106,16 @@ class _Numbering:
     def text(self, s: str) -> str:
         if s in _STABLE:
             return s
+        long = len(s) > _STABLE_MAX_LENGTH
+        if long and s in _STABLE_LONG:
+            return s
         out = _VOLATILE_RE.sub(self.replace, s) if _PREFILTER_RE.search(s) else s
-        if out is s and len(s) <= _STABLE_MAX_LENGTH and len(_STABLE) < _STABLE_MAX_SIZE:
-            _STABLE.add(s)
+        if out is s:
+            if not long:
+                if len(_STABLE) < _STABLE_MAX_SIZE:
+                    _STABLE.add(s)
+            else:
+                _remember_long(s)
         return out
 
     def walk(self, value: JSON) -> JSON:
@@ -135,6 +148,13 @@ class _Numbering:
         if isinstance(value, float):
             return self.walk(float(value))
         return value
+
+
+def _remember_long(s: str) -> None:
+    global _stable_long_chars
+    if _stable_long_chars + len(s) <= _STABLE_LONG_MAX_CHARS:
+        _STABLE_LONG.add(s)
+        _stable_long_chars += len(s)
 
 
 def normalize_value(value: JSON) -> JSON:

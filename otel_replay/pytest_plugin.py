@@ -283,9 +283,17 @@ class OtelReplayPlugin:
         if name is None:
             name = _safe_name(item.name)
         text = os.fspath(name)
-        if "/" in text or os.sep in text or text.endswith(".json"):
-            return Path(text)
-        return Path(item.path).parent / self.cassette_dir / f"{text}.json"
+        if text.endswith(".json") or os.path.isabs(text):
+            return Path(text)  # a path is used as given
+        # a name lives in the cassette folder beside the test file, and stays there
+        folder = (Path(item.path).parent / self.cassette_dir).resolve()
+        path = (folder / f"{text}.json").resolve()
+        if not path.is_relative_to(folder):
+            raise ConfigError(
+                f"cassette name {text!r} escapes the cassette folder {folder}; "
+                "use a name inside it, or a path ending in .json"
+            )
+        return path
 
     def mode_for(self, item: Any, mode: str | None) -> str:
         marker = item.get_closest_marker("otel_replay")

@@ -104,12 +104,26 @@ _SHAPES: tuple[tuple[str, str], ...] = (
 )
 
 # Substrings at least one of which every shape match contains. Text with none of them
-# (and no secret value) is returned untouched without running a regular expression.
+# (and no secret value) is returned untouched without running the shapes.
 _ANCHORS: tuple[str, ...] = (
     "PRIVATE KEY",
     *"sk- sk_ rk_ AKIA ASIA ecret ECRET ghp_ gho_ ghu_ ghs_ ghr_ github_pat_".split(),
     *"AIza xox xapp- eyJ earer EARER :// =".split(),
 )
+# The same test as one compiled search. A query secret always reads ``?name=`` or
+# ``&name=`` with a name of letters, ``_`` and ``-``, so ``=`` alone (frequent in base64
+# and prose) need not send text to the shapes.
+_QUERY_ANCHOR = r"[?&][A-Za-z_-]+="
+_QUERY_ANCHOR_RE = re.compile(_QUERY_ANCHOR)
+_SHORT = 24
+_CLEAN_MAX_LENGTH = 64
+_CLEAN_MAX_SIZE = 16384
+_SCALARS = (int, float, bool)
+
+
+def _anchor_pattern(literals: Iterable[str]) -> re.Pattern[str]:
+    parts = [re.escape(a) for a in literals if a != "="]
+    return re.compile("|".join([*parts, _QUERY_ANCHOR]))
 
 
 def _compile_shapes() -> tuple[re.Pattern[str], dict[str, str]]:
@@ -131,6 +145,7 @@ def _compile_shapes() -> tuple[re.Pattern[str], dict[str, str]]:
 
 
 _SHAPES_RE, _SHAPE_PLACEHOLDERS = _compile_shapes()
+_DEFAULT_ANCHOR_RE = _anchor_pattern(_ANCHORS)
 
 
 def _shape_replacement(m: re.Match[str]) -> str:
@@ -153,9 +168,30 @@ def is_secret_name(name: str) -> bool:
 # ``.env`` entries whose name says they configure rather than authenticate: a model name
 # or a base URL redacted at record time would make every replay without that ``.env`` miss.
 _SETTING_WORDS = frozenset(
-    {"MODEL", "URL", "HOST", "PORT", "REGION", "ENDPOINT", "VERSION", "MODE", "LEVEL",
-     "ENV", "ENVIRONMENT", "DEBUG", "PROTOCOL", "TIMEOUT", "PATH", "DIR", "LOCALE", "LANG",
-     "TZ", "DEPLOYMENT", "TEMPERATURE", "RETRIES"}
+    {
+        "MODEL",
+        "URL",
+        "HOST",
+        "PORT",
+        "REGION",
+        "ENDPOINT",
+        "VERSION",
+        "MODE",
+        "LEVEL",
+        "ENV",
+        "ENVIRONMENT",
+        "DEBUG",
+        "PROTOCOL",
+        "TIMEOUT",
+        "PATH",
+        "DIR",
+        "LOCALE",
+        "LANG",
+        "TZ",
+        "DEPLOYMENT",
+        "TEMPERATURE",
+        "RETRIES",
+    }
 )
 _PLAIN_VALUE_RE = re.compile(r"(?i:true|false|yes|no|on|off|none|null|-?\d+(?:\.\d+)?)")
 
@@ -208,7 +244,15 @@ class Redactor:
     ``MIN_SECRET_LENGTH`` are ignored. Its repr names the variables, never the values.
     """
 
-    __slots__ = ("_anchors", "_names", "_value_names", "_values_re")
+    __slots__ = (
+        "_anchor_re",
+        "_anchors",
+        "_clean",
+        "_literals",
+        "_names",
+        "_value_names",
+        "_values_re",
+    )
 
     def __init__(self, secrets: Mapping[str, str] | None = None) -> None:
         by_value: dict[str, str] = {}
@@ -226,6 +270,9 @@ class Redactor:
                 f"(?P<keep>{PLACEHOLDER})|" + "|".join(re.escape(v) for v in ordered)
             )
             self._anchors = _ANCHORS + tuple(ordered)
+        self._anchor_re = _DEFAULT_ANCHOR_RE if not ordered else _anchor_pattern(self._anchors)
+        self._literals = tuple(a for a in self._anchors if a != "=")
+        self._clean: set[str] = set()
         self._value_names = by_value
 
     @classmethod
@@ -256,7 +303,12 @@ class Redactor:
 
     def might_hold_secret(self, s: str) -> bool:
         """Cheap test: False means ``s`` certainly holds nothing to redact."""
-        return any(a in s for a in self._anchors)
+        if len(s) <= _SHORT:  # one compiled search beats many short substring tests
+            return self._anchor_re.search(s) is not None
+        for anchor in self._literals:
+            if anchor in s:
+                return True
+        return ("?" in s or "&" in s) and _QUERY_ANCHOR_RE.search(s) is not None
 
     def text(self, s: str) -> str:
         """``s`` with every secret replaced by its placeholder."""
@@ -284,18 +336,32 @@ class Redactor:
             return value
         return self._walk(value)
 
+    def _clean_text(self, s: str) -> str:
+        """``text(s)``, remembering short strings that hold nothing to redact (keys,
+        attribute names, enum values...), which come back in every batch."""
+        clean = self._clean
+        if s in clean:
+            return s
+        out = self.text(s)
+        if out is s and len(s) <= _CLEAN_MAX_LENGTH and len(clean) < _CLEAN_MAX_SIZE:
+            clean.add(s)
+        return out
+
     def _walk(self, value: JSON) -> JSON:
         if isinstance(value, str):
-            return self.text(value)
+            return self._clean_text(value)
         if isinstance(value, dict):
-            out = {
-                (self.text(k) if isinstance(k, str) else k): self._walk(v) for k, v in value.items()
-            }
-            changed = len(out) != len(value) or any(
-                a is not b or ka != kb
-                for (ka, a), (kb, b) in zip(value.items(), out.items(), strict=True)
-            )
-            return out if changed else value
+            text = self._clean_text
+            walk = self._walk
+            out = {}
+            changed = False
+            for k, v in value.items():
+                key = text(k) if isinstance(k, str) else k
+                item = v if v is None or type(v) in _SCALARS else walk(v)
+                if item is not v or key != k:
+                    changed = True
+                out[key] = item
+            return out if changed or len(out) != len(value) else value
         if isinstance(value, list | tuple):
             items = [self._walk(v) for v in value]
             if any(a is not b for a, b in zip(value, items, strict=True)):

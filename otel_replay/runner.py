@@ -12,7 +12,7 @@ import asyncio
 import os
 import threading
 from collections.abc import Mapping
-from concurrent.futures import Future
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -109,7 +109,7 @@ class GatewayServer:
         self.caller_env: Mapping[str, str] = (
             os.environ if config.environ is None else config.environ
         )
-        self.session = Session(
+        session = Session(
             mode=config.mode,
             cassette=config.cassette,
             traces=config.traces,
@@ -117,14 +117,23 @@ class GatewayServer:
             report=config.report,
         )
         self.upstream = config.upstream or HttpUpstream(upstream_bases(config, self.caller_env))
-        self.gateway = Gateway(
-            self.session, self.upstream, keys=self.caller_env, timing=config.timing
-        )
+        self.gateway = Gateway(session, self.upstream, keys=self.caller_env, timing=config.timing)
         self._runner: web.AppRunner | None = None
         self._grpc: GrpcReceiver | None = None
         self.port = 0
         self.grpc_port: int | None = None
         self.env: dict[str, str] = {}
+
+    @property
+    def session(self) -> Session:
+        return self.gateway.session
+
+    def use_session(self, session: Session) -> Session:
+        """Point the running gateway (both receivers included) at another session, between
+        requests; returns the previous one. Call on the gateway's loop."""
+        previous = self.gateway.session
+        self.gateway.session = session
+        return previous
 
     @property
     def url(self) -> str:
@@ -144,7 +153,7 @@ class GatewayServer:
         server: Any = site._server
         self.port = server.sockets[0].getsockname()[1]
         if self.config.grpc_port is not None:
-            self._grpc = GrpcReceiver(self.session.store)
+            self._grpc = GrpcReceiver(lambda: self.gateway.session.store)
             self.grpc_port = await self._grpc.start(self.config.host, self.config.grpc_port)
         self.env = agent_environment(self.url, self.grpc_port, self.config.mode, self.caller_env)
 
@@ -169,6 +178,10 @@ class GatewayThread:
 
     def _run(self) -> None:
         asyncio.set_event_loop(self._loop)
+        # named threads: the egress guard lets the gateway's own name lookups through
+        self._loop.set_default_executor(
+            ThreadPoolExecutor(thread_name_prefix="otel-replay-gateway-executor")
+        )
         self._loop.run_forever()
 
     def _call(self, coro: Any, timeout: float | None = 60) -> Any:
@@ -199,6 +212,17 @@ class GatewayThread:
     def session(self) -> Session:
         assert self.server is not None
         return self.server.session
+
+    def use_session(self, session: Session) -> Session:
+        """Point the running gateway at another session; returns the previous one."""
+        assert self.server is not None
+        server = self.server
+
+        async def swap() -> Session:
+            return server.use_session(session)
+
+        previous: Session = self._call(swap())
+        return previous
 
     def stop(self) -> Summary:
         if self.summary is not None:

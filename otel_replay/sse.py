@@ -67,9 +67,14 @@ class SSEParser:
 
 def encode(event: SSEEvent) -> bytes:
     """The wire form of one event."""
-    head = f"event: {event.event}\n" if event.event is not None else ""
-    body = "".join(f"data: {line}\n" for line in event.data.split("\n"))
-    return f"{head}{body}\n".encode()
+    data = event.data
+    if "\n" in data:
+        body = "".join(f"data: {line}\n" for line in data.split("\n"))
+    else:  # the common case: one data line
+        body = f"data: {data}\n"
+    if event.event is not None:
+        return f"event: {event.event}\n{body}\n".encode()
+    return f"{body}\n".encode()
 
 
 def parse_all(payload: bytes) -> list[SSEEvent]:

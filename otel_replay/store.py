@@ -160,3 +160,11 @@ class TraceStore:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+StoreSource = TraceStore | Callable[[], TraceStore]
+"""A store, or a function returning the current one (a gateway whose session changes)."""
+
+
+def current_store(source: StoreSource) -> TraceStore:
+    return source if isinstance(source, TraceStore) else source()

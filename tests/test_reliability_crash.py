@@ -46,10 +46,23 @@ def test_sigkill_mid_record_keeps_every_finished_exchange(tmp_path: Path) -> Non
     cassette, traces, rebuilt = tmp_path / "c.json", tmp_path / "t.jsonl", tmp_path / "c2.json"
     with run_stub() as stub:
         proc = subprocess.Popen(
-            [*CLI, "record", "--cassette", str(cassette), "--traces", str(traces),
-             "--upstream-openai", stub.openai_url, "--", sys.executable, str(agent)],
+            [
+                *CLI,
+                "record",
+                "--cassette",
+                str(cassette),
+                "--traces",
+                str(traces),
+                "--upstream-openai",
+                stub.openai_url,
+                "--",
+                sys.executable,
+                str(agent),
+            ],
             env={**os.environ, "OPENAI_API_KEY": "sk-test-crash-0123456789"},
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
         )
         try:
             _wait_for(lambda: len(stub.received) >= KILL_AFTER)
@@ -70,15 +83,16 @@ def test_sigkill_mid_record_keeps_every_finished_exchange(tmp_path: Path) -> Non
     lines = complete.decode("utf-8").splitlines()
     for line in lines:
         json.loads(line)  # every complete line is a valid OTLP JSON document
-    build = subprocess.run([*CLI, "build", str(traces), "-o", str(rebuilt)],
-                           capture_output=True, text=True, timeout=60)
+    build = subprocess.run(
+        [*CLI, "build", str(traces), "-o", str(rebuilt)], capture_output=True, text=True, timeout=60
+    )
     assert build.returncode == 0, build.stderr
     interactions = load(rebuilt).interactions
     assert len(interactions) >= answered - 1 >= KILL_AFTER - 1
     prompts = [ex.request.messages[-1] for ex in interactions]
     texts = [json.dumps(p) for p in prompts]
     for i in range(answered - 1):
-        assert any(f"call number {i}\"" in t for t in texts), i
+        assert any(f'call number {i}"' in t for t in texts), i
 
 
 def test_store_resumes_cleanly_after_a_torn_line(tmp_path: Path) -> None:
@@ -90,8 +104,27 @@ def test_store_resumes_cleanly_after_a_torn_line(tmp_path: Path) -> None:
     with TraceStore(traces) as store:
         from otel_replay.otlp import codec
 
-        msg = codec.traces_from_json(json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [
-            {"traceId": "0" * 31 + "1", "spanId": "0" * 15 + "1", "name": "s"}]}]}]}))
+        msg = codec.traces_from_json(
+            json.dumps(
+                {
+                    "resourceSpans": [
+                        {
+                            "scopeSpans": [
+                                {
+                                    "spans": [
+                                        {
+                                            "traceId": "0" * 31 + "1",
+                                            "spanId": "0" * 15 + "1",
+                                            "name": "s",
+                                        }
+                                    ]
+                                }
+                            ]
+                        }
+                    ]
+                }
+            )
+        )
         store.write_traces(msg)
     lines = traces.read_text().splitlines()
     assert len(lines) == 2
@@ -139,7 +172,7 @@ def test_dump_oserror_is_a_cassette_error_naming_the_file(
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(cassette_mod.os, "fsync", full)
-    with pytest.raises(CassetteError, match="c.json.*No space left"):
+    with pytest.raises(CassetteError, match=r"c\.json.*No space left"):
         dump(Cassette(interactions=[], source={}), tmp_path / "c.json")
     assert list(tmp_path.iterdir()) == []
 

@@ -22,7 +22,7 @@ from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc as tra
 from otel_replay.errors import ConfigError
 from otel_replay.otlp import codec
 from otel_replay.otlp.http import logs_response, metrics_response, trace_response
-from otel_replay.store import TraceStore
+from otel_replay.store import StoreSource, current_store
 
 logger = logging.getLogger(__name__)
 
@@ -33,7 +33,7 @@ async def _internal(context: aio.ServicerContext[Any, Any], what: str, exc: Exce
 
 
 class _TraceServicer(trace_grpc.TraceServiceServicer):
-    def __init__(self, store: TraceStore) -> None:
+    def __init__(self, store: StoreSource) -> None:
         self._store = store
 
     async def Export(
@@ -41,7 +41,7 @@ class _TraceServicer(trace_grpc.TraceServiceServicer):
     ) -> trace_pb.ExportTraceServiceResponse:
         try:
             rejected, why = codec.drop_invalid_spans(request)
-            self._store.write_traces(request)
+            current_store(self._store).write_traces(request)
         except Exception as exc:
             await _internal(context, "traces", exc)
             raise  # not reached: abort() raises
@@ -51,7 +51,7 @@ class _TraceServicer(trace_grpc.TraceServiceServicer):
 
 
 class _LogsServicer(logs_grpc.LogsServiceServicer):
-    def __init__(self, store: TraceStore) -> None:
+    def __init__(self, store: StoreSource) -> None:
         self._store = store
 
     async def Export(
@@ -59,7 +59,7 @@ class _LogsServicer(logs_grpc.LogsServiceServicer):
     ) -> logs_pb.ExportLogsServiceResponse:
         try:
             rejected, why = codec.drop_invalid_log_records(request)
-            self._store.write_logs(request)
+            current_store(self._store).write_logs(request)
         except Exception as exc:
             await _internal(context, "logs", exc)
             raise
@@ -69,7 +69,7 @@ class _LogsServicer(logs_grpc.LogsServiceServicer):
 
 
 class _MetricsServicer(metrics_grpc.MetricsServiceServicer):
-    def __init__(self, store: TraceStore) -> None:
+    def __init__(self, store: StoreSource) -> None:
         self._store = store
 
     async def Export(
@@ -78,7 +78,7 @@ class _MetricsServicer(metrics_grpc.MetricsServiceServicer):
         context: aio.ServicerContext[Any, Any],
     ) -> metrics_pb.ExportMetricsServiceResponse:
         try:
-            self._store.write_metrics(request)
+            current_store(self._store).write_metrics(request)
         except Exception as exc:
             await _internal(context, "metrics", exc)
             raise
@@ -88,7 +88,7 @@ class _MetricsServicer(metrics_grpc.MetricsServiceServicer):
 class GrpcReceiver:
     """OTLP/gRPC on one port, serving until ``stop()``."""
 
-    def __init__(self, store: TraceStore, *, max_message: int = 32 * 1024 * 1024) -> None:
+    def __init__(self, store: StoreSource, *, max_message: int = 32 * 1024 * 1024) -> None:
         self._store = store
         self._max_message = max_message
         self._server: aio.Server | None = None

@@ -25,7 +25,7 @@ from opentelemetry.proto.collector.trace.v1 import trace_service_pb2 as trace_pb
 
 from otel_replay.errors import TraceFormatError
 from otel_replay.otlp import codec
-from otel_replay.store import TraceStore
+from otel_replay.store import StoreSource, TraceStore, current_store
 
 logger = logging.getLogger(__name__)
 
@@ -123,9 +123,10 @@ ROUTES = (
 
 
 def add_otlp_routes(
-    app: web.Application, store: TraceStore, *, max_body: int = 32 * 1024 * 1024
+    app: web.Application, store: StoreSource, *, max_body: int = 32 * 1024 * 1024
 ) -> None:
-    """Register the OTLP/HTTP endpoints on ``app``.
+    """Register the OTLP/HTTP endpoints on ``app``, storing into ``store`` (or the store a
+    zero-argument function returns at each request).
 
     ``max_body`` limits both the body on the wire and the body after decompression; the app
     itself may allow larger bodies, since this handler reads in chunks and stops early.
@@ -134,7 +135,7 @@ def add_otlp_routes(
         app.router.add_post(route.path, _handler(route, store, max_body))
 
 
-def _handler(route: _Route, store: TraceStore, max_body: int) -> Callable[[web.Request], Any]:
+def _handler(route: _Route, store: StoreSource, max_body: int) -> Callable[[web.Request], Any]:
     async def handle(request: web.Request) -> web.Response:
         as_json = request.content_type == JSON
         try:
@@ -150,7 +151,7 @@ def _handler(route: _Route, store: TraceStore, max_body: int) -> Callable[[web.R
                 message = (route.from_json if as_json else route.from_proto)(body)
             except TraceFormatError as exc:
                 raise _Refused(400, code_pb2.INVALID_ARGUMENT, exc.problem) from exc
-            rejected, why = route.store(store, message)
+            rejected, why = route.store(current_store(store), message)
             if rejected:
                 logger.warning("OTLP %s: rejected %d: %s", route.path, rejected, why)
             return _encode(route.response(rejected, why), 200, as_json)

@@ -1,0 +1,91 @@
+"""3. Record cost: the per-exchange cost the gateway adds in record mode over the
+upstream's own time, at the 100th, 1,000th and 10,000th exchange.
+
+The stub upstream and the gateway (record mode, its trace store on disk) each run in a
+subprocess of their own. At each checkpoint a window of requests goes straight to the stub
+and the same number through the gateway, back to back, so both see the same machine; the
+exchanges between checkpoints are sent 8 in flight to keep the run short. The gateway's
+stop (deriving the cassette from 10,000 spans) is timed too.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from benchmarks._common import (
+    CHAT,
+    Results,
+    Server,
+    chat_body,
+    client_session,
+    compact,
+    drive,
+    ms,
+    sender,
+)
+
+CHECKPOINTS = (100, 1_000, 10_000)
+WINDOW = 100
+
+
+async def run(results: Results) -> None:
+    total = CHECKPOINTS[-1]
+    bodies = [compact(chat_body(i)) for i in range(total)]
+    direct = [compact(chat_body(total + i)) for i in range(WINDOW * len(CHECKPOINTS) * 2)]
+    added: dict[int, tuple[float, float]] = {}
+    with tempfile.TemporaryDirectory() as tmp, Server(kind="stub") as stub:
+        with Server(
+            kind="gateway",
+            mode="record",
+            cassette=Path(tmp) / "rec.json",
+            traces=Path(tmp) / "traces.jsonl",
+            upstream=stub.url,
+        ) as gateway:
+            async with client_session() as session:
+                sent, used = 0, 0
+                for checkpoint in CHECKPOINTS:
+                    start = checkpoint - WINDOW
+                    if start > sent:
+                        fill = bodies[sent:start]
+                        await drive(sender(session, gateway.url + CHAT, fill), len(fill), 8)
+                        sent = start
+                    window = direct[used : used + WINDOW]
+                    used += WINDOW
+                    base = await drive(sender(session, stub.url + CHAT, window), WINDOW)
+                    part = bodies[start:checkpoint]
+                    gw = await drive(sender(session, gateway.url + CHAT, part), WINDOW)
+                    sent = checkpoint
+                    added[checkpoint] = (gw.p50, base.p50)
+        stop = gateway.final.get("stop_seconds", 0.0)
+        recorded = gateway.final.get("summary", {}).get("live", 0)
+    first = added[CHECKPOINTS[0]][0] - added[CHECKPOINTS[0]][1]
+    for checkpoint, (gw_p50, stub_p50) in added.items():
+        cost = gw_p50 - stub_p50
+        results.add(
+            "3 record",
+            f"added cost per exchange at #{checkpoint:,} (p50 gateway - stub)",
+            f"{ms(cost)} ({ms(gw_p50)} total)",
+            f"stub {ms(stub_p50)}",
+            gw_p50 / stub_p50,
+            "< 1 ms",
+            cost < 0.001,
+        )
+    last = added[CHECKPOINTS[-1]][0] - added[CHECKPOINTS[-1]][1]
+    flat = last / first if first > 0 else None
+    results.add(
+        "3 record",
+        f"flatness: added cost at #{CHECKPOINTS[-1]:,} / at #{CHECKPOINTS[0]:,}",
+        ms(last),
+        ms(first),
+        flat,
+        "<= 1.3x (flat)",
+        flat is not None and flat <= 1.3,
+    )
+    results.add(
+        "3 record",
+        f"stop: derive the cassette from {recorded:,} recorded exchanges",
+        f"{stop:.2f} s",
+        "-",
+        None,
+    )

@@ -1,0 +1,138 @@
+"""2. Streaming: time to first event and total time for a 200-event SSE response.
+
+Record: the gateway in record mode passing the stub upstream's stream through, against the
+same client reading the stub directly. Replay: the gateway replaying that recording (strict),
+against a bare aiohttp handler writing the same SSE bytes. Every server runs in a
+subprocess of its own; the client reads chunks as they arrive.
+"""
+
+from __future__ import annotations
+
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+import aiohttp
+
+from benchmarks._common import (
+    CHAT,
+    Results,
+    Server,
+    chat_body,
+    client_session,
+    compact,
+    ms,
+    write_cassette,
+)
+from otel_replay import sse
+from otel_replay.cassette import load
+
+EVENTS = 200
+REQUESTS = 150
+ROUNDS = 2
+# The stub streams one event per word of "stub reply to: <question>" plus the role chunk,
+# the finish chunk and [DONE].
+QUESTION_WORDS = EVENTS - 6
+
+
+async def _one(session: aiohttp.ClientSession, url: str, data: bytes) -> tuple[float, float, int]:
+    started = time.perf_counter()
+    first = 0.0
+    seen = 0
+    async with session.post(url, data=data, headers={"content-type": "application/json"}) as r:
+        async for chunk in r.content.iter_any():
+            if not first and b"data:" in chunk:
+                first = time.perf_counter() - started
+            seen += chunk.count(b"\n\n")
+    return first, time.perf_counter() - started, seen
+
+
+async def _series(url: str, bodies: list[bytes]) -> tuple[float, float, int]:
+    """Median time to first event and total time over ``bodies``."""
+    firsts, totals, events = [], [], 0
+    async with client_session() as session:
+        for data in bodies:
+            first, total, events = await _one(session, url + CHAT, data)
+            firsts.append(first)
+            totals.append(total)
+    return statistics.median(firsts), statistics.median(totals), events
+
+
+async def run(results: Results) -> None:
+    bodies = [compact(chat_body(i, words=QUESTION_WORDS, stream=True)) for i in range(REQUESTS)]
+    warm = bodies[:20]
+    rec: dict[str, list[float]] = {k: [] for k in ("stub1", "stubT", "gw1", "gwT")}
+    rep: dict[str, list[float]] = {k: [] for k in ("bare1", "bareT", "gw1", "gwT")}
+    with tempfile.TemporaryDirectory() as tmp:
+        cassette = Path(tmp) / "stream.json"
+        with Server(kind="stub") as stub:
+            with Server(
+                kind="gateway", mode="record", cassette=cassette, upstream=stub.url
+            ) as gateway:
+                await _series(gateway.url, warm)
+                await _series(stub.url, warm)
+                for _ in range(ROUNDS):
+                    s1, sT, events = await _series(stub.url, bodies)
+                    g1, gT, _ = await _series(gateway.url, bodies)
+                    rec["stub1"].append(s1)
+                    rec["stubT"].append(sT)
+                    rec["gw1"].append(g1)
+                    rec["gwT"].append(gT)
+        recorded = load(cassette).interactions
+        stream_file = Path(tmp) / "stream.sse"
+        events_list = recorded[0].response.events or []
+        stream_file.write_bytes(b"".join(sse.encode(e) for e in events_list))
+        n_replays = (ROUNDS * len(bodies) + len(warm)) // len(recorded) + 1
+        replay_cassette = write_cassette(Path(tmp) / "replay.json", recorded * n_replays)
+        with (
+            Server(kind="bare", stream=stream_file) as bare,
+            Server(kind="gateway", mode="strict", cassette=replay_cassette) as gateway,
+        ):
+            await _series(gateway.url, warm)
+            await _series(bare.url, warm)
+            for _ in range(ROUNDS):
+                b1, bT, _ = await _series(bare.url, bodies)
+                g1, gT, _ = await _series(gateway.url, bodies)
+                rep["bare1"].append(b1)
+                rep["bareT"].append(bT)
+                rep["gw1"].append(g1)
+                rep["gwT"].append(gT)
+    med = statistics.median
+    results.notes.append(
+        f"2 streaming: {events} SSE events per response ({len(events_list)} recorded)."
+    )
+    added = med(rec["gw1"]) - med(rec["stub1"])
+    results.add(
+        "2 streaming",
+        "record: time to first event, gateway vs stub direct",
+        ms(med(rec["gw1"])),
+        ms(med(rec["stub1"])),
+        med(rec["gw1"]) / med(rec["stub1"]),
+        "added < 1 ms",
+        added < 0.001,
+    )
+    results.add(
+        "2 streaming",
+        "record: total time for the stream",
+        ms(med(rec["gwT"])),
+        ms(med(rec["stubT"])),
+        med(rec["gwT"]) / med(rec["stubT"]),
+    )
+    added = med(rep["gw1"]) - med(rep["bare1"])
+    results.add(
+        "2 streaming",
+        "replay: time to first event, gateway vs bare",
+        ms(med(rep["gw1"])),
+        ms(med(rep["bare1"])),
+        med(rep["gw1"]) / med(rep["bare1"]),
+        "added < 1 ms",
+        added < 0.001,
+    )
+    results.add(
+        "2 streaming",
+        "replay: total time for the stream",
+        ms(med(rep["gwT"])),
+        ms(med(rep["bareT"])),
+        med(rep["gwT"]) / med(rep["bareT"]),
+    )
