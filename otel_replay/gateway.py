@@ -161,7 +161,7 @@ class Gateway:
 
     def app(self) -> web.Application:
         app = web.Application(client_max_size=1024**3)
-        add_otlp_routes(app, self.session.store)
+        add_otlp_routes(app, lambda: self.session.store)
         app.router.add_route("*", "/{tail:.*}", self.handle)
         return app
 
@@ -232,14 +232,15 @@ class Gateway:
         headers["x-otel-replay"] = "replayed"
         events = response.events
         body = response.body
-        ok = response.status < 400
-        if call.stream and events is None and ok and response.fault is None:
+        # a successful JSON answer can change form; anything else replays as recorded
+        convertible = response.status < 400 and response.fault is None
+        if call.stream and events is None and convertible and not isinstance(body, str):
             events = call.provider.stream_from_body(call.operation, body)
-        elif not call.stream and events is not None and ok and response.fault is None:
+        elif not call.stream and events is not None and convertible:
             body = call.provider.body_from_stream(call.operation, events)
             events = None
-        if events is None:
             headers.pop("content-type", None)
+        if events is None:
             return _body_response(response.status, headers, body)
         headers["content-type"] = "text/event-stream; charset=utf-8"
         stream = web.StreamResponse(status=response.status, headers=headers)
@@ -346,10 +347,29 @@ class Gateway:
         events: list[SSEEvent],
         fault: str | None,
     ) -> None:
-        text = self.session.redactor.text
-        for event in events:
-            event.data = text(event.data)
+        events = self._redact_stream(call, events)
         self._record(call, Response(status=status, headers=kept, events=events, fault=fault))
+
+    def _redact_stream(self, call: Call, events: list[SSEEvent]) -> list[SSEEvent]:
+        """Redact each event, then the message they assemble into: a secret split across
+        two deltas is caught there, and the stream is then rebuilt from the redacted
+        message (same content and order of events, coarser chunks)."""
+        redactor = self.session.redactor
+        for event in events:
+            event.data = redactor.text(event.data)
+        try:
+            body = call.provider.body_from_stream(call.operation, events)
+            clean = redactor.json(body)
+            if clean == body:
+                return events
+            rebuilt = call.provider.stream_from_body(call.operation, clean)
+        except Exception:  # an odd stream: the per-event redaction stands
+            log.debug("could not reassemble a recorded stream", exc_info=True)
+            return events
+        last = events[-1].t if events else 0.0
+        for i, event in enumerate(rebuilt):
+            event.t = events[i].t if i < len(events) else last
+        return rebuilt
 
     def _record(self, call: Call, response: Response) -> None:
         try:
@@ -363,14 +383,15 @@ def _passthrough(headers: CIMultiDict[str]) -> CIMultiDict[str]:
 
 
 def _body_response(status: int, headers: dict[str, str], body: JSON) -> web.Response:
+    """A recorded body: JSON as JSON; text (not JSON) as recorded, with its content type."""
     if body is None:
         return web.Response(status=status, headers=headers)
     if isinstance(body, str):
-        return web.Response(
-            status=status, headers=headers, text=body, content_type="application/json"
-        )
+        headers.setdefault("content-type", "application/json")
+        return web.Response(status=status, headers=headers, body=body.encode())
+    headers["content-type"] = "application/json"
     data = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
-    return web.Response(status=status, headers=headers, body=data, content_type="application/json")
+    return web.Response(status=status, headers=headers, body=data)
 
 
 def _abort(request: web.Request) -> None:

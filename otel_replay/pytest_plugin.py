@@ -15,13 +15,11 @@ did with the error — and a miss is never an expected failure, ``xfail`` does n
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import re
 import warnings
 from collections.abc import Callable, Generator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
@@ -139,8 +137,6 @@ class SharedGateway:
         assert self.thread.server is not None
         self.server = self.thread.server
         self.idle = self.server.session
-        self.thread._call(_name_executor())
-        _relay_store(self.server.session.store, lambda: self.server.session)
 
     def begin(self, session: Session, upstreams: dict[str, str]) -> dict[str, str]:
         """Point the gateway at ``session``; returns the agent environment for the block."""
@@ -149,14 +145,12 @@ class SharedGateway:
         upstream = self.server.gateway.upstream
         if hasattr(upstream, "bases") and session.mode in ("record", "auto"):
             upstream.bases = dict(upstreams)
-        self.thread._call(_swap(self.server, session))
+        self.thread.use_session(session)
         return agent_environment(self.server.url, self.server.grpc_port, session.mode, os.environ)
 
     def end(self) -> Summary:
         """Point the gateway back at its idle session; finish and summarise the block's."""
-        session = self.server.session
-        self.thread._call(_swap(self.server, self.idle))
-        return session.finish()
+        return self.thread.use_session(self.idle).finish()
 
     @property
     def url(self) -> str:
@@ -164,32 +158,6 @@ class SharedGateway:
 
     def stop(self) -> None:
         self.thread.stop()
-
-
-async def _swap(server: Any, session: Session) -> None:
-    """Swap the session on the gateway's own loop, between requests."""
-    server.session = session
-    server.gateway.session = session
-
-
-async def _name_executor() -> None:
-    """Name the gateway loop's resolver threads so the egress guard lets them forward."""
-    executor = ThreadPoolExecutor(thread_name_prefix="otel-replay-gateway-executor")
-    asyncio.get_running_loop().set_default_executor(executor)
-
-
-def _relay_store(bound: Any, current: Callable[[], Session]) -> None:
-    """The OTLP receivers hold the store they were started with; make it pass each batch
-    on to the current block's store, so a block counts and keeps its own telemetry."""
-    for name in ("write_traces", "write_logs", "write_metrics"):
-        original = getattr(bound, name)
-
-        def write(*args: Any, _name: str = name, _original: Any = original, **kw: Any) -> Any:
-            store = current().store
-            target = _original if store is bound else getattr(store, _name)
-            return target(*args, **kw)
-
-        setattr(bound, name, write)
 
 
 class ReplayBlock:

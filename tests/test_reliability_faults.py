@@ -124,20 +124,7 @@ def test_fault_is_the_same_directly_recorded_and_replayed(
     name: str,
     stream: bool,
     short_replayed_hang: Any,
-    request: pytest.FixtureRequest,
 ) -> None:
-    if (provider, name, stream) == ("anthropic", "malformed", True):
-        request.applymarker(
-            pytest.mark.xfail(
-                strict=True,
-                reason=(
-                    "gateway.Gateway.replay turns a recorded non-JSON text body into a "
-                    "synthetic SSE stream (stream_from_body on a str); the SDK then fails "
-                    "with AttributeError "
-                    "instead of the empty stream it saw live"
-                ),
-            )
-        )
     cassette = tmp_path / "c.json"
     fault = FAULTS[name]
     with run_stub() as stub:

@@ -189,16 +189,24 @@ def _stop_reason(message: JSON, has_calls: bool) -> str:
     return "tool_use" if has_calls else "end_turn"
 
 
+_OPENAI_ONLY = ("/v1/chat/", "/v1/completions", "/v1/responses", "/v1/embeddings")
+
+
 class AnthropicProvider:
     """The Anthropic wire format."""
 
     name = "anthropic"
 
     def claims(self, path: str, headers: Mapping[str, str]) -> bool:
-        names = {name.lower() for name in headers}
-        if "anthropic-version" in names or "x-api-key" in names:
+        """``/v1/messages*`` is always ours and OpenAI's own paths never are; headers
+        decide only the paths both APIs have (``/v1/models``, ...)."""
+        endpoint = strip_prefix(path)
+        if endpoint.startswith("/v1/messages"):
             return True
-        return strip_prefix(path).startswith("/v1/messages")
+        if endpoint.startswith(_OPENAI_ONLY):
+            return False
+        names = {name.lower() for name in headers}
+        return "anthropic-version" in names or "x-api-key" in names
 
     def operation(self, path: str) -> str:
         return _OPERATIONS.get(strip_prefix(path).partition("?")[0], "other")
