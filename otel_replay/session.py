@@ -159,7 +159,9 @@ class Session:
             if self.mode == "auto":
                 self.cassette.interactions.append(exchange)
                 self.hits.append(self.matcher.append(exchange.request))
-        self.store.write_traces(export_request([span]), received=False)
+        self.store.write_traces(
+            export_request([span]), received=False, screen=self.redactor.might_hold_secret
+        )
 
     def missed(self, miss: ReplayMiss, provider: str, path: str, body: Any) -> None:
         with self._lock:

@@ -25,6 +25,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from otel_replay.otlp import codec
 
 Redact = Callable[[Any], Any]
+Screen = Callable[[str], bool]
 
 
 def sibling(path: str | Path, signal: str) -> Path:
@@ -110,10 +111,20 @@ class TraceStore:
     def metrics_path(self) -> Path | None:
         return self._metrics.path
 
-    def write_traces(self, msg: ExportTraceServiceRequest, *, received: bool = True) -> None:
-        """Store one trace batch; ``received=False`` for spans otel-replay made itself."""
+    def write_traces(
+        self,
+        msg: ExportTraceServiceRequest,
+        *,
+        received: bool = True,
+        screen: Screen | None = None,
+    ) -> None:
+        """Store one trace batch; ``received=False`` for spans otel-replay made itself.
+
+        ``screen`` is the redactor's cheap prefilter (``Redactor.might_hold_secret``): run
+        on the encoded line, False means nothing in it can need redacting, so the batch is
+        written without the redactor's own walk (and without encoding it twice)."""
         count = codec.count_spans(msg) if received else 0
-        line = self._line(self._traces, msg, bool(msg.resource_spans))
+        line = self._line(self._traces, msg, bool(msg.resource_spans), screen)
         with self._lock:
             self.spans_received += count
             if line is not None:
@@ -135,14 +146,22 @@ class TraceStore:
             if line is not None:
                 self._metrics.append(line)
 
-    def _line(self, target: _LineFile, msg: Message, nonempty: bool) -> bytes | None:
+    def _line(
+        self, target: _LineFile, msg: Message, nonempty: bool, screen: Screen | None = None
+    ) -> bytes | None:
         """The redacted JSON line for ``msg``, or None when there is nothing to write."""
         if target.path is None or not nonempty:
             return None
         doc = codec.to_json(msg)
-        if self._redact is not None:
-            doc = self._redact(doc)
-        return (codec.dumps_line(doc) + "\n").encode("utf-8")
+        if self._redact is None:
+            return (codec.dumps_line(doc) + "\n").encode("utf-8")
+        if screen is not None:
+            # Every string of ``doc`` appears in the line as JSON text; a line the prefilter
+            # passes holds no string the redactor would change.
+            text = codec.dumps_line(doc)
+            if not screen(text):
+                return (text + "\n").encode("utf-8")
+        return (codec.dumps_line(self._redact(doc)) + "\n").encode("utf-8")
 
     def close(self) -> None:
         """Close the files; a later write opens them again (appending)."""

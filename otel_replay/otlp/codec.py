@@ -38,6 +38,7 @@ from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from otel_replay.errors import TraceFormatError
+from otel_replay.otlp import tracejson
 
 ErrorHandler = Callable[[TraceFormatError], None]
 JsonInput = bytes | bytearray | str | Mapping[str, Any]
@@ -167,6 +168,11 @@ def _id_to_b64(value: str) -> str:
 
 def to_json(msg: Message) -> dict[str, Any]:
     """The OTLP JSON dict of an Export*ServiceRequest (or a Span), ids in hex."""
+    if tracejson.DIRECT:
+        if isinstance(msg, ExportTraceServiceRequest):
+            return tracejson.traces_json(msg)
+        if isinstance(msg, Span):
+            return tracejson.span_json(msg)
     doc: dict[str, Any] = json_format.MessageToDict(msg, use_integers_for_enums=True)
     walk = _WALKS.get(type(msg))
     if walk is not None:

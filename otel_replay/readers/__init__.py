@@ -14,6 +14,7 @@ duplicates, and only the parent links of recent spans are kept.
 
 from __future__ import annotations
 
+from bisect import bisect_left, insort
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -164,12 +165,23 @@ def _read_logs(
 
 
 class _Window:
-    """Holds recent exchanges until their duplicates could have arrived."""
+    """Holds recent exchanges until their duplicates could have arrived.
+
+    Releasing the earliest exchange compares it only with the exchanges that could be the
+    same call: those of its trace (related through parent links) and, when another source
+    is waiting, those starting before it ends (overlapping). Pending exchanges are kept in
+    arrival order (ties keep the first), sorted by start time and grouped by trace id, so a
+    release costs the size of those candidate sets, not of the window.
+    """
 
     def __init__(self, size: int = WINDOW) -> None:
         self.size = size
-        self.pending: list[Exchange] = []
+        self.pending: dict[int, Exchange] = {}
         self.parents: OrderedDict[str, str] = OrderedDict()
+        self._seq = 0
+        self._by_start: list[tuple[int, int]] = []
+        self._by_trace: dict[str, list[int]] = {}
+        self._sources: dict[str, int] = {}
 
     def note(self, span: Span) -> None:
         """Remember a span's parent (any span: HTTP spans link the layers of one call)."""
@@ -179,7 +191,13 @@ class _Window:
                 self.parents.popitem(last=False)
 
     def add(self, exchange: Exchange) -> Iterator[Exchange]:
-        self.pending.append(exchange)
+        seq = self._seq
+        self._seq += 1
+        self.pending[seq] = exchange
+        insort(self._by_start, (exchange.start_ns, seq))
+        if exchange.trace_id:
+            self._by_trace.setdefault(exchange.trace_id, []).append(seq)
+        self._sources[exchange.source] = self._sources.get(exchange.source, 0) + 1
         if len(self.pending) > self.size:
             yield self._release()
 
@@ -188,10 +206,42 @@ class _Window:
             yield self._release()
 
     def _release(self) -> Exchange:
-        first = min(self.pending, key=lambda e: e.start_ns)
-        group = [e for e in self.pending if e is first or self._same_call(first, e)]
-        self.pending = [e for e in self.pending if not any(e is g for g in group)]
-        return max(group, key=_fidelity)
+        first_seq = self._by_start[0][1]
+        first = self.pending[first_seq]
+        group = [
+            seq
+            for seq in sorted(self._candidates(first))
+            if seq == first_seq or self._same_call(first, self.pending[seq])
+        ]
+        exchanges = [self._remove(seq) for seq in group]
+        return max(exchanges, key=_fidelity)
+
+    def _candidates(self, first: Exchange) -> set[int]:
+        """Every pending exchange ``_same_call`` could accept for ``first`` (a superset)."""
+        found = set(self._by_trace.get(first.trace_id, ())) if first.trace_id else set()
+        found.add(self._by_start[0][1])
+        if len(self._sources) > 1 or first.source not in self._sources:
+            for start_ns, seq in self._by_start:
+                if start_ns > first.end_ns:
+                    break
+                found.add(seq)
+        return found
+
+    def _remove(self, seq: int) -> Exchange:
+        exchange = self.pending.pop(seq)
+        by_start = self._by_start
+        del by_start[bisect_left(by_start, (exchange.start_ns, seq))]
+        if exchange.trace_id:
+            same_trace = self._by_trace[exchange.trace_id]
+            same_trace.remove(seq)
+            if not same_trace:
+                del self._by_trace[exchange.trace_id]
+        left = self._sources[exchange.source] - 1
+        if left:
+            self._sources[exchange.source] = left
+        else:
+            del self._sources[exchange.source]
+        return exchange
 
     def _related(self, a: Exchange, b: Exchange) -> bool:
         return a.trace_id == b.trace_id and (self._above(a, b) or self._above(b, a))
