@@ -11,6 +11,7 @@ The layout is described exactly by ``schemas/cassette.schema.json``.
 
 from __future__ import annotations
 
+import gc
 import importlib
 import json
 import os
@@ -31,6 +32,7 @@ from otel_replay.exchange import (
     Response,
     SSEEvent,
 )
+from otel_replay.jsontext import pretty
 
 __all__ = [
     "FORMAT_VERSION",
@@ -148,7 +150,15 @@ def dumps(cassette: Cassette) -> str:
     Raises ValueError when a value has no JSON form (NaN, infinity).
     """
     doc = to_json(cassette)
-    text = json.dumps(doc, indent=2, ensure_ascii=False, allow_nan=False)
+    # The free-form provenance goes through json.dumps; the interactions, nearly all of the
+    # text, through the faster printer of the same layout, one level in.
+    head = json.dumps(
+        {"version": doc["version"], "source": doc["source"]},
+        indent=2,
+        ensure_ascii=False,
+        allow_nan=False,
+    )
+    text = head[:-2] + ',\n  "interactions": ' + pretty(doc["interactions"], "  ") + "\n}"
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:  # a lone surrogate: escape everything, still lossless
@@ -371,8 +381,25 @@ def _reject_constant(name: str) -> None:
     raise ValueError(f"{name} is not a JSON number")
 
 
+_GC_PAUSE_CHARS = 1 << 20
+
+
 def loads(text: str, path: str = "<string>") -> Cassette:
-    """Parse cassette text; errors name ``path`` and the line or field."""
+    """Parse cassette text; errors name ``path`` and the line or field.
+
+    The cyclic GC is paused while a large cassette (over 1 M characters) is decoded: the
+    decoded objects hold no cycles, and the full collections their number triggers made
+    loading slower per interaction as the cassette grew."""
+    if len(text) <= _GC_PAUSE_CHARS or not gc.isenabled():
+        return _loads(text, path)
+    gc.disable()
+    try:
+        return _loads(text, path)
+    finally:
+        gc.enable()
+
+
+def _loads(text: str, path: str) -> Cassette:
     try:
         doc = json.loads(text, parse_constant=_reject_constant)
     except json.JSONDecodeError as exc:

@@ -7,6 +7,7 @@ derived from this run's traces, the misses file, the report) and returns the sum
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import tempfile
@@ -25,6 +26,7 @@ from otel_replay.spans import exchange_to_span, export_request
 from otel_replay.store import TraceStore
 
 MODES = ("strict", "auto", "record", "off")
+_GC_PAUSE_EXCHANGES = 1_000
 
 
 def default_mode(environ: dict[str, str] | None = None) -> str:
@@ -111,10 +113,11 @@ class Session:
             os.close(fd)
             self._temp_traces = Path(name)
         trace_file = traces or self._temp_traces
+        redact, screen = self.redactor.json, self.redactor.might_hold_secret
         self.store = (
-            TraceStore.beside(trace_file, redact=self.redactor.json)
+            TraceStore.beside(trace_file, redact=redact, screen=screen)
             if trace_file
-            else (TraceStore(None, redact=self.redactor.json))
+            else TraceStore(None, redact=redact, screen=screen)
         )
         self.cassette = self._load_cassette()
         self.matcher = Matcher([ex.request for ex in self.cassette.interactions])
@@ -159,9 +162,7 @@ class Session:
             if self.mode == "auto":
                 self.cassette.interactions.append(exchange)
                 self.hits.append(self.matcher.append(exchange.request))
-        self.store.write_traces(
-            export_request([span]), received=False, screen=self.redactor.might_hold_secret
-        )
+        self.store.write_traces(export_request([span]), received=False)
 
     def missed(self, miss: ReplayMiss, provider: str, path: str, body: Any) -> None:
         with self._lock:
@@ -230,7 +231,16 @@ class Session:
 
         trace_file = self.user_traces or self._temp_traces
         assert trace_file is not None
-        built = build([trace_file], trace_ids=set(self._trace_ids))
+        # The cyclic GC is paused for a long run: building allocates no cycles, and full
+        # collections over the growing list of exchanges made each one slower.
+        pause = len(self.live) > _GC_PAUSE_EXCHANGES and gc.isenabled()
+        if pause:
+            gc.disable()
+        try:
+            built = build([trace_file], trace_ids=set(self._trace_ids))
+        finally:
+            if pause:
+                gc.enable()
         return list(built.interactions)
 
     def _source(self) -> dict[str, Any]:

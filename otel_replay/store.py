@@ -82,7 +82,12 @@ class TraceStore:
         metrics: str | Path | None = None,
         *,
         redact: Redact | None = None,
+        screen: Screen | None = None,
     ) -> None:
+        """``redact`` walks a JSON value replacing secrets; ``screen`` is its cheap
+        prefilter (``Redactor.might_hold_secret``): a line it passes is written without the
+        walk."""
+        self._screen = screen
         self._traces = _LineFile(Path(traces) if traces is not None else None)
         self._logs = _LineFile(Path(logs) if logs is not None else None)
         self._metrics = _LineFile(Path(metrics) if metrics is not None else None)
@@ -93,11 +98,14 @@ class TraceStore:
         self.metric_points_received = 0
 
     @classmethod
-    def beside(cls, traces_path: str | Path, redact: Redact | None = None) -> TraceStore:
+    def beside(
+        cls, traces_path: str | Path, redact: Redact | None = None, screen: Screen | None = None
+    ) -> TraceStore:
         """A store writing traces to ``X.jsonl``, logs and metrics to ``X.logs.jsonl`` and
         ``X.metrics.jsonl`` beside it."""
         traces = Path(traces_path)
-        return cls(traces, sibling(traces, "logs"), sibling(traces, "metrics"), redact=redact)
+        logs, metrics = sibling(traces, "logs"), sibling(traces, "metrics")
+        return cls(traces, logs, metrics, redact=redact, screen=screen)
 
     @property
     def traces_path(self) -> Path | None:
@@ -116,15 +124,10 @@ class TraceStore:
         msg: ExportTraceServiceRequest,
         *,
         received: bool = True,
-        screen: Screen | None = None,
     ) -> None:
-        """Store one trace batch; ``received=False`` for spans otel-replay made itself.
-
-        ``screen`` is the redactor's cheap prefilter (``Redactor.might_hold_secret``): run
-        on the encoded line, False means nothing in it can need redacting, so the batch is
-        written without the redactor's own walk (and without encoding it twice)."""
+        """Store one trace batch; ``received=False`` for spans otel-replay made itself."""
         count = codec.count_spans(msg) if received else 0
-        line = self._line(self._traces, msg, bool(msg.resource_spans), screen)
+        line = self._line(self._traces, msg, bool(msg.resource_spans))
         with self._lock:
             self.spans_received += count
             if line is not None:
@@ -146,20 +149,18 @@ class TraceStore:
             if line is not None:
                 self._metrics.append(line)
 
-    def _line(
-        self, target: _LineFile, msg: Message, nonempty: bool, screen: Screen | None = None
-    ) -> bytes | None:
+    def _line(self, target: _LineFile, msg: Message, nonempty: bool) -> bytes | None:
         """The redacted JSON line for ``msg``, or None when there is nothing to write."""
         if target.path is None or not nonempty:
             return None
         doc = codec.to_json(msg)
         if self._redact is None:
             return (codec.dumps_line(doc) + "\n").encode("utf-8")
-        if screen is not None:
+        if self._screen is not None:
             # Every string of ``doc`` appears in the line as JSON text; a line the prefilter
             # passes holds no string the redactor would change.
             text = codec.dumps_line(doc)
-            if not screen(text):
+            if not self._screen(text):
                 return (text + "\n").encode("utf-8")
         return (codec.dumps_line(self._redact(doc)) + "\n").encode("utf-8")
 

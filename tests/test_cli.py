@@ -15,21 +15,51 @@ CLI = [sys.executable, "-m", "otel_replay"]
 
 
 def run(args: list[str], env: dict[str, str] | None = None, **kw):  # type: ignore[no-untyped-def]
-    return subprocess.run([*CLI, *args], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, **(env or {})}, **kw)
+    return subprocess.run(
+        [*CLI, *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, **(env or {})},
+        **kw,
+    )
 
 
 def test_record_then_replay_with_upstream_down(tmp_path):
     cassette, traces = tmp_path / "c.json", tmp_path / "t.jsonl"
     with run_stub() as stub:
-        rec = run(["record", "--cassette", str(cassette), "--traces", str(traces),
-                   "--upstream-openai", stub.openai_url, "--", *AGENT, "openai", "stream"],
-                  {"OPENAI_API_KEY": "sk-test-1234567890"})
+        rec = run(
+            [
+                "record",
+                "--cassette",
+                str(cassette),
+                "--traces",
+                str(traces),
+                "--upstream-openai",
+                stub.openai_url,
+                "--",
+                *AGENT,
+                "openai",
+                "stream",
+            ],
+            {"OPENAI_API_KEY": "sk-test-1234567890"},
+        )
     assert rec.returncode == 0, rec.stderr
     assert rec.stdout.strip() == "stub reply to: sunny in Lisbon"
     assert "otel-replay: 0 replayed · 2 live · 0 misses · 0 spans received" in rec.stderr
-    rep = run(["replay", "--cassette", str(cassette), "--mode", "strict", "--",
-               *AGENT, "openai", "stream"])
+    rep = run(
+        [
+            "replay",
+            "--cassette",
+            str(cassette),
+            "--mode",
+            "strict",
+            "--",
+            *AGENT,
+            "openai",
+            "stream",
+        ]
+    )
     assert rep.returncode == 0, rep.stderr
     assert rep.stdout == rec.stdout
     assert "otel-replay: 2 replayed · 0 live · 0 misses · 0 spans received" in rep.stderr
@@ -38,12 +68,23 @@ def test_record_then_replay_with_upstream_down(tmp_path):
 def test_replay_miss_exits_1_and_names_the_component(tmp_path):
     cassette = tmp_path / "c.json"
     with run_stub() as stub:
-        rec = run(["record", "--cassette", str(cassette), "--upstream-anthropic",
-                   stub.anthropic_url, "--", *AGENT, "anthropic"],
-                  {"ANTHROPIC_API_KEY": "sk-ant-api03-" + "k" * 90})
+        rec = run(
+            [
+                "record",
+                "--cassette",
+                str(cassette),
+                "--upstream-anthropic",
+                stub.anthropic_url,
+                "--",
+                *AGENT,
+                "anthropic",
+            ],
+            {"ANTHROPIC_API_KEY": "sk-ant-api03-" + "k" * 90},
+        )
     assert rec.returncode == 0, rec.stderr
-    rep = run(["replay", "--cassette", str(cassette), "--", *AGENT, "anthropic", "Oslo"],
-              {"CI": "true"})
+    rep = run(
+        ["replay", "--cassette", str(cassette), "--", *AGENT, "anthropic", "Oslo"], {"CI": "true"}
+    )
     assert rep.returncode == 1
     assert "replay miss: messages changed (hash " in rep.stderr
     assert "1 miss" in rep.stderr
@@ -54,30 +95,72 @@ def test_replay_miss_exits_1_and_names_the_component(tmp_path):
 def test_replay_passes_through_the_commands_exit_code(tmp_path):
     cassette = tmp_path / "c.json"
     with run_stub() as stub:
-        rec = run(["record", "--cassette", str(cassette), "--upstream-openai", stub.openai_url,
-                   "--", *AGENT, "openai"], {"OPENAI_API_KEY": "sk-test"})
+        rec = run(
+            [
+                "record",
+                "--cassette",
+                str(cassette),
+                "--upstream-openai",
+                stub.openai_url,
+                "--",
+                *AGENT,
+                "openai",
+            ],
+            {"OPENAI_API_KEY": "sk-test"},
+        )
     assert rec.returncode == 0, rec.stderr
-    rep = run(["replay", "--cassette", str(cassette), "--mode", "strict", "--",
-               sys.executable, "-c", "raise SystemExit(7)"])
+    rep = run(
+        [
+            "replay",
+            "--cassette",
+            str(cassette),
+            "--mode",
+            "strict",
+            "--",
+            sys.executable,
+            "-c",
+            "raise SystemExit(7)",
+        ]
+    )
     assert rep.returncode == 7
 
 
 def serve(args: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[str]:
-    return subprocess.Popen([*CLI, "serve", *args], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                            env={**os.environ, **(env or {})})
+    return subprocess.Popen(
+        [*CLI, "serve", *args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def test_serve_prints_env_then_summary_on_eof(tmp_path):
-    with run_stub() as stub, serve(["--cassette", str(tmp_path / "c.json"), "--mode",
-                                    "record", "--upstream-openai", stub.openai_url]) as proc:
+    with (
+        run_stub() as stub,
+        serve(
+            [
+                "--cassette",
+                str(tmp_path / "c.json"),
+                "--mode",
+                "record",
+                "--upstream-openai",
+                stub.openai_url,
+            ]
+        ) as proc,
+    ):
         assert proc.stdout is not None and proc.stdin is not None
         env = json.loads(proc.stdout.readline())["env"]
         assert env["OPENAI_BASE_URL"].startswith("http://127.0.0.1:")
         assert env["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"].endswith("/v1/traces")
-        agent = subprocess.run([*AGENT, "openai"],
-                               env={**os.environ, **env, "OPENAI_API_KEY": "sk-test"},
-                               capture_output=True, text=True, timeout=60)
+        agent = subprocess.run(
+            [*AGENT, "openai"],
+            env={**os.environ, **env, "OPENAI_API_KEY": "sk-test"},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert agent.returncode == 0, agent.stderr
         proc.stdin.close()
         summary = json.loads(proc.stdout.readline())["summary"]

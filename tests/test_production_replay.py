@@ -57,9 +57,12 @@ def test_trace_from_third_party_instrumentation_replays_offline(
     dump(cassette, tmp_path / "fixture.json")
 
     # the upstream is gone: only the cassette can answer
-    config = GatewayConfig(mode="strict", cassette=tmp_path / "fixture.json",
-                           upstream_openai="http://127.0.0.1:9/v1",
-                           upstream_anthropic="http://127.0.0.1:9")
+    config = GatewayConfig(
+        mode="strict",
+        cassette=tmp_path / "fixture.json",
+        upstream_openai="http://127.0.0.1:9/v1",
+        upstream_anthropic="http://127.0.0.1:9",
+    )
     with GatewayThread(config) as gw:
         replayed = run_agent(provider, gw.env, stream)
         summary = gw.stop()
@@ -72,12 +75,25 @@ def test_trace_from_third_party_instrumentation_replays_offline(
 
 def test_record_and_build_from_the_same_traces_replay_identically(tmp_path):
     with run_stub() as stub:
-        config = GatewayConfig(mode="record", cassette=tmp_path / "recorded.json",
-                               traces=tmp_path / "t.jsonl", upstream_openai=stub.openai_url)
+        config = GatewayConfig(
+            mode="record",
+            cassette=tmp_path / "recorded.json",
+            traces=tmp_path / "t.jsonl",
+            upstream_openai=stub.openai_url,
+        )
         with GatewayThread(config) as gw:
             recorded = run_openai_agent(gw.env["OPENAI_BASE_URL"], stream=True)
-    code = subprocess.call([sys.executable, "-m", "otel_replay", "build", str(tmp_path / "t.jsonl"),
-                            "-o", str(tmp_path / "built.json")])
+    code = subprocess.call(
+        [
+            sys.executable,
+            "-m",
+            "otel_replay",
+            "build",
+            str(tmp_path / "t.jsonl"),
+            "-o",
+            str(tmp_path / "built.json"),
+        ]
+    )
     assert code == 0
     a, b = load(tmp_path / "recorded.json"), load(tmp_path / "built.json")
     a.source = b.source = {}
@@ -93,14 +109,30 @@ def test_record_and_build_from_the_same_traces_replay_identically(tmp_path):
 
 def test_build_cli_reports_and_selects(tmp_path: Path):
     with run_stub() as stub:
-        config = GatewayConfig(mode="record", cassette=tmp_path / "c.json",
-                               traces=tmp_path / "t.jsonl", upstream_openai=stub.openai_url)
+        config = GatewayConfig(
+            mode="record",
+            cassette=tmp_path / "c.json",
+            traces=tmp_path / "t.jsonl",
+            upstream_openai=stub.openai_url,
+        )
         with GatewayThread(config) as gw:
             run_openai_agent(gw.env["OPENAI_BASE_URL"])
     trace_id = load(tmp_path / "c.json").interactions[0].trace_id
-    out = subprocess.run([sys.executable, "-m", "otel_replay", "build", str(tmp_path / "t.jsonl"),
-                          "-o", str(tmp_path / "one.json"), "--trace-id", str(trace_id)],
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "otel_replay",
+            "build",
+            str(tmp_path / "t.jsonl"),
+            "-o",
+            str(tmp_path / "one.json"),
+            "--trace-id",
+            str(trace_id),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert out.returncode == 0, out.stderr
     assert "1 interaction → " in out.stderr
     assert len(load(tmp_path / "one.json").interactions) == 1

@@ -253,6 +253,5 @@ def test_dotenv_settings_are_not_treated_as_secrets(tmp_path):
     redactor = Redactor.from_environment({}, tmp_path)
     text = "claude-haiku-4-5 http://127.0.0.1:1/v1 hunter2hunter2 abcdefgh12345678"
     assert redactor.text(text) == (
-        "claude-haiku-4-5 http://127.0.0.1:1/v1 [REDACTED:env:MODEL_API_KEY] "
-        "[REDACTED:env:WEBHOOK]"
+        "claude-haiku-4-5 http://127.0.0.1:1/v1 [REDACTED:env:MODEL_API_KEY] [REDACTED:env:WEBHOOK]"
     )

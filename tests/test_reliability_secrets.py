@@ -95,9 +95,7 @@ def _cli(args: list[str], out: Path, name: str, cwd: Path, env: dict[str, str]) 
 
 
 @pytest.mark.parametrize("stream", ["plain", "stream"])
-def test_no_secret_reaches_any_file(
-    tmp_path_factory: pytest.TempPathFactory, stream: str
-) -> None:
+def test_no_secret_reaches_any_file(tmp_path_factory: pytest.TempPathFactory, stream: str) -> None:
     inputs = tmp_path_factory.mktemp("inputs")  # the agent's own files, not ours to check
     out = tmp_path_factory.mktemp("out")
     (inputs / "agent.py").write_text(AGENT)

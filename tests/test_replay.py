@@ -18,17 +18,24 @@ from otel_replay.why import explain
 
 def record(tmp_path: Path, run, **kw):  # type: ignore[no-untyped-def]
     with run_stub() as stub:
-        config = GatewayConfig(mode="record", cassette=tmp_path / "c.json",
-                               upstream_openai=stub.openai_url,
-                               upstream_anthropic=stub.anthropic_url, **kw)
+        config = GatewayConfig(
+            mode="record",
+            cassette=tmp_path / "c.json",
+            upstream_openai=stub.openai_url,
+            upstream_anthropic=stub.anthropic_url,
+            **kw,
+        )
         with GatewayThread(config) as gw:
             result = run(gw.env)
         return result, gw.stop(), stub
 
 
 def replay(tmp_path: Path, run, mode: str = "strict", **kw):  # type: ignore[no-untyped-def]
-    options = {"upstream_openai": "http://127.0.0.1:9/v1",
-               "upstream_anthropic": "http://127.0.0.1:9", **kw}
+    options = {
+        "upstream_openai": "http://127.0.0.1:9/v1",
+        "upstream_anthropic": "http://127.0.0.1:9",
+        **kw,
+    }
     config = GatewayConfig(mode=mode, cassette=tmp_path / "c.json", **options)
     gw = GatewayThread(config).start()
     try:
@@ -42,15 +49,17 @@ _CLIENTS: list[openai.OpenAI | anthropic.Anthropic] = []
 
 
 def oa(env: dict[str, str]) -> openai.OpenAI:
-    client = openai.OpenAI(base_url=env["OPENAI_BASE_URL"],
-                           api_key=env.get("OPENAI_API_KEY", "sk-test"), max_retries=0)
+    client = openai.OpenAI(
+        base_url=env["OPENAI_BASE_URL"], api_key=env.get("OPENAI_API_KEY", "sk-test"), max_retries=0
+    )
     _CLIENTS.append(client)
     return client
 
 
 def an(env: dict[str, str]) -> anthropic.Anthropic:
-    client = anthropic.Anthropic(base_url=env["ANTHROPIC_BASE_URL"], api_key="sk-ant-test",
-                                 max_retries=0)
+    client = anthropic.Anthropic(
+        base_url=env["ANTHROPIC_BASE_URL"], api_key="sk-ant-test", max_retries=0
+    )
     _CLIENTS.append(client)
     return client
 
@@ -92,8 +101,10 @@ def test_streamed_request_replays_from_non_streamed_recording_and_back(tmp_path)
     [
         ({"system_extra": " Be terse."}, "system prompt"),
         ({"model": "gpt-4.1"}, "model"),
-        ({"tools": [{**WEATHER, "function": {**WEATHER["function"], "description": "x"}}]},
-         "tools"),
+        (
+            {"tools": [{**WEATHER, "function": {**WEATHER["function"], "description": "x"}}]},
+            "tools",
+        ),
         ({"city": "Oslo"}, "messages"),
     ],
 )
@@ -134,14 +145,26 @@ def test_why_explains_the_last_miss(tmp_path, capsys):
 def test_recorded_errors_replay_so_retry_paths_are_testable(tmp_path):
     def run(env):
         client = openai.OpenAI(base_url=env["OPENAI_BASE_URL"], api_key="sk-x", max_retries=1)
-        return client.chat.completions.create(
-            model="m", messages=[{"role": "user", "content": "hello"}]).choices[0].message.content
+        return (
+            client.chat.completions.create(
+                model="m", messages=[{"role": "user", "content": "hello"}]
+            )
+            .choices[0]
+            .message.content
+        )
 
     with run_stub() as stub:
-        stub.enqueue(Fault("status", status=429, headers={"retry-after": "0"},
-                           body={"error": {"message": "busy", "type": "rate_limit"}}))
-        config = GatewayConfig(mode="record", cassette=tmp_path / "c.json",
-                               upstream_openai=stub.openai_url)
+        stub.enqueue(
+            Fault(
+                "status",
+                status=429,
+                headers={"retry-after": "0"},
+                body={"error": {"message": "busy", "type": "rate_limit"}},
+            )
+        )
+        config = GatewayConfig(
+            mode="record", cassette=tmp_path / "c.json", upstream_openai=stub.openai_url
+        )
         with GatewayThread(config) as gw:
             recorded = run(gw.env)
     statuses = [i.response.status for i in load(tmp_path / "c.json").interactions]
@@ -154,17 +177,22 @@ def test_recorded_errors_replay_so_retry_paths_are_testable(tmp_path):
 def test_auto_mode_forwards_a_miss_only_with_the_gateways_own_key(tmp_path):
     record(tmp_path, lambda env: openai_agent(oa(env), "Lisbon"))
     with run_stub() as stub:
-        config = GatewayConfig(mode="auto", cassette=tmp_path / "c.json",
-                               upstream_openai=stub.openai_url,
-                               environ={"OPENAI_API_KEY": "sk-own-key-123456"})
+        config = GatewayConfig(
+            mode="auto",
+            cassette=tmp_path / "c.json",
+            upstream_openai=stub.openai_url,
+            environ={"OPENAI_API_KEY": "sk-own-key-123456"},
+        )
         gw = GatewayThread(config).start()
         try:
-            wrong = openai.OpenAI(base_url=gw.env["OPENAI_BASE_URL"], api_key="sk-other",
-                                  max_retries=0)
+            wrong = openai.OpenAI(
+                base_url=gw.env["OPENAI_BASE_URL"], api_key="sk-other", max_retries=0
+            )
             with pytest.raises(openai.BadRequestError, match="replay miss"):
                 openai_agent(wrong, "Oslo")
-            right = openai.OpenAI(base_url=gw.env["OPENAI_BASE_URL"],
-                                  api_key="sk-own-key-123456", max_retries=0)
+            right = openai.OpenAI(
+                base_url=gw.env["OPENAI_BASE_URL"], api_key="sk-own-key-123456", max_retries=0
+            )
             assert openai_agent(right, "Oslo") == "stub reply to: sunny in Oslo"
         finally:
             summary = gw.stop()
@@ -188,8 +216,11 @@ def test_replay_receives_and_stores_the_agents_telemetry(tmp_path):
 
     def run(env):
         provider = TracerProvider()
-        provider.add_span_processor(SimpleSpanProcessor(
-            OTLPSpanExporter(endpoint=env["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"])))
+        provider.add_span_processor(
+            SimpleSpanProcessor(
+                OTLPSpanExporter(endpoint=env["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"])
+            )
+        )
         with provider.get_tracer("t").start_as_current_span("agent"):
             result = openai_agent(oa(env))
         provider.shutdown()
@@ -198,8 +229,13 @@ def test_replay_receives_and_stores_the_agents_telemetry(tmp_path):
     _, summary = replay(tmp_path, run, traces=tmp_path / "replay.jsonl")
     assert summary.spans_received == 1
     lines = (tmp_path / "replay.jsonl").read_text().splitlines()
-    names = [s["name"] for line in lines for rs in json.loads(line)["resourceSpans"]
-             for ss in rs["scopeSpans"] for s in ss["spans"]]
+    names = [
+        s["name"]
+        for line in lines
+        for rs in json.loads(line)["resourceSpans"]
+        for ss in rs["scopeSpans"]
+        for s in ss["spans"]
+    ]
     assert names.count("chat gpt-4o-mini") == 2 and "agent" in names
 
 
@@ -214,8 +250,9 @@ def test_report_file(tmp_path):
 def test_strict_mode_opens_no_upstream_connection(tmp_path):
     record(tmp_path, lambda env: openai_agent(oa(env)))
     with run_stub() as stub:
-        _, summary = replay(tmp_path, lambda env: openai_agent(oa(env), "Oslo"),
-                            upstream_openai=stub.openai_url)
+        _, summary = replay(
+            tmp_path, lambda env: openai_agent(oa(env), "Oslo"), upstream_openai=stub.openai_url
+        )
         assert stub.received == [] and len(summary.misses) == 1
 
 
@@ -223,9 +260,45 @@ def test_explain_is_readable():
     from otel_replay.providers import get
 
     p = get("openai")
-    a = p.canonical("/v1/chat/completions", {"model": "m", "messages": [
-        {"role": "system", "content": "A"}, {"role": "user", "content": "hi"}]})
-    b = p.canonical("/v1/chat/completions", {"model": "m", "messages": [
-        {"role": "system", "content": "B"}, {"role": "user", "content": "hi"}]})
+    a = p.canonical(
+        "/v1/chat/completions",
+        {
+            "model": "m",
+            "messages": [{"role": "system", "content": "A"}, {"role": "user", "content": "hi"}],
+        },
+    )
+    b = p.canonical(
+        "/v1/chat/completions",
+        {
+            "model": "m",
+            "messages": [{"role": "system", "content": "B"}, {"role": "user", "content": "hi"}],
+        },
+    )
     text = explain(b, [a])
     assert "system prompt" in text
+
+
+def test_timing_recorded_replays_streams_at_the_recorded_pace(tmp_path):
+    import time
+
+    def run(env):
+        stream = oa(env).chat.completions.create(
+            model="m", stream=True, messages=[{"role": "user", "content": "a b c d e f"}]
+        )
+        arrivals = [time.monotonic() for _chunk in stream]
+        return arrivals
+
+    with run_stub(event_delay=0.02) as stub:
+        config = GatewayConfig(
+            mode="record", cassette=tmp_path / "c.json", upstream_openai=stub.openai_url
+        )
+        with GatewayThread(config) as gw:
+            run(gw.env)
+    events = load(tmp_path / "c.json").interactions[0].response.events
+    assert events is not None
+    recorded_span = events[-1].t - events[0].t
+    assert recorded_span > 0.1  # the stub paced its events
+    paced, summary = replay(tmp_path, run, timing="recorded")
+    assert summary.replayed == 1
+    # sleeps never end early: the paced replay spans at least the recorded time
+    assert paced[-1] - paced[0] >= recorded_span * 0.9

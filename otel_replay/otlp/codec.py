@@ -203,6 +203,10 @@ def _from_doc(signal: _Signal[M], doc: Any, source: str) -> M:
         raise TraceFormatError(
             source, f"expected a JSON object with {signal.top[0]!r}, got {type(doc).__name__}"
         )
+    if signal is TRACES:
+        direct = tracejson.traces_from_doc(doc)
+        if direct is not None:
+            return direct
     try:
         signal.walk(doc, _id_to_b64, True)
     except _BadId as exc:

@@ -220,7 +220,7 @@ class _Window:
         """Every pending exchange ``_same_call`` could accept for ``first`` (a superset)."""
         found = set(self._by_trace.get(first.trace_id, ())) if first.trace_id else set()
         found.add(self._by_start[0][1])
-        if len(self._sources) > 1 or first.source not in self._sources:
+        if len(self._sources) > 1:  # the overlap rule only joins different sources
             for start_ns, seq in self._by_start:
                 if start_ns > first.end_ns:
                     break

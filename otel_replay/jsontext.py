@@ -1,0 +1,95 @@
+"""``json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False)``, faster.
+
+With ``indent`` set, the standard library encodes in pure Python, one generator step per
+value; a 10,000-interaction cassette took about two seconds. ``pretty`` writes the same
+text with one loop per container and the C string escaper, and hands anything unusual
+(non-string keys, tuples of odd types, NaN, unknown objects, cycles) to ``json.dumps``
+itself, so its output and its errors are the standard library's.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from json.encoder import encode_basestring
+from typing import Any
+
+__all__ = ["pretty"]
+
+
+class _Fallback(Exception):
+    """The value needs ``json.dumps`` itself."""
+
+
+def _scalar(value: Any) -> str | None:
+    """The JSON text of a plain scalar, or None for a container or anything else."""
+    kind = type(value)
+    if kind is str:
+        text: str = encode_basestring(value)
+        return text
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if kind is int:
+        return int.__repr__(value)
+    if kind is float:
+        if math.isnan(value) or math.isinf(value):
+            raise _Fallback
+        return float.__repr__(value)
+    return None
+
+
+def _walk(value: Any, pad: str, put: Any) -> None:
+    kind = type(value)
+    if kind is dict:
+        if not value:
+            put("{}")
+            return
+        inner = pad + "  "
+        opener = "{\n" + inner
+        for key, item in value.items():
+            if type(key) is not str:
+                raise _Fallback
+            text = _scalar(item)
+            put(opener + encode_basestring(key) + ": ")
+            opener = ",\n" + inner
+            if text is None:
+                _walk(item, inner, put)
+            else:
+                put(text)
+        put("\n" + pad + "}")
+    elif kind is list:
+        if not value:
+            put("[]")
+            return
+        inner = pad + "  "
+        opener = "[\n" + inner
+        for item in value:
+            text = _scalar(item)
+            put(opener)
+            opener = ",\n" + inner
+            if text is None:
+                _walk(item, inner, put)
+            else:
+                put(text)
+        put("\n" + pad + "]")
+    else:
+        raise _Fallback
+
+
+def pretty(value: Any, pad: str = "") -> str:
+    """The text of ``json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False)``;
+    with ``pad``, as it reads nested that deep (every line after the first indented)."""
+    parts: list[str] = []
+    try:
+        text = _scalar(value)
+        if text is not None:
+            return text
+        _walk(value, pad, parts.append)
+    except (_Fallback, RecursionError):
+        text = json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False)
+        return text.replace("\n", "\n" + pad) if pad else text
+    return "".join(parts)

@@ -1,0 +1,444 @@
+"""The hot-path shortcuts give exactly what the general code gives.
+
+Direct OTLP trace JSON encoding and decoding against ``json_format``; the indexed dedupe
+window against the plain scan it replaced; the trace store's prefilter shortcut against the
+redactor's walk; the cassette's pretty printer against ``json.dumps``.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import re
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from google.protobuf import json_format
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
+
+from otel_replay import cassette as cassette_mod
+from otel_replay.cassette import Cassette, dumps, loads
+from otel_replay.errors import TraceFormatError
+from otel_replay.exchange import CanonicalRequest, Exchange, Response
+from otel_replay.jsontext import pretty
+from otel_replay.otlp import codec, tracejson
+from otel_replay.readers import _fidelity, _Window
+from otel_replay.redact import Redactor
+from otel_replay.spans import exchange_to_span, export_request
+from otel_replay.store import TraceStore
+
+# --- strategies ----------------------------------------------------------------------------
+
+ids16 = st.one_of(st.just(b""), st.binary(min_size=16, max_size=16))
+ids8 = st.one_of(st.just(b""), st.binary(min_size=8, max_size=8))
+u32 = st.integers(0, 2**32 - 1)
+u64 = st.integers(0, 2**64 - 1)
+text = st.text(max_size=12)
+
+
+def _any_value(children: st.SearchStrategy[AnyValue]) -> st.SearchStrategy[AnyValue]:
+    return st.one_of(
+        st.builds(lambda v: AnyValue(array_value={"values": v}), st.lists(children, max_size=3)),
+        st.builds(
+            lambda kvs: AnyValue(kvlist_value={"values": kvs}),
+            st.lists(st.builds(KeyValue, key=text, value=children), max_size=3),
+        ),
+    )
+
+
+scalar_values = st.one_of(
+    st.just(AnyValue()),
+    st.builds(AnyValue, string_value=text),
+    st.builds(AnyValue, bool_value=st.booleans()),
+    st.builds(AnyValue, int_value=st.integers(-(2**63), 2**63 - 1)),
+    st.builds(AnyValue, double_value=st.floats()),
+    st.builds(AnyValue, bytes_value=st.binary(max_size=8)),
+)
+any_values = st.recursive(scalar_values, _any_value, max_leaves=6)
+
+
+@st.composite
+def key_values(draw: st.DrawFn) -> KeyValue:
+    kv = KeyValue(key=draw(text))
+    if draw(st.booleans()):
+        kv.value.CopyFrom(draw(any_values))
+    return kv
+
+
+attributes = st.lists(key_values(), max_size=4)
+
+
+@st.composite
+def spans(draw: st.DrawFn) -> Span:
+    span = Span(
+        trace_id=draw(ids16),
+        span_id=draw(ids8),
+        parent_span_id=draw(ids8),
+        trace_state=draw(text),
+        name=draw(text),
+        kind=draw(st.integers(0, 5)),
+        start_time_unix_nano=draw(u64),
+        end_time_unix_nano=draw(u64),
+        attributes=draw(attributes),
+        dropped_attributes_count=draw(u32),
+        dropped_events_count=draw(u32),
+        dropped_links_count=draw(u32),
+        flags=draw(u32),
+    )
+    for _ in range(draw(st.integers(0, 2))):
+        event = span.events.add(time_unix_nano=draw(u64), name=draw(text))
+        event.attributes.extend(draw(attributes))
+        event.dropped_attributes_count = draw(u32)
+    for _ in range(draw(st.integers(0, 2))):
+        link = span.links.add(trace_id=draw(ids16), span_id=draw(ids8))
+        link.trace_state = draw(text)
+        link.attributes.extend(draw(attributes))
+        link.flags = draw(u32)
+    if draw(st.booleans()):
+        span.status.SetInParent()
+        span.status.message = draw(text)
+        span.status.code = draw(st.integers(0, 2))  # type: ignore[assignment]
+    return span
+
+
+@st.composite
+def requests(draw: st.DrawFn) -> ExportTraceServiceRequest:
+    request = ExportTraceServiceRequest()
+    for _ in range(draw(st.integers(0, 2))):
+        rs = request.resource_spans.add(schema_url=draw(text))
+        if draw(st.booleans()):
+            rs.resource.SetInParent()
+            rs.resource.attributes.extend(draw(attributes))
+            rs.resource.dropped_attributes_count = draw(u32)
+        for _ in range(draw(st.integers(0, 2))):
+            ss = rs.scope_spans.add(schema_url=draw(text))
+            if draw(st.booleans()):
+                ss.scope.SetInParent()
+                ss.scope.name, ss.scope.version = draw(text), draw(text)
+                ss.scope.attributes.extend(draw(attributes))
+            ss.spans.extend(draw(st.lists(spans(), max_size=3)))
+    return request
+
+
+def _reference_json(msg: ExportTraceServiceRequest) -> dict[str, Any]:
+    doc: dict[str, Any] = json_format.MessageToDict(msg, use_integers_for_enums=True)
+    codec._walk_traces(doc, codec._b64_to_hex, False)
+    return doc
+
+
+def _reference_parse(doc: dict[str, Any]) -> ExportTraceServiceRequest:
+    codec._walk_traces(doc, codec._id_to_b64, True)
+    return json_format.ParseDict(doc, ExportTraceServiceRequest(), ignore_unknown_fields=True)
+
+
+def _wire(msg: ExportTraceServiceRequest) -> bytes:
+    return msg.SerializeToString(deterministic=True)
+
+
+# --- encoder -------------------------------------------------------------------------------
+
+
+def test_direct_codec_applies_to_this_opentelemetry_proto() -> None:
+    assert tracejson.DIRECT
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(requests())
+def test_direct_encoder_writes_the_same_line_as_message_to_dict(
+    msg: ExportTraceServiceRequest,
+) -> None:
+    assert codec.dumps_line(codec.to_json(msg)) == codec.dumps_line(_reference_json(msg))
+
+
+@settings(max_examples=50, deadline=None)
+@given(spans())
+def test_direct_span_encoder_matches(span: Span) -> None:
+    reference: dict[str, Any] = json_format.MessageToDict(span, use_integers_for_enums=True)
+    codec._walk_span(reference, codec._b64_to_hex, False)
+    assert codec.dumps_line(tracejson.span_json(span)) == codec.dumps_line(reference)
+
+
+# --- decoder -------------------------------------------------------------------------------
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(requests(), st.booleans())
+def test_direct_decoder_is_lossless_and_matches_parse_dict(
+    msg: ExportTraceServiceRequest, numbers: bool
+) -> None:
+    line = codec.dumps_line(_reference_json(msg))
+    if numbers:  # 64-bit integers may be written as JSON numbers too
+        line = re.sub(r'(Nano|intValue)":"(-?[0-9]+)"', r'\1":\2', line)
+    reference = _reference_parse(json.loads(line))
+    decoded = codec.traces_from_json(line)
+    assert _wire(decoded) == _wire(reference)
+    finite = all(
+        not (isinstance(v, str) and v in ("NaN", "Infinity", "-Infinity")) for v in _strings(line)
+    )
+    if finite and '"bytesValue"' not in line:
+        assert tracejson.traces_from_doc(json.loads(line)) is not None
+
+
+def _strings(line: str) -> Iterator[Any]:
+    stack: list[Any] = [json.loads(line)]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        else:
+            yield item
+
+
+UNUSUAL = [
+    {"resource_spans": [{"scope_spans": [{"spans": [{"trace_id": "ab" * 16, "name": "s"}]}]}]},
+    {"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "q83vEjRWeJCrze8SNFZ4kA=="}]}]}]},
+    {"resourceSpans": [{"scopeSpans": [{"spans": [{"kind": "SPAN_KIND_CLIENT"}]}]}]},
+    {"resourceSpans": [{"scopeSpans": [{"spans": [{"name": "s", "extra": 1}]}]}]},
+    {"resourceSpans": [{"resource": None}]},
+    {"resourceSpans": [{"scopeSpans": [{"spans": [{"startTimeUnixNano": 5.0}]}]}]},
+    {
+        "resourceSpans": [
+            {
+                "scopeSpans": [
+                    {"spans": [{"attributes": [{"key": "b", "value": {"bytesValue": "AQ=="}}]}]}
+                ]
+            }
+        ]
+    },
+]
+
+
+@pytest.mark.parametrize("doc", UNUSUAL)
+def test_unusual_forms_fall_back_to_parse_dict(doc: dict[str, Any]) -> None:
+    assert tracejson.traces_from_doc(json.loads(json.dumps(doc))) is None
+    decoded = codec.traces_from_json(json.dumps(doc))
+    assert _wire(decoded) == _wire(_reference_parse(json.loads(json.dumps(doc))))
+
+
+BAD = [
+    {"resourceSpans": "x"},
+    {"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "zz"}]}]}]},
+    {"resourceSpans": [{"scopeSpans": [{"spans": [{"startTimeUnixNano": "-1"}]}]}]},
+    {"resourceSpans": [{"scopeSpans": [{"spans": [{"kind": 2**40}]}]}]},
+    {"resourceSpans": [{"scopeSpans": [{"spans": [{"attributes": [{"value": {"x": 1}}]}]}]}]},
+    {"resourceSpans": [{"scopeSpans": [{"spans": [{"attributes": [{"key": 3}]}]}]}]},
+    {"resourceSpans": [{"scopeSpans": [{"spans": [{"name": "s"}]}]}], "other": 1},
+]
+
+
+@pytest.mark.parametrize("doc", BAD)
+def test_bad_input_is_still_a_trace_format_error_or_ignored_as_before(doc: Any) -> None:
+    try:
+        expected: bytes | type[TraceFormatError] = _wire(
+            _reference_parse(json.loads(json.dumps(doc)))
+        )
+    except (json_format.Error, ValueError, TypeError):
+        expected = TraceFormatError
+    if expected is TraceFormatError:
+        with pytest.raises(TraceFormatError):
+            codec.traces_from_json(json.dumps(doc))
+    else:
+        assert _wire(codec.traces_from_json(json.dumps(doc))) == expected
+
+
+def test_nan_literal_is_refused_as_before() -> None:
+    attribute = '{"key":"k","value":{"doubleValue":NaN}}'
+    line = '{"resourceSpans":[{"scopeSpans":[{"spans":[{"attributes":[ATTR]}]}]}]}'
+    line = line.replace("ATTR", attribute)
+    with pytest.raises(TraceFormatError):
+        codec.traces_from_json(line)
+
+
+# --- dedupe window -------------------------------------------------------------------------
+
+
+class _ScanWindow(_Window):
+    """The window as it was: every release compares the earliest with every pending one."""
+
+    def __init__(self, size: int) -> None:
+        super().__init__(size)
+        self.plain: list[Exchange] = []
+
+    def add(self, exchange: Exchange) -> Iterator[Exchange]:
+        self.plain.append(exchange)
+        if len(self.plain) > self.size:
+            yield self._release_plain()
+
+    def flush(self) -> Iterator[Exchange]:
+        while self.plain:
+            yield self._release_plain()
+
+    def _release_plain(self) -> Exchange:
+        first = min(self.plain, key=lambda e: e.start_ns)
+        group = [e for e in self.plain if e is first or self._same_call(first, e)]
+        self.plain = [e for e in self.plain if not any(e is g for g in group)]
+        return max(group, key=_fidelity)
+
+
+@st.composite
+def exchange_lists(draw: st.DrawFn) -> tuple[list[Exchange], list[tuple[str, str]]]:
+    count = draw(st.integers(1, 30))
+    traces = ["a" * 32, "b" * 32, None]
+    spans_ = [f"{i:016x}" for i in range(12)]
+    out = []
+    for _ in range(count):
+        start = draw(st.integers(0, 40))
+        messages = [{"role": "user", "parts": [{"content": draw(st.sampled_from("xy"))}]}]
+        out.append(
+            Exchange(
+                provider="openai",
+                operation=draw(st.sampled_from(["chat", "chat", "embeddings"])),
+                request=CanonicalRequest(
+                    "/v1/chat/completions",
+                    model=draw(st.sampled_from(["m", "n", None])),
+                    messages=messages,
+                ),
+                response=Response(status=200),
+                raw_request=draw(st.sampled_from([None, {"a": 1}])),
+                start_ns=start,
+                end_ns=start + draw(st.integers(-2, 10)),
+                trace_id=draw(st.sampled_from(traces)),
+                span_id=draw(st.sampled_from(spans_)),
+                parent_span_id=draw(st.sampled_from([*spans_, None])),
+                source=draw(st.sampled_from(["otel-replay", "semconv", "openinference"])),
+            )
+        )
+    links = draw(st.lists(st.tuples(st.sampled_from(spans_), st.sampled_from(spans_))))
+    return out, links
+
+
+@settings(max_examples=300, deadline=None)
+@given(exchange_lists(), st.integers(1, 8))
+def test_indexed_window_releases_what_the_scan_released(
+    case: tuple[list[Exchange], list[tuple[str, str]]], size: int
+) -> None:
+    exchanges, links = case
+    fast, slow = _Window(size), _ScanWindow(size)
+    for window in (fast, slow):
+        for child, parent in links:
+            window.parents[child] = parent
+    got = [e for ex in exchanges for e in fast.add(ex)] + list(fast.flush())
+    want = [e for ex in exchanges for e in slow.add(ex)] + list(slow.flush())
+    assert [id(e) for e in got] == [id(e) for e in want]
+    assert not fast.pending and not fast._by_start and not fast._by_trace and not fast._sources
+
+
+# --- trace store shortcut ------------------------------------------------------------------
+
+
+def _own_request(raw: Any) -> ExportTraceServiceRequest:
+    ex = Exchange(
+        provider="openai",
+        operation="chat",
+        request=CanonicalRequest("/v1/chat/completions", model="m"),
+        response=Response(status=200, body={"ok": True}),
+        raw_request=raw,
+        trace_id="ab" * 16,
+        span_id="cd" * 8,
+        start_ns=1,
+        end_ns=2,
+    )
+    return export_request([exchange_to_span(ex)])
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        {"model": "m", "messages": [{"role": "user", "content": "hi"}]},
+        # The redactor's walk cannot see a key and its value together; the JSON text of the
+        # body attribute shows them side by side, and the store must still catch it.
+        {"model": "m", "aws_secret_access_key": "A" * 40},
+        {"model": "m", "note": "key sk-proj-" + "a" * 40},
+    ],
+)
+def test_screened_write_equals_the_redacted_write(tmp_path: Any, raw: Any) -> None:
+    redactor = Redactor()
+    plain = TraceStore(tmp_path / "a.jsonl", redact=redactor.json)
+    screened = TraceStore(
+        tmp_path / "b.jsonl", redact=redactor.json, screen=redactor.might_hold_secret
+    )
+    with plain, screened:
+        plain.write_traces(_own_request(raw), received=False)
+        screened.write_traces(_own_request(raw), received=False)
+    written = (tmp_path / "b.jsonl").read_text()
+    assert written == (tmp_path / "a.jsonl").read_text()
+    assert "A" * 40 not in written and "sk-proj-" not in written
+
+
+# --- cassette text -------------------------------------------------------------------------
+
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=5), children, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(json_values)
+def test_pretty_is_json_dumps_indent_2(value: Any) -> None:
+    assert pretty(value) == json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False)
+
+
+@pytest.mark.parametrize(
+    "value", [{1: "a"}, [("a", 1)], {"x": (1, 2)}, {"f": 1e300 * 10, "n": 2}, {"e": [1.5, -0.0]}]
+)
+def test_pretty_unusual_values_are_json_dumps(value: Any) -> None:
+    try:
+        expected = json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False)
+    except ValueError as exc:
+        with pytest.raises(ValueError, match=re.escape(str(exc))):
+            pretty(value)
+        return
+    assert pretty(value) == expected
+
+
+def test_large_cassette_loads_with_gc_paused_and_restored(monkeypatch: Any) -> None:
+    monkeypatch.setattr(cassette_mod, "_GC_PAUSE_CHARS", 100)
+    ex = Exchange(
+        provider="openai",
+        operation="chat",
+        request=CanonicalRequest("/v1/chat/completions", model="m"),
+        response=Response(status=200, body={"text": "x" * 200}),
+    )
+    text = dumps(Cassette(interactions=[ex] * 3, source={}))
+    seen: list[bool] = []
+    real = cassette_mod.from_json
+
+    def spy(doc: Any, path: str = "<string>") -> Cassette:
+        seen.append(gc.isenabled())
+        return real(doc, path)
+
+    monkeypatch.setattr(cassette_mod, "from_json", spy)
+    loaded = loads(text)
+    assert seen == [False] and gc.isenabled()
+    assert dumps(loaded) == text
+
+
+@pytest.mark.parametrize("source", [{}, {"command": ("a", "b"), 1: None}, {"x": [{"y": []}]}])
+def test_cassette_text_is_json_dumps_indent_2(source: Any) -> None:
+    ex = Exchange(
+        provider="openai",
+        operation="chat",
+        request=CanonicalRequest("/v1/chat/completions", model="m", params={"t": (1, 2)}),
+        response=Response(status=200, body={"text": 'é\n"x"', 2: [1.5, None, True]}),
+    )
+    for interactions in ([], [ex, ex]):
+        c = Cassette(interactions=interactions, source=source)
+        expected = json.dumps(
+            cassette_mod.to_json(c), indent=2, ensure_ascii=False, allow_nan=False
+        )
+        assert dumps(c) == expected + "\n"
