@@ -17,12 +17,12 @@ $(STAMP): pyproject.toml | $(BIN)/python
 demo: $(STAMP)
 	$(BIN)/otel-replay demo
 
-test: $(STAMP)
+test: lint typecheck
 	$(BIN)/python -m pytest -q
 
 lint: $(STAMP)
-	$(BIN)/ruff check otel_replay tests benchmarks examples
-	$(BIN)/ruff format --check otel_replay tests benchmarks examples
+	$(BIN)/ruff check otel_replay tests benchmarks examples fuzz
+	$(BIN)/ruff format --check otel_replay tests benchmarks examples fuzz
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

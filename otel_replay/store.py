@@ -68,6 +68,11 @@ class _LineFile:
             self._file = None
 
 
+# Above this many bytes a batch almost surely holds something the prefilter flags (a URL, a
+# header), so screening it first would only add a scan before the walk.
+_SCREEN_LIMIT = 64 * 1024
+
+
 class TraceStore:
     """Appends received (and the gateway's own) telemetry to OTLP JSON lines files.
 
@@ -156,7 +161,7 @@ class TraceStore:
         doc = codec.to_json(msg)
         if self._redact is None:
             return (codec.dumps_line(doc) + "\n").encode("utf-8")
-        if self._screen is not None:
+        if self._screen is not None and msg.ByteSize() <= _SCREEN_LIMIT:
             # Every string of ``doc`` appears in the line as JSON text; a line the prefilter
             # passes holds no string the redactor would change.
             text = codec.dumps_line(doc)
