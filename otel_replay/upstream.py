@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
+from urllib.parse import urlsplit
+from urllib.request import getproxies, proxy_bypass
 
 import aiohttp
 from multidict import CIMultiDict
@@ -89,13 +91,22 @@ class HttpUpstream:
         self.bases = dict(bases)
         self._timeout = aiohttp.ClientTimeout(total=None, sock_connect=connect_timeout)
         self._session: aiohttp.ClientSession | None = None
+        self._proxies: dict[str, str | None] = {}
 
     def _client(self) -> aiohttp.ClientSession:
         if self._session is None:
-            self._session = aiohttp.ClientSession(
-                timeout=self._timeout, auto_decompress=True, trust_env=True
-            )
+            self._session = aiohttp.ClientSession(timeout=self._timeout, auto_decompress=True)
         return self._session
+
+    def _proxy(self, base: str) -> str | None:
+        """The ``HTTP(S)_PROXY`` for an upstream, honouring ``NO_PROXY``: looked up once per
+        base (aiohttp's ``trust_env`` would look it up on every request)."""
+        if base not in self._proxies:
+            parts = urlsplit(base)
+            host = parts.hostname or ""
+            proxy = None if proxy_bypass(host) else getproxies().get(parts.scheme)
+            self._proxies[base] = proxy
+        return self._proxies[base]
 
     async def send(self, request: UpstreamRequest) -> UpstreamResponse:
         base = self.bases.get(request.provider) or self.bases["openai"]
@@ -105,7 +116,11 @@ class HttpUpstream:
         headers = {k: v for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP}
         try:
             response = await self._client().request(
-                request.method, url, headers=headers, data=request.body or None
+                request.method,
+                url,
+                headers=headers,
+                data=request.body or None,
+                proxy=self._proxy(base),
             )
         except TimeoutError as exc:
             raise UpstreamError(url, "timeout", str(exc)) from exc

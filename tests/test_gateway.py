@@ -177,3 +177,17 @@ def test_no_secret_reaches_any_file(tmp_path, stub_thread, monkeypatch):
     for name, secret in [*SECRETS.items(), ("env", "tok-very-private-value-123")]:
         assert secret not in written, name
     assert "A" * 48 not in written
+
+
+def test_upstream_goes_through_the_callers_http_proxy(tmp_path, stub_thread, monkeypatch):
+    # the stub stands in for the proxy: it receives the absolute-form request
+    monkeypatch.setenv("HTTP_PROXY", stub_thread.url)
+    config = record_config(tmp_path, stub_thread)
+    config.upstream_openai = "http://api.openai.invalid/v1"
+    with GatewayThread(config) as gw:
+        client = openai.OpenAI(base_url=gw.env["OPENAI_BASE_URL"], api_key="sk-x", max_retries=0)
+        reply = client.chat.completions.create(
+            model="m", messages=[{"role": "user", "content": "via proxy"}]
+        )
+    assert reply.choices[0].message.content == "stub reply to: via proxy"
+    assert stub_thread.received[0].headers["host"] == "api.openai.invalid"
