@@ -167,7 +167,14 @@ def _run(args: argparse.Namespace, command: list[str]) -> int:
     for message in summary.misses:
         print(f"otel-replay: {message}", file=sys.stderr)
     if summary.misses and args.cassette is not None:
-        print(f"otel-replay: see `otel-replay why --cassette {args.cassette}`", file=sys.stderr)
+        if summary.replayed == 0 and not Path(args.cassette).exists():
+            print(
+                f"otel-replay: {args.cassette} does not exist yet; record it with "
+                f"`otel-replay record --cassette {args.cassette} -- ...`",
+                file=sys.stderr,
+            )
+        else:
+            print(f"otel-replay: see `otel-replay why --cassette {args.cassette}`", file=sys.stderr)
     if code:
         return code
     return 1 if summary.misses else 0
@@ -196,7 +203,10 @@ def _child(command: list[str], env: dict[str, str]) -> int:
 def _serve(args: argparse.Namespace) -> int:
     from otel_replay.runner import GatewayThread
 
-    mode = args.mode or (default_mode() if args.cassette else "record")
+    # without a cassette there is nothing to replay: record locally, but never go live in CI
+    mode = args.mode or (default_mode() if args.cassette else None)
+    if mode is None:
+        mode = "strict" if default_mode() == "strict" else "record"
     if mode == "off":
         print(json.dumps({"env": {}}), flush=True)
         return 0
@@ -249,8 +259,15 @@ def _build(args: argparse.Namespace) -> int:
     )
     if progress is not None:
         print(file=sys.stderr)
-    dump(cassette, args.output)
     n = len(cassette.interactions)
+    if errors and not n:
+        print(
+            f"otel-replay build: nothing usable in {len(errors)} bad record"
+            f"{'s' if len(errors) != 1 else ''}; no cassette written",
+            file=sys.stderr,
+        )
+        return 1
+    dump(cassette, args.output)
     print(
         f"otel-replay build: {n} interaction{'s' if n != 1 else ''} → {args.output}"
         + (

@@ -167,6 +167,12 @@ class Gateway:
 
     # -- dispatch ----------------------------------------------------------------------
     async def handle(self, request: web.Request) -> web.StreamResponse:
+        if not request.path.startswith("/v1/"):
+            # health checks and strays: not a provider API call, so neither a miss nor live
+            return web.json_response(
+                {"error": {"message": f"otel-replay: {request.path} is not a provider API path"}},
+                status=404,
+            )
         raw = await request.read()
         headers = {k.lower(): v for k, v in request.headers.items()}
         provider = providers.provider_for(request.path, headers)
@@ -214,7 +220,7 @@ class Gateway:
     # -- miss --------------------------------------------------------------------------
     def miss(self, call: Call, miss: ReplayMiss) -> web.Response:
         self.session.missed(miss, call.provider.name, call.request.path, call.body)
-        log.warning("%s", miss)
+        log.info("%s", miss)
         body = call.provider.error_body(400, str(miss), "replay_miss")
         return web.json_response(
             body, status=400, headers={"x-should-retry": "false", "x-otel-replay": "miss"}

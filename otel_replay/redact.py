@@ -25,7 +25,7 @@ from pathlib import Path
 from otel_replay.envvars import SECRET_NAME_SUFFIXES
 from otel_replay.exchange import JSON
 
-MIN_SECRET_LENGTH = 8
+MIN_SECRET_LENGTH = 6
 """Environment and ``.env`` values shorter than this are not treated as secrets."""
 
 PLACEHOLDER = r"\[REDACTED:[A-Za-z0-9_.:-]+\]"

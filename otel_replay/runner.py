@@ -20,6 +20,7 @@ from typing import Any
 from aiohttp import web
 
 from otel_replay import envvars as ev
+from otel_replay.errors import ConfigError
 from otel_replay.gateway import Gateway
 from otel_replay.otlp.grpc import GrpcReceiver
 from otel_replay.session import Session, Summary
@@ -69,14 +70,15 @@ def agent_environment(
         ev.OTEL_REPLAY_URL: url,
         ev.OTEL_REPLAY_MODE: mode,
     }
-    grpc_url = f"http://127.0.0.1:{grpc_port}" if grpc_port else None
+    host = url.rsplit(":", 1)[0]  # http://127.0.0.1 or http://[::1]
+    grpc_url = f"{host}:{grpc_port}" if grpc_port else None
     if grpc_port:
         env[ev.OTEL_REPLAY_GRPC_PORT] = str(grpc_port)
     general = caller.get(ev.OTLP_PROTOCOL, "http/protobuf")
     signals = (
-        ("traces", ev.OTLP_TRACES_ENDPOINT, ev.OTLP_TRACES_PROTOCOL),
-        ("logs", ev.OTLP_LOGS_ENDPOINT, ev.OTLP_LOGS_PROTOCOL),
-        ("metrics", ev.OTLP_METRICS_ENDPOINT, ev.OTLP_METRICS_PROTOCOL),
+        ("traces", ev.OTLP_TRACES_ENDPOINT, ev.OTLP_TRACES_PROTOCOL, ev.OTLP_TRACES_INSECURE),
+        ("logs", ev.OTLP_LOGS_ENDPOINT, ev.OTLP_LOGS_PROTOCOL, ev.OTLP_LOGS_INSECURE),
+        ("metrics", ev.OTLP_METRICS_ENDPOINT, ev.OTLP_METRICS_PROTOCOL, ev.OTLP_METRICS_INSECURE),
     )
     if general == "grpc" and grpc_url:
         env[ev.OTLP_ENDPOINT] = grpc_url
@@ -84,12 +86,12 @@ def agent_environment(
     else:
         env[ev.OTLP_ENDPOINT] = url
         env[ev.OTLP_PROTOCOL] = general if general != "grpc" else "http/protobuf"
-    for signal, endpoint_var, protocol_var in signals:
+    for signal, endpoint_var, protocol_var, insecure_var in signals:
         protocol = caller.get(protocol_var, general)
         if protocol == "grpc" and grpc_url:
             env[endpoint_var] = grpc_url
             env[protocol_var] = "grpc"
-            env[ev.OTLP_TRACES_INSECURE] = "true"
+            env[insecure_var] = "true"
         else:
             env[endpoint_var] = f"{url}/v1/{signal}"
             env[protocol_var] = protocol if protocol != "grpc" else "http/protobuf"
@@ -149,12 +151,21 @@ class GatewayServer:
         )
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.config.host, self.config.port)
-        await site.start()
+        try:
+            await site.start()
+        except OSError as exc:
+            await self._runner.cleanup()
+            where = f"{self.config.host}:{self.config.port}"
+            raise ConfigError(f"cannot listen on {where}: {exc.strerror or exc}") from exc
         server: Any = site._server
         self.port = server.sockets[0].getsockname()[1]
         if self.config.grpc_port is not None:
             self._grpc = GrpcReceiver(lambda: self.gateway.session.store)
-            self.grpc_port = await self._grpc.start(self.config.host, self.config.grpc_port)
+            try:
+                self.grpc_port = await self._grpc.start(self.config.host, self.config.grpc_port)
+            except ConfigError:
+                await self._runner.cleanup()
+                raise
         self.env = agent_environment(self.url, self.grpc_port, self.config.mode, self.caller_env)
 
     async def stop(self) -> Summary:
@@ -193,7 +204,12 @@ class GatewayThread:
 
         async def make() -> GatewayServer:
             server = GatewayServer(self.config)
-            await server.start()
+            try:
+                await server.start()
+            except BaseException:
+                await server.upstream.aclose()
+                server.session.discard()
+                raise
             return server
 
         try:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gc
 import json
+import logging
 import os
 import tempfile
 import threading
@@ -17,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from otel_replay import envvars
 from otel_replay.cassette import Cassette, dump, load
 from otel_replay.errors import CassetteError, ConfigError, ReplayMiss
 from otel_replay.exchange import Exchange
@@ -26,13 +28,15 @@ from otel_replay.spans import exchange_to_span, export_request
 from otel_replay.store import TraceStore
 
 MODES = ("strict", "auto", "record", "off")
+
+log = logging.getLogger("otel_replay")
 _GC_PAUSE_EXCHANGES = 1_000
 
 
 def default_mode(environ: dict[str, str] | None = None) -> str:
     """``strict`` when ``CI`` is set (and not false-ish), else ``auto``."""
     env = os.environ if environ is None else environ
-    ci = env.get("CI", "").strip().lower()
+    ci = env.get(envvars.CI, "").strip().lower()
     return "strict" if ci and ci not in ("0", "false", "no") else "auto"
 
 
@@ -64,10 +68,11 @@ class Summary:
     traces: str | None = None
 
     def line(self) -> str:
-        n = len(self.misses)
+        n, spans = len(self.misses), self.spans_received
         return (
             f"otel-replay: {self.replayed} replayed · {self.live} live · "
-            f"{n} {'miss' if n == 1 else 'misses'} · {self.spans_received} spans received"
+            f"{n} {'miss' if n == 1 else 'misses'} · "
+            f"{spans} {'span' if spans == 1 else 'spans'} received"
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -99,14 +104,16 @@ class Session:
     ) -> None:
         if mode not in MODES:
             raise ConfigError(f"unknown mode {mode!r}; use one of {', '.join(MODES)}")
-        if mode in ("strict", "auto", "record") and cassette is None and mode != "record":
-            raise ConfigError(f"mode {mode} needs a cassette (--cassette PATH)")
+        if mode == "auto" and cassette is None:
+            raise ConfigError("mode auto needs a cassette (--cassette PATH)")
         self.mode = mode
         self.cassette_path = cassette
         self.command = command or []
         self.report_path = report
         self.redactor = redactor or Redactor.from_environment()
         self.user_traces = traces
+        self.cassette = self._load_cassette()  # first: a bad cassette leaves nothing behind
+        self._loaded = len(self.cassette.interactions)
         self._temp_traces: Path | None = None
         if traces is None and mode in ("record", "auto"):
             fd, name = tempfile.mkstemp(prefix="otel-replay-", suffix=".jsonl")
@@ -119,7 +126,6 @@ class Session:
             if trace_file
             else TraceStore(None, redact=redact, screen=screen)
         )
-        self.cassette = self._load_cassette()
         self.matcher = Matcher([ex.request for ex in self.cassette.interactions])
         self.replayed = 0
         self.hits: list[int] = []
@@ -159,9 +165,12 @@ class Session:
         with self._lock:
             self.live.append(exchange)
             self._trace_ids.add(span.trace_id.hex())
-            if self.mode == "auto":
+            if self.mode == "auto" and not _transport_fault(exchange):
+                # consumed by the request that recorded it; a network blip is not kept
                 self.cassette.interactions.append(exchange)
-                self.hits.append(self.matcher.append(exchange.request))
+                index = self.matcher.append(exchange.request)
+                self.matcher.used.add(index)
+                self.hits.append(index)
         self.store.write_traces(export_request([span]), received=False)
 
     def missed(self, miss: ReplayMiss, provider: str, path: str, body: Any) -> None:
@@ -176,9 +185,7 @@ class Session:
             self._write_cassette()
             self._write_misses()
         finally:
-            if self._temp_traces is not None:
-                for sibling in _siblings(self._temp_traces):
-                    sibling.unlink(missing_ok=True)
+            self._remove_temp_traces()
         summary = self.summary()
         if self.report_path is not None:
             report = summary.to_json()
@@ -207,15 +214,30 @@ class Session:
             traces=str(self.user_traces) if self.user_traces else None,
         )
 
+    def discard(self) -> None:
+        """Give up a session that never ran (the gateway could not start)."""
+        self.store.close()
+        self._remove_temp_traces()
+
+    def _remove_temp_traces(self) -> None:
+        if self._temp_traces is not None:
+            for sibling in _siblings(self._temp_traces):
+                sibling.unlink(missing_ok=True)
+
     def _write_cassette(self) -> None:
         path = self.cassette_path
         if path is None or not self.live:
-            if self.mode == "record" and path is not None:
+            if self.mode == "record" and path is not None and not path.exists():
                 dump(Cassette(interactions=[], source=self._source()), path)
+            elif self.mode == "record" and path is not None:
+                log.warning("otel-replay: nothing was recorded; kept the existing %s", path)
             return
         derived = self._derive()
         if self.mode == "auto":
-            old = self.cassette.interactions[: len(self.cassette.interactions) - len(self.live)]
+            derived = [ex for ex in derived if not _transport_fault(ex)]
+            if not derived:
+                return
+            old = self.cassette.interactions[: self._loaded]
             interactions = old + derived
             source = dict(self.cassette.source) or self._source()
             source["updated_at"] = _now()
@@ -254,7 +276,11 @@ class Session:
         return source
 
     def _write_misses(self) -> None:
-        if not self.misses or self.cassette_path is None:
+        if self.cassette_path is None:
+            return
+        if not self.misses:
+            # a clean run leaves no stale miss behind for `why` to explain
+            misses_path(self.cassette_path).unlink(missing_ok=True)
             return
         records = [
             {
@@ -269,6 +295,11 @@ class Session:
         ]
         text = json.dumps({"cassette": str(self.cassette_path), "misses": records}, indent=2)
         _atomic_write(misses_path(self.cassette_path), self.redactor.text(text) + "\n")
+
+
+def _transport_fault(exchange: Exchange) -> bool:
+    """The upstream could not be reached or dropped the connection before answering."""
+    return exchange.response.status == 0 and exchange.response.fault is not None
 
 
 def _siblings(path: Path) -> list[Path]:

@@ -88,14 +88,14 @@ def test_secret_named_environment_variables_are_redacted_by_name():
         "MY_SERVICE_TOKEN": "tok-value-123456",
         "DB_PASSWORD": "hunter2hunter2",
         "SIGNING_SECRET": "s3cr3t-signing",
-        "SHORT_KEY": "abc1234",  # shorter than 8: ignored
+        "SHORT_KEY": "abc12",  # shorter than 6: ignored
         "HOME": "/home/someone-with-a-long-name",  # not a secret name
     }
     redactor = Redactor.from_environment(environ, cwd=NO_DOTENV)
-    text = "tok-value-123456 hunter2hunter2 s3cr3t-signing abc1234 /home/someone-with-a-long-name"
+    text = "tok-value-123456 hunter2hunter2 s3cr3t-signing abc12 /home/someone-with-a-long-name"
     assert redactor.text(text) == (
         "[REDACTED:env:MY_SERVICE_TOKEN] [REDACTED:env:DB_PASSWORD] "
-        "[REDACTED:env:SIGNING_SECRET] abc1234 /home/someone-with-a-long-name"
+        "[REDACTED:env:SIGNING_SECRET] abc12 /home/someone-with-a-long-name"
     )
     assert "tok-value" not in repr(redactor)
     assert set(redactor.names) == {"MY_SERVICE_TOKEN", "DB_PASSWORD", "SIGNING_SECRET"}

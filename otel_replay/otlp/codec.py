@@ -443,20 +443,23 @@ def _open(path: Path) -> io.BufferedReader | gzip.GzipFile:
         raise TraceFormatError(path, f"cannot read: {exc.strerror or exc}") from exc
 
 
-def _looks_like_json(head: bytes) -> bool:
-    """JSON starts with ``{`` and holds no control bytes; OTLP protobuf starts with a field
-    tag and soon has small length bytes, which JSON text can never contain."""
-    text = head.removeprefix(b"\xef\xbb\xbf").lstrip(b" \t\r\n")
-    if not text:
+_JSON_SUFFIXES = (".json", ".jsonl", ".ndjson")
+
+
+def _looks_like_json(head: bytes, path: Path | None = None) -> bool:
+    """Text is JSON (lines), even when its first line is garbage; OTLP protobuf soon has
+    small tag and length bytes, which JSON text never contains. A ``.json``/``.jsonl``
+    name settles it."""
+    if path is not None and path.name.removesuffix(".gz").endswith(_JSON_SUFFIXES):
         return True
-    return text[0] == ord("{") and not any(b < 0x20 and b not in (9, 10, 13) for b in text[:64])
+    return not any(b < 0x20 and b not in (9, 10, 13) for b in head[:4096])
 
 
 def _iter_requests(signal: _Signal[M], path: Path, on_error: ErrorHandler | None) -> Iterator[M]:
     handle = on_error or _raise
     with _open(path) as stream:
         try:
-            is_json = _looks_like_json(stream.peek(4096))
+            is_json = _looks_like_json(stream.peek(4096), path)
             data = b"" if is_json else stream.read()
         except _READ_ERRORS as exc:
             handle(TraceFormatError(path, f"cannot read: {exc}"))
