@@ -112,6 +112,7 @@ class Call:
     start_ns: int
     trace_id: str | None
     parent_span_id: str | None
+    session: Session
     _canonical: CanonicalRequest | None = None
 
     @property
@@ -187,6 +188,7 @@ class Gateway:
             start_ns=time.time_ns(),
             trace_id=trace_id,
             parent_span_id=parent,
+            session=self.session,
         )
         call.stream = provider.wants_stream(call.body)
         mode = self.session.mode
@@ -269,6 +271,12 @@ class Gateway:
 
     # -- forward and record ------------------------------------------------------------
     async def forward(self, call: Call) -> web.StreamResponse:
+        """Forward live and record. The agent gets its answer first; the exchange is
+        recorded right after (the session's ``finish`` waits for it)."""
+        with call.session.forwarding():
+            return await self._forward(call)
+
+    async def _forward(self, call: Call) -> web.StreamResponse:
         request = call.request
         outgoing = UpstreamRequest(
             provider=call.provider.name,
@@ -305,11 +313,16 @@ class Gateway:
             self._record(call, Response(status=0, fault="timeout"))
             raise
         data = b"".join(chunks)
-        body = self.session.redactor.json(parse_body(data))
-        self._record(call, Response(status=upstream.status, headers=kept, body=body))
-        return web.Response(
+        response = web.Response(
             status=upstream.status, body=data, headers=_passthrough(upstream.headers)
         )
+        try:
+            await response.prepare(request)
+            await response.write_eof()
+        finally:
+            body = call.session.redactor.json(parse_body(data))
+            self._record(call, Response(status=upstream.status, headers=kept, body=body))
+        return response
 
     async def _forward_stream(
         self,
@@ -337,12 +350,14 @@ class Gateway:
             self._record_stream(call, status, kept, events, "timeout")
             raise
         events.extend(parser.close(time.monotonic() - started))
-        self._record_stream(call, status, kept, events, fault)
-        if fault is not None:
-            _abort(request)
-            return stream
-        with contextlib.suppress(ConnectionResetError):
-            await stream.write_eof()
+        try:
+            if fault is not None:
+                _abort(request)
+            else:
+                with contextlib.suppress(ConnectionResetError):
+                    await stream.write_eof()
+        finally:
+            self._record_stream(call, status, kept, events, fault)
         return stream
 
     def _record_stream(
@@ -360,7 +375,7 @@ class Gateway:
         """Redact each event, then the message they assemble into: a secret split across
         two deltas is caught there, and the stream is then rebuilt from the redacted
         message (same content and order of events, coarser chunks)."""
-        redactor = self.session.redactor
+        redactor = call.session.redactor
         for event in events:
             event.data = redactor.text(event.data)
         try:
@@ -379,7 +394,7 @@ class Gateway:
 
     def _record(self, call: Call, response: Response) -> None:
         try:
-            self.session.recorded(call.exchange(response))
+            call.session.recorded(call.exchange(response))
         except Exception:  # recording must never break the agent's call
             log.exception("otel-replay could not record an exchange")
 

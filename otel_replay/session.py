@@ -7,6 +7,7 @@ derived from this run's traces, the misses file, the report) and returns the sum
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 import logging
@@ -14,6 +15,7 @@ import os
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -132,6 +134,8 @@ class Session:
         self.live: list[Exchange] = []
         self.misses: list[Miss] = []
         self._lock = threading.Lock()
+        self._forwarding = 0  # live calls whose exchange is not recorded yet
+        self._settled = threading.Condition(self._lock)
         self._trace_ids: set[str] = set()
 
     # -- cassette --------------------------------------------------------------------------
@@ -179,7 +183,22 @@ class Session:
             self.misses.append(Miss(str(miss), miss.component, provider, path, body, used))
 
     # -- end of run ------------------------------------------------------------------------
-    def finish(self) -> Summary:
+    @contextlib.contextmanager
+    def forwarding(self) -> Iterator[None]:
+        """Around one live call: ``finish`` waits until its exchange is recorded (the
+        gateway answers the agent first and records right after)."""
+        with self._lock:
+            self._forwarding += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._forwarding -= 1
+                self._settled.notify_all()
+
+    def finish(self, settle_seconds: float = 10.0) -> Summary:
+        with self._lock:
+            self._settled.wait_for(lambda: self._forwarding == 0, timeout=settle_seconds)
         self.store.close()
         try:
             self._write_cassette()

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import gc
 import json
 import os
 import sys
@@ -38,6 +39,15 @@ def _isolated_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in _ISOLATED:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+
+
+@pytest.fixture(autouse=True)
+def _collect_before_pytester(request: pytest.FixtureRequest) -> None:
+    """An SDK stream whose iteration raised stays suspended until the GC finds it; its
+    cleanup touches ``httpx``, which an in-process pytester run may be re-importing at that
+    moment. Collect such leftovers before a pytester test starts."""
+    if "pytester" in request.fixturenames:
+        gc.collect()
 
 
 @pytest.fixture(autouse=True)

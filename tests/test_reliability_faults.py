@@ -39,36 +39,35 @@ FAULTS: dict[str, Fault] = {
 
 
 def _call(provider: str, base: str, stream: bool, retries: int = 0) -> Any:
-    """One model call with the official SDK; returns the text or the exception type."""
+    """One model call with the official SDK; returns the text or the exception type.
+    Clients and streams are closed whatever happens, so nothing is left for the GC."""
     try:
         if provider == "openai":
-            oc = openai.OpenAI(
+            with openai.OpenAI(
                 base_url=base, api_key=OPENAI_KEY, max_retries=retries, timeout=CLIENT_TIMEOUT
-            )
-            messages = [{"role": "user", "content": "fault please"}]
-            if stream:
-                parts = [
-                    c.choices[0].delta.content or ""
-                    for c in oc.chat.completions.create(
+            ) as oc:
+                messages = [{"role": "user", "content": "fault please"}]
+                if stream:
+                    with oc.chat.completions.create(
                         model="gpt-4o-mini", messages=messages, stream=True
-                    )
-                    if c.choices
-                ]
-                return "".join(parts)
-            reply = oc.chat.completions.create(model="gpt-4o-mini", messages=messages)
-            return reply.choices[0].message.content
-        ac = anthropic.Anthropic(
+                    ) as chunks:
+                        return "".join(
+                            c.choices[0].delta.content or "" for c in chunks if c.choices
+                        )
+                reply = oc.chat.completions.create(model="gpt-4o-mini", messages=messages)
+                return reply.choices[0].message.content
+        with anthropic.Anthropic(
             base_url=base, api_key=ANTHROPIC_KEY, max_retries=retries, timeout=CLIENT_TIMEOUT
-        )
-        kwargs: dict[str, Any] = {
-            "model": "claude-haiku-4-5",
-            "max_tokens": 64,
-            "messages": [{"role": "user", "content": "fault please"}],
-        }
-        if stream:
-            with ac.messages.stream(**kwargs) as s:
-                return "".join(s.text_stream)
-        return ac.messages.create(**kwargs).content[0].text  # type: ignore[union-attr]
+        ) as ac:
+            kwargs: dict[str, Any] = {
+                "model": "claude-haiku-4-5",
+                "max_tokens": 64,
+                "messages": [{"role": "user", "content": "fault please"}],
+            }
+            if stream:
+                with ac.messages.stream(**kwargs) as s:
+                    return "".join(s.text_stream)
+            return ac.messages.create(**kwargs).content[0].text  # type: ignore[union-attr]
     except Exception as exc:  # the type is the observable
         return type(exc)
 
