@@ -271,8 +271,9 @@ class Gateway:
 
     # -- forward and record ------------------------------------------------------------
     async def forward(self, call: Call) -> web.StreamResponse:
-        """Forward live and record. The agent gets its answer first; the exchange is
-        recorded right after (the session's ``finish`` waits for it)."""
+        """Forward live and record. A plain answer reaches the agent first and is recorded
+        right after (the session's ``finish`` waits for it); a stream is recorded as its
+        last event passes, before the stream ends."""
         with call.session.forwarding():
             return await self._forward(call)
 
@@ -350,14 +351,14 @@ class Gateway:
             self._record_stream(call, status, kept, events, "timeout")
             raise
         events.extend(parser.close(time.monotonic() - started))
-        try:
-            if fault is not None:
-                _abort(request)
-            else:
-                with contextlib.suppress(ConnectionResetError):
-                    await stream.write_eof()
-        finally:
-            self._record_stream(call, status, kept, events, fault)
+        # recorded before the stream's end: the agent has every event already, and its
+        # next call then does not queue behind this recording
+        self._record_stream(call, status, kept, events, fault)
+        if fault is not None:
+            _abort(request)
+        else:
+            with contextlib.suppress(ConnectionResetError):
+                await stream.write_eof()
         return stream
 
     def _record_stream(
@@ -368,13 +369,15 @@ class Gateway:
         events: list[SSEEvent],
         fault: str | None,
     ) -> None:
-        events = self._redact_stream(call, events)
-        self._record(call, Response(status=status, headers=kept, events=events, fault=fault))
+        events, assembled = self._redact_stream(call, events)
+        response = Response(status=status, headers=kept, events=events, fault=fault)
+        self._record(call, response, assembled)
 
-    def _redact_stream(self, call: Call, events: list[SSEEvent]) -> list[SSEEvent]:
+    def _redact_stream(self, call: Call, events: list[SSEEvent]) -> tuple[list[SSEEvent], JSON]:
         """Redact each event, then the message they assemble into: a secret split across
         two deltas is caught there, and the stream is then rebuilt from the redacted
-        message (same content and order of events, coarser chunks)."""
+        message (same content and order of events, coarser chunks). Returns the events and
+        the message, which the span needs too."""
         redactor = call.session.redactor
         for event in events:
             event.data = redactor.text(event.data)
@@ -382,19 +385,19 @@ class Gateway:
             body = call.provider.body_from_stream(call.operation, events)
             clean = redactor.json(body)
             if clean == body:
-                return events
+                return events, body
             rebuilt = call.provider.stream_from_body(call.operation, clean)
         except Exception:  # an odd stream: the per-event redaction stands
             log.debug("could not reassemble a recorded stream", exc_info=True)
-            return events
+            return events, None
         last = events[-1].t if events else 0.0
         for i, event in enumerate(rebuilt):
             event.t = events[i].t if i < len(events) else last
-        return rebuilt
+        return rebuilt, clean
 
-    def _record(self, call: Call, response: Response) -> None:
+    def _record(self, call: Call, response: Response, assembled: JSON = None) -> None:
         try:
-            call.session.recorded(call.exchange(response))
+            call.session.recorded(call.exchange(response), assembled)
         except Exception:  # recording must never break the agent's call
             log.exception("otel-replay could not record an exchange")
 

@@ -163,9 +163,10 @@ class Session:
                 export_request([exchange_to_span(exchange, replayed=True)]), received=False
             )
 
-    def recorded(self, exchange: Exchange) -> None:
-        """A live exchange (record mode, or an auto-mode miss forwarded live)."""
-        span = exchange_to_span(exchange)
+    def recorded(self, exchange: Exchange, assembled: Any = None) -> None:
+        """A live exchange (record mode, or an auto-mode miss forwarded live);
+        ``assembled`` is a streamed response's body, when already put together."""
+        span = exchange_to_span(exchange, assembled=assembled)
         with self._lock:
             self.live.append(exchange)
             self._trace_ids.add(span.trace_id.hex())

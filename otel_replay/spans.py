@@ -150,7 +150,7 @@ def _add_request(attrs: _Attrs, request: CanonicalRequest) -> None:
         attrs.text("gen_ai.tool.definitions", _dumps(request.tools))
 
 
-def _add_output(attrs: _Attrs, ex: Exchange) -> None:
+def _add_output(attrs: _Attrs, ex: Exchange, assembled: JSON = None) -> None:
     """The semconv view of a successful response; any provider failure is only logged."""
     response = ex.response
     if response.status >= 400 or (response.body is None and not response.events):
@@ -159,7 +159,9 @@ def _add_output(attrs: _Attrs, ex: Exchange) -> None:
         provider = providers.get(ex.provider)
         body = response.body
         if response.events is not None:
-            body = provider.body_from_stream(ex.operation, response.events)
+            body = assembled
+            if body is None:
+                body = provider.body_from_stream(ex.operation, response.events)
         view = provider.view_from_response(ex.operation, body)
     except Exception:  # a provider bug must never cost the exact-body attributes
         log.debug("no semconv output view for %s %s", ex.provider, ex.operation, exc_info=True)
@@ -245,11 +247,13 @@ def exchange_to_span(
     replayed: bool = False,
     server_address: str | None = None,
     server_port: int | None = None,
+    assembled: JSON = None,
 ) -> Span:
     """The span for one exchange: GenAI semconv attributes plus the exact-body layer.
 
     Missing trace/span ids are generated at random (set them on the exchange first when the
-    caller needs to know them).
+    caller needs to know them). ``assembled`` is a streamed response's body when the caller
+    has already put it together.
     """
     request, response = ex.request, ex.response
     op_name = _SEMCONV_OPERATION.get(ex.operation, ex.operation)
@@ -269,7 +273,7 @@ def exchange_to_span(
     _add_request(attrs, request)
     if ex.stream:
         attrs.flag("gen_ai.request.stream", True)
-    _add_output(attrs, ex)
+    _add_output(attrs, ex, assembled)
     if server_address:
         attrs.text("server.address", server_address)
     if server_port:
