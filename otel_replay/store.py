@@ -193,3 +193,22 @@ StoreSource = TraceStore | Callable[[], TraceStore]
 
 def current_store(source: StoreSource) -> TraceStore:
     return source if isinstance(source, TraceStore) else source()
+
+
+def ingest_traces(store: TraceStore, request: ExportTraceServiceRequest) -> tuple[int, str]:
+    """What both OTLP receivers do with a trace batch: drop spans the spec rejects (ids of
+    the wrong length), store the rest, and say how many were rejected and why."""
+    rejected = codec.drop_invalid_spans(request)
+    store.write_traces(request)
+    return rejected
+
+
+def ingest_logs(store: TraceStore, request: ExportLogsServiceRequest) -> tuple[int, str]:
+    rejected = codec.drop_invalid_log_records(request)
+    store.write_logs(request)
+    return rejected
+
+
+def ingest_metrics(store: TraceStore, request: ExportMetricsServiceRequest) -> tuple[int, str]:
+    store.write_metrics(request)
+    return 0, ""

@@ -20,9 +20,14 @@ from opentelemetry.proto.collector.trace.v1 import trace_service_pb2 as trace_pb
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc as trace_grpc
 
 from otel_replay.errors import ConfigError
-from otel_replay.otlp import codec
 from otel_replay.otlp.http import logs_response, metrics_response, trace_response
-from otel_replay.store import StoreSource, current_store
+from otel_replay.store import (
+    StoreSource,
+    current_store,
+    ingest_logs,
+    ingest_metrics,
+    ingest_traces,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -40,8 +45,7 @@ class _TraceServicer(trace_grpc.TraceServiceServicer):
         self, request: trace_pb.ExportTraceServiceRequest, context: aio.ServicerContext[Any, Any]
     ) -> trace_pb.ExportTraceServiceResponse:
         try:
-            rejected, why = codec.drop_invalid_spans(request)
-            current_store(self._store).write_traces(request)
+            rejected, why = ingest_traces(current_store(self._store), request)
         except Exception as exc:
             await _internal(context, "traces", exc)
             raise  # not reached: abort() raises
@@ -58,8 +62,7 @@ class _LogsServicer(logs_grpc.LogsServiceServicer):
         self, request: logs_pb.ExportLogsServiceRequest, context: aio.ServicerContext[Any, Any]
     ) -> logs_pb.ExportLogsServiceResponse:
         try:
-            rejected, why = codec.drop_invalid_log_records(request)
-            current_store(self._store).write_logs(request)
+            rejected, why = ingest_logs(current_store(self._store), request)
         except Exception as exc:
             await _internal(context, "logs", exc)
             raise
@@ -78,7 +81,7 @@ class _MetricsServicer(metrics_grpc.MetricsServiceServicer):
         context: aio.ServicerContext[Any, Any],
     ) -> metrics_pb.ExportMetricsServiceResponse:
         try:
-            current_store(self._store).write_metrics(request)
+            ingest_metrics(current_store(self._store), request)
         except Exception as exc:
             await _internal(context, "metrics", exc)
             raise

@@ -25,7 +25,14 @@ from opentelemetry.proto.collector.trace.v1 import trace_service_pb2 as trace_pb
 
 from otel_replay.errors import TraceFormatError
 from otel_replay.otlp import codec
-from otel_replay.store import StoreSource, TraceStore, current_store
+from otel_replay.store import (
+    StoreSource,
+    TraceStore,
+    current_store,
+    ingest_logs,
+    ingest_metrics,
+    ingest_traces,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -58,27 +65,6 @@ class _Route:
     response: Callable[[int, str], Message]
 
 
-def _store_traces(
-    store: TraceStore, request: trace_pb.ExportTraceServiceRequest
-) -> tuple[int, str]:
-    rejected = codec.drop_invalid_spans(request)
-    store.write_traces(request)
-    return rejected
-
-
-def _store_logs(store: TraceStore, request: logs_pb.ExportLogsServiceRequest) -> tuple[int, str]:
-    rejected = codec.drop_invalid_log_records(request)
-    store.write_logs(request)
-    return rejected
-
-
-def _store_metrics(
-    store: TraceStore, request: metrics_pb.ExportMetricsServiceRequest
-) -> tuple[int, str]:
-    store.write_metrics(request)
-    return 0, ""
-
-
 def trace_response(rejected: int, message: str) -> trace_pb.ExportTraceServiceResponse:
     response = trace_pb.ExportTraceServiceResponse()
     if rejected or message:
@@ -108,15 +94,15 @@ ROUTES = (
         "/v1/traces",
         codec.traces_from_proto,
         codec.traces_from_json,
-        _store_traces,
+        ingest_traces,
         trace_response,
     ),
-    _Route("/v1/logs", codec.logs_from_proto, codec.logs_from_json, _store_logs, logs_response),
+    _Route("/v1/logs", codec.logs_from_proto, codec.logs_from_json, ingest_logs, logs_response),
     _Route(
         "/v1/metrics",
         codec.metrics_from_proto,
         codec.metrics_from_json,
-        _store_metrics,
+        ingest_metrics,
         metrics_response,
     ),
 )
