@@ -426,19 +426,24 @@ def load(path: str | os.PathLike[str]) -> Cassette:
 
 
 def dump(cassette: Cassette, path: str | os.PathLike[str]) -> None:
-    """Write a cassette crash-safely: a temporary file in the same directory, fsync,
-    then an atomic rename over ``path``. On any failure the old file is untouched."""
-    target = Path(path)
+    """Write a cassette crash-safely (see :func:`write_atomic`); on any failure the old
+    file is untouched."""
     try:
         text = dumps(cassette)
     except ValueError as exc:
         raise CassetteError(path, "", f"cannot write: {exc}") from None
     try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        mode = target.stat().st_mode & 0o777 if target.exists() else 0o644
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+        write_atomic(Path(path), text)
     except OSError as exc:
         raise CassetteError(path, "", f"cannot write: {exc.strerror or exc}") from None
+
+
+def write_atomic(target: Path, text: str) -> None:
+    """A temporary file in the same directory, fsync, then an atomic rename over
+    ``target`` (keeping its permissions). Raises ``OSError``; the old file stays intact."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    mode = target.stat().st_mode & 0o777 if target.exists() else 0o644
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
             handle.write(text)
@@ -446,10 +451,8 @@ def dump(cassette: Cassette, path: str | os.PathLike[str]) -> None:
             os.fsync(handle.fileno())
         os.chmod(tmp, mode)
         os.replace(tmp, target)
-    except BaseException as exc:
+    except BaseException:
         Path(tmp).unlink(missing_ok=True)
-        if isinstance(exc, OSError):
-            raise CassetteError(path, "", f"cannot write: {exc.strerror or exc}") from None
         raise
     _fsync_dir(target.parent)
 

@@ -157,7 +157,7 @@ def _run(args: argparse.Namespace, command: list[str]) -> int:
 
     mode = "record" if args.command == "record" else (args.mode or default_mode())
     if mode == "off":
-        return subprocess.call(command)
+        return _child(command, dict(os.environ))
     gateway = GatewayThread(_config(args, mode, command)).start()
     try:
         code = _child(command, {**os.environ, **gateway.env})

@@ -122,7 +122,7 @@ class Call:
             self._canonical = self.provider.canonical(self.request.path, self.body)
         return self._canonical
 
-    def exchange(self, response: Response, end_ns: int | None = None) -> Exchange:
+    def exchange(self, response: Response) -> Exchange:
         return Exchange(
             provider=self.provider.name,
             operation=self.operation,
@@ -132,7 +132,7 @@ class Call:
             method=self.request.method,
             stream=self.stream,
             start_ns=self.start_ns,
-            end_ns=end_ns or time.time_ns(),
+            end_ns=time.time_ns(),
             trace_id=self.trace_id or secrets.token_hex(16),
             span_id=secrets.token_hex(8),
             parent_span_id=self.parent_span_id,
@@ -321,7 +321,7 @@ class Gateway:
             await response.prepare(request)
             await response.write_eof()
         finally:
-            body = call.session.redactor.json(parse_body(data))
+            body = redacted_body(call.session.redactor, data)
             self._record(call, Response(status=upstream.status, headers=kept, body=body))
         return response
 
@@ -411,7 +411,7 @@ def _body_response(status: int, headers: dict[str, str], body: JSON) -> web.Resp
     if body is None:
         return web.Response(status=status, headers=headers)
     if isinstance(body, str):
-        headers.setdefault("content-type", "application/json")
+        headers.setdefault("content-type", "text/plain; charset=utf-8")
         return web.Response(status=status, headers=headers, body=body.encode())
     headers["content-type"] = "application/json"
     data = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()

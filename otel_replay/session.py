@@ -21,13 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from otel_replay import envvars
-from otel_replay.cassette import Cassette, dump, load
+from otel_replay.cassette import Cassette, dump, load, write_atomic
 from otel_replay.errors import CassetteError, ConfigError, ReplayMiss
 from otel_replay.exchange import Exchange
 from otel_replay.matcher import Matcher
 from otel_replay.redact import Redactor
 from otel_replay.spans import exchange_to_span, export_request
-from otel_replay.store import TraceStore
+from otel_replay.store import TraceStore, sibling
 
 MODES = ("strict", "auto", "record", "off")
 
@@ -199,7 +199,11 @@ class Session:
 
     def finish(self, settle_seconds: float = 10.0) -> Summary:
         with self._lock:
-            self._settled.wait_for(lambda: self._forwarding == 0, timeout=settle_seconds)
+            if not self._settled.wait_for(lambda: self._forwarding == 0, settle_seconds):
+                log.warning(
+                    "otel-replay: %d live call(s) still in flight; not in the cassette",
+                    self._forwarding,
+                )
         self.store.close()
         try:
             self._write_cassette()
@@ -241,8 +245,9 @@ class Session:
 
     def _remove_temp_traces(self) -> None:
         if self._temp_traces is not None:
-            for sibling in _siblings(self._temp_traces):
-                sibling.unlink(missing_ok=True)
+            temp = self._temp_traces
+            for path in (temp, sibling(temp, "logs"), sibling(temp, "metrics")):
+                path.unlink(missing_ok=True)
 
     def _write_cassette(self) -> None:
         path = self.cassette_path
@@ -322,28 +327,12 @@ def _transport_fault(exchange: Exchange) -> bool:
     return exchange.response.status == 0 and exchange.response.fault is not None
 
 
-def _siblings(path: Path) -> list[Path]:
-    stem = path.name[: -len(path.suffix)] if path.suffix else path.name
-    return [
-        path,
-        path.with_name(f"{stem}.logs{path.suffix}"),
-        path.with_name(f"{stem}.metrics{path.suffix}"),
-    ]
-
-
 def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
 def _atomic_write(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        write_atomic(path, text)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot write: {exc.strerror or exc}") from None

@@ -59,6 +59,9 @@ def why_command(
     name = record.get("provider") or providers.provider_for(path, {}).name
     body = Redactor.from_environment().json(record.get("body"))
     live = providers.get(str(name)).canonical(path, body)
-    used = [int(i) for i in record.get("used", [])]
+    try:
+        used = [int(i) for i in record.get("used", [])]
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"the recorded miss has an unreadable 'used' list ({exc})") from None
     print(explain(live, [ex.request for ex in recorded.interactions], used=used))
     return 0

@@ -238,3 +238,61 @@ def test_openai_agent_still_replays_after_all_that(tmp_path: Path):
     with GatewayThread(GatewayConfig(mode="strict", cassette=tmp_path / "c.json")) as gw:
         with client(gw.env) as c:
             assert openai_agent(c) == recorded
+
+
+def test_cli_errors_are_one_line_not_tracebacks(tmp_path):
+    with run_stub() as stub:
+        config = GatewayConfig(
+            mode="record", cassette=tmp_path / "c.json", upstream_openai=stub.openai_url
+        )
+        with GatewayThread(config) as gw:
+            ask(gw.env, "hi")
+    unwritable = tmp_path / "file-not-dir"
+    unwritable.write_text("")
+    report = subprocess.run(
+        [
+            *CLI,
+            "replay",
+            "--cassette",
+            str(tmp_path / "c.json"),
+            "--mode",
+            "strict",
+            "--report",
+            str(unwritable / "r.json"),
+            "--",
+            sys.executable,
+            "-c",
+            "pass",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert report.returncode == 2 and "cannot write" in report.stderr
+    assert "Traceback" not in report.stderr
+    off = subprocess.run(
+        [
+            *CLI,
+            "replay",
+            "--cassette",
+            str(tmp_path / "c.json"),
+            "--mode",
+            "off",
+            "--",
+            "/no/such/cmd",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert off.returncode == 127 and "cannot run" in off.stderr
+    request = tmp_path / "r.json"
+    request.write_text(json.dumps({"provider": "gemini", "path": "/v1/x", "body": {}}))
+    why = subprocess.run(
+        [*CLI, "why", "--cassette", str(tmp_path / "c.json"), "--request", str(request)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert why.returncode == 2 and "unknown provider 'gemini'" in why.stderr
+    assert "Traceback" not in why.stderr

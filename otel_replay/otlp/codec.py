@@ -420,13 +420,6 @@ def iter_log_requests(
     return _iter_requests(LOGS, Path(path), on_error)
 
 
-def iter_metric_requests(
-    path: str | Path, *, on_error: ErrorHandler | None = None
-) -> Iterator[ExportMetricsServiceRequest]:
-    """``iter_trace_requests`` for metrics files."""
-    return _iter_requests(METRICS, Path(path), on_error)
-
-
 def _raise(exc: TraceFormatError) -> None:
     raise exc
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from otel_replay.errors import ConfigError
 from otel_replay.providers.base import OutputView, Provider
 
 __all__ = ["OutputView", "Provider", "get", "provider_for"]
@@ -35,7 +36,7 @@ def get(name: str) -> Provider:
         return all_providers()[name]
     except KeyError:
         known = ", ".join(sorted(all_providers()))
-        raise KeyError(f"unknown provider {name!r} (known: {known})") from None
+        raise ConfigError(f"unknown provider {name!r} (known: {known})") from None
 
 
 def provider_for(path: str, headers: Mapping[str, str]) -> Provider:
@@ -45,7 +46,5 @@ def provider_for(path: str, headers: Mapping[str, str]) -> Provider:
     Anthropic's headers belong to Anthropic, everything else to OpenAI.
     """
     providers = all_providers()
-    for provider in providers.values():
-        if provider.claims(path, headers):
-            return provider
-    return providers["openai"]
+    anthropic = providers["anthropic"]
+    return anthropic if anthropic.claims(path, headers) else providers["openai"]
