@@ -122,11 +122,11 @@ class Session:
             os.close(fd)
             self._temp_traces = Path(name)
         trace_file = traces or self._temp_traces
-        redact, screen = self.redactor.json, self.redactor.might_hold_secret
+        redact, redact_text = self.redactor.json, self.redactor.text
         self.store = (
-            TraceStore.beside(trace_file, redact=redact, screen=screen)
+            TraceStore.beside(trace_file, redact=redact, redact_text=redact_text)
             if trace_file
-            else TraceStore(None, redact=redact, screen=screen)
+            else TraceStore(None, redact=redact, redact_text=redact_text)
         )
         self.matcher = Matcher([ex.request for ex in self.cassette.interactions])
         self.replayed = 0

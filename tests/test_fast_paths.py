@@ -358,18 +358,51 @@ def _own_request(raw: Any) -> ExportTraceServiceRequest:
         {"model": "m", "note": "key sk-proj-" + "a" * 40},
     ],
 )
-def test_screened_write_equals_the_redacted_write(tmp_path: Any, raw: Any) -> None:
+def test_text_redacted_write_equals_the_walked_write(tmp_path: Any, raw: Any) -> None:
     redactor = Redactor()
     plain = TraceStore(tmp_path / "a.jsonl", redact=redactor.json)
-    screened = TraceStore(
-        tmp_path / "b.jsonl", redact=redactor.json, screen=redactor.might_hold_secret
-    )
+    screened = TraceStore(tmp_path / "b.jsonl", redact=redactor.json, redact_text=redactor.text)
     with plain, screened:
         plain.write_traces(_own_request(raw), received=False)
         screened.write_traces(_own_request(raw), received=False)
     written = (tmp_path / "b.jsonl").read_text()
     assert written == (tmp_path / "a.jsonl").read_text()
     assert "A" * 40 not in written and "sk-proj-" not in written
+
+
+def _received_batch(texts: list[str]) -> ExportTraceServiceRequest:
+    """A third-party span carrying ``texts`` as attribute values, keys and array items."""
+    from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, KeyValue
+    from opentelemetry.proto.trace.v1.trace_pb2 import Span
+
+    span = Span(trace_id=b"\x01" * 16, span_id=b"\x02" * 8, name="llm")
+    for i, text in enumerate(texts):
+        span.attributes.append(KeyValue(key=f"input.value.{i}", value=AnyValue(string_value=text)))
+        span.attributes.append(KeyValue(key=text, value=AnyValue(int_value=i)))
+    items = [AnyValue(string_value=t) for t in texts]
+    span.attributes.append(
+        KeyValue(key="list", value=AnyValue(array_value=ArrayValue(values=items)))
+    )
+    return export_request([span], service_name="agent")
+
+
+def test_text_redaction_of_received_batches_keeps_every_secret_off_disk(tmp_path: Any) -> None:
+    from secrets_corpus import SECRET_VALUES, SECRETS
+
+    redactor = Redactor()
+    texts = list(SECRETS.values())
+    # an unterminated PEM block runs to the end of the text: the walk must take over
+    texts.append("-----BEGIN PRIVATE KEY-----\nMIIEvQIBADANBgkqhkiG9w0BAQEFAASC")
+    store = TraceStore(tmp_path / "t.jsonl", redact=redactor.json, redact_text=redactor.text)
+    with store:
+        store.write_traces(_received_batch(texts))
+        store.write_traces(_received_batch(["plain text", "nothing to hide"]))
+    lines = (tmp_path / "t.jsonl").read_text().splitlines()
+    assert len(lines) == 2 and all(json.loads(line) for line in lines)
+    for name, secret in SECRET_VALUES.items():
+        assert secret not in lines[0], name
+    assert "MIIEvQIBADANBgkqhkiG9w0BAQEFAASC" not in lines[0]
+    assert "nothing to hide" in lines[1]
 
 
 # --- cassette text -------------------------------------------------------------------------
