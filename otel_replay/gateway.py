@@ -70,12 +70,14 @@ def parse_body(raw: bytes) -> JSON:
         return raw.decode("utf-8", "replace")
 
 
-def redacted_body(redactor: Redactor, raw: bytes) -> JSON:
-    """``redactor.json(parse_body(raw))``, without re-serialising a clean body.
+def redacted_body(redactor: Redactor, raw: bytes, body: JSON = None) -> JSON:
+    """``redactor.json(parse_body(raw))`` (``body``: that parse, when already done),
+    without re-serialising a clean body.
 
     When the raw text holds no backslash, every string of the parsed value appears in it
     verbatim, so a raw text the redactor's prefilter passes means nothing to redact."""
-    body = parse_body(raw)
+    if body is None:
+        body = parse_body(raw)
     if isinstance(body, dict | list) and b"\\" not in raw:
         try:
             text = raw.decode("utf-8")
@@ -178,30 +180,36 @@ class Gateway:
         headers = {k.lower(): v for k, v in request.headers.items()}
         provider = providers.provider_for(request.path, headers)
         trace_id, parent = parse_traceparent(headers.get("traceparent"))
+        session = self.session
+        parsed = parse_body(raw)
+        # a body identical to a recorded (hence already redacted) one replays at once
+        exact = None
+        if session.mode != "record":
+            exact = session.exact_hit(provider.name, request.path, parsed)
         call = Call(
             request=request,
             provider=provider,
             operation=provider.operation(request.path),
             raw=raw,
-            body=redacted_body(self.session.redactor, raw),
+            body=parsed if exact is not None else redacted_body(session.redactor, raw, parsed),
             stream=False,
             start_ns=time.time_ns(),
             trace_id=trace_id,
             parent_span_id=parent,
-            session=self.session,
+            session=session,
         )
         call.stream = provider.wants_stream(call.body)
-        mode = self.session.mode
+        mode = session.mode
         if mode == "record":
             return await self.forward(call)
         try:
-            index = self.session.matcher.match(call.canonical)
+            index = exact if exact is not None else session.matcher.match(call.canonical)
         except ReplayMiss as miss:
             if mode == "auto" and self._carries_own_key(provider.name, headers):
                 return await self.forward(call)
             return self.miss(call, miss)
-        recorded = self.session.cassette.interactions[index]
-        self.session.replayed_hit(index, self._replayed_exchange(call, recorded))
+        recorded = session.cassette.interactions[index]
+        session.replayed_hit(index, self._replayed_exchange(call, recorded))
         return await self.replay(call, recorded.response)
 
     def _carries_own_key(self, provider: str, headers: Mapping[str, str]) -> bool:

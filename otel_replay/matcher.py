@@ -238,6 +238,21 @@ class Matcher:
         self._index.setdefault(shape, {}).setdefault(key, _Bucket()).indices.append(index)
         return index
 
+    def consume_if_next(self, index: int) -> bool:
+        """Consumes recording ``index`` when it is exactly what ``match`` would return for a
+        request equal to it: unused, the first unused of its kind, and every recording
+        compared on the same components. The caller vouches that the live request equals
+        the recording (e.g. byte-identical bodies); anything else is for ``match``."""
+        with self._lock:
+            if len(self._index) != 1 or index in self.used or index >= len(self._keys):
+                return False
+            (buckets,) = self._index.values()
+            bucket = buckets.get(self._keys[index])
+            if bucket is None or bucket.first_unused(self.used) != index:
+                return False
+            self.used.add(index)
+            return True
+
     def probe(self, live: CanonicalRequest) -> int | ReplayMiss:
         """The index ``match`` would return, or the miss it would raise; consumes nothing."""
         normal = normalize(live)

@@ -23,7 +23,7 @@ from typing import Any
 from otel_replay import envvars
 from otel_replay.cassette import Cassette, dump, load, write_atomic
 from otel_replay.errors import CassetteError, ConfigError, ReplayMiss
-from otel_replay.exchange import Exchange
+from otel_replay.exchange import ALL_KNOWN, Exchange
 from otel_replay.matcher import Matcher
 from otel_replay.redact import Redactor
 from otel_replay.spans import exchange_to_span, export_request
@@ -129,6 +129,7 @@ class Session:
             else TraceStore(None, redact=redact, redact_text=redact_text)
         )
         self.matcher = Matcher([ex.request for ex in self.cassette.interactions])
+        self._exact = _exact_index(self.cassette.interactions)
         self.replayed = 0
         self.hits: list[int] = []
         self.live: list[Exchange] = []
@@ -148,6 +149,20 @@ class Session:
                 return Cassette(interactions=[], source={})
             raise CassetteError(path, "", "no such cassette; record it first (--mode record)")
         return load(path)
+
+    def exact_hit(self, provider: str, path: str, body: Any) -> int | None:
+        """The recording a body identical to a recorded one replays, without building and
+        normalising its canonical request; None sends the request through ``matcher``."""
+        if not self._exact or not isinstance(body, dict):
+            return None
+        candidates = self._exact.get(exact_key(provider, path, body))
+        if not candidates:
+            return None
+        used = self.matcher.used
+        for index in candidates:
+            if index not in used:
+                return index if self.matcher.consume_if_next(index) else None
+        return None
 
     @property
     def writes_replayed_spans(self) -> bool:
@@ -320,6 +335,25 @@ class Session:
         ]
         text = json.dumps({"cassette": str(self.cassette_path), "misses": records}, indent=2)
         _atomic_write(misses_path(self.cassette_path), self.redactor.text(text) + "\n")
+
+
+def exact_key(provider: str, endpoint: str, body: dict[str, Any]) -> str:
+    """Provider, endpoint and the body's canonical JSON text: equal keys mean equal
+    requests, so their canonical requests are equal too."""
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return f"{provider} {endpoint} {text}"
+
+
+def _exact_index(interactions: list[Exchange]) -> dict[str, list[int]]:
+    index: dict[str, list[int]] = {}
+    for i, ex in enumerate(interactions):
+        if isinstance(ex.raw_request, dict) and ex.request.known == ALL_KNOWN:
+            try:
+                key = exact_key(ex.provider, ex.request.endpoint, ex.raw_request)
+            except (TypeError, ValueError):
+                continue
+            index.setdefault(key, []).append(i)
+    return index
 
 
 def _transport_fault(exchange: Exchange) -> bool:

@@ -302,3 +302,49 @@ def test_timing_recorded_replays_streams_at_the_recorded_pace(tmp_path):
     assert summary.replayed == 1
     # sleeps never end early: the paced replay spans at least the recorded time
     assert paced[-1] - paced[0] >= recorded_span * 0.9
+
+
+def test_identical_bodies_take_the_fast_path_without_reordering_recordings(tmp_path):
+    """Two recordings equal for matching, only the second byte-identical to what the agent
+    now sends: the first is still consumed first, as the component matcher orders them."""
+    from otel_replay.cassette import Cassette, dump
+    from otel_replay.exchange import Exchange, Response
+    from otel_replay.providers import get
+
+    def exchange(content, answer):  # type: ignore[no-untyped-def]
+        body = {"model": "m", "messages": [{"role": "user", "content": content}]}
+        reply = {
+            "id": "chatcmpl-1",
+            "object": "chat.completion",
+            "created": 1,
+            "model": "m",
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": "stop",
+                    "message": {"role": "assistant", "content": answer},
+                }
+            ],
+        }
+        return Exchange(
+            provider="openai",
+            operation="chat",
+            request=get("openai").canonical("/v1/chat/completions", body),
+            response=Response(status=200, body=reply),
+            raw_request=body,
+        )
+
+    blocks = [{"type": "text", "text": "hi"}]
+    dump(Cassette([exchange(blocks, "first"), exchange("hi", "second")]), tmp_path / "c.json")
+
+    def run(env):  # type: ignore[no-untyped-def]
+        client = oa(env)
+        return [
+            client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
+            .choices[0]
+            .message.content
+            for _ in range(2)
+        ]
+
+    answers, summary = replay(tmp_path, run)
+    assert answers == ["first", "second"] and summary.hits == [0, 1]
