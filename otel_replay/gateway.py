@@ -181,17 +181,25 @@ class Gateway:
         provider = providers.provider_for(request.path, headers)
         trace_id, parent = parse_traceparent(headers.get("traceparent"))
         session = self.session
-        parsed = parse_body(raw)
-        # a body identical to a recorded (hence already redacted) one replays at once
+        # a body identical to a recorded (hence already redacted) one replays at once:
+        # first as the bytes sent, then as the parsed body
         exact = None
         if session.mode != "record":
-            exact = session.exact_hit(provider.name, request.path, parsed)
+            exact = session.exact_hit_raw(provider.name, request.path, raw)
+        if exact is not None:
+            body = session.cassette.interactions[exact].raw_request
+        else:
+            body = parse_body(raw)
+            if session.mode != "record":
+                exact = session.exact_hit(provider.name, request.path, body)
+            if exact is None:
+                body = redacted_body(session.redactor, raw, body)
         call = Call(
             request=request,
             provider=provider,
             operation=provider.operation(request.path),
             raw=raw,
-            body=parsed if exact is not None else redacted_body(session.redactor, raw, parsed),
+            body=body,
             stream=False,
             start_ns=time.time_ns(),
             trace_id=trace_id,

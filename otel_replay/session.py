@@ -155,7 +155,24 @@ class Session:
         normalising its canonical request; None sends the request through ``matcher``."""
         if not self._exact or not isinstance(body, dict):
             return None
-        candidates = self._exact.get(exact_key(provider, path, body))
+        try:
+            key = exact_key(provider, path, body)
+        except (TypeError, ValueError):
+            return None
+        return self._take(self._exact.get(key))
+
+    def exact_hit_raw(self, provider: str, path: str, raw: bytes) -> int | None:
+        """``exact_hit`` for the request bytes themselves, before parsing: SDKs send
+        compact JSON in a stable key order, so a repeated request is the recorded text."""
+        if not self._exact or not raw.startswith(b"{"):
+            return None
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+        return self._take(self._exact.get(f"{provider} {path} {text}"))
+
+    def _take(self, candidates: list[int] | None) -> int | None:
         if not candidates:
             return None
         used = self.matcher.used
@@ -338,9 +355,9 @@ class Session:
 
 
 def exact_key(provider: str, endpoint: str, body: dict[str, Any]) -> str:
-    """Provider, endpoint and the body's canonical JSON text: equal keys mean equal
-    requests, so their canonical requests are equal too."""
-    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    """Provider, endpoint and the body as compact JSON text (the form SDKs send): equal
+    keys mean equal requests, so their canonical requests are equal too."""
+    text = json.dumps(body, separators=(",", ":"), ensure_ascii=False)
     return f"{provider} {endpoint} {text}"
 
 

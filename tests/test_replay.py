@@ -348,3 +348,33 @@ def test_identical_bodies_take_the_fast_path_without_reordering_recordings(tmp_p
 
     answers, summary = replay(tmp_path, run)
     assert answers == ["first", "second"] and summary.hits == [0, 1]
+
+
+def test_sdk_bytes_identical_to_a_recording_skip_the_component_matcher(tmp_path):
+    def ask(env, content):  # type: ignore[no-untyped-def]
+        reply = oa(env).chat.completions.create(
+            model="m", messages=[{"role": "user", "content": content}]
+        )
+        return reply.choices[0].message.content
+
+    def run(env):  # type: ignore[no-untyped-def]
+        return [ask(env, [{"type": "text", "text": "hi"}]), ask(env, "hi"), ask(env, "hi")]
+
+    recorded, _, _ = record(tmp_path, run)
+    config = GatewayConfig(mode="strict", cassette=tmp_path / "c.json")
+    with GatewayThread(config) as gw:
+        matcher = gw.session.matcher
+        calls = []
+        original = matcher.match
+
+        def counting(live):  # type: ignore[no-untyped-def]
+            calls.append(live)
+            return original(live)
+
+        matcher.match = counting  # type: ignore[method-assign]
+        replayed = [ask(gw.env, "hi"), ask(gw.env, "hi"), ask(gw.env, "hi")]
+        summary = gw.stop()
+    # all three recordings are equal for matching: consumed in order, the block-content
+    # one first (through the matcher), the two byte-identical ones by their bytes
+    assert summary.hits == [0, 1, 2] and replayed == recorded
+    assert len(calls) == 1
