@@ -109,22 +109,30 @@ class Call:
     provider: Provider
     operation: str
     raw: bytes
-    body: JSON  # redacted
+    body: JSON  # redacted, unless ``redacted`` is False (record mode, until recording)
     stream: bool
     start_ns: int
     trace_id: str | None
     parent_span_id: str | None
     session: Session
+    redacted: bool = True
     _canonical: CanonicalRequest | None = None
 
     @property
     def canonical(self) -> CanonicalRequest:
         """The canonical request, computed once (matching and recording both need it)."""
         if self._canonical is None:
+            self._redact()
             self._canonical = self.provider.canonical(self.request.path, self.body)
         return self._canonical
 
+    def _redact(self) -> None:
+        if not self.redacted:
+            self.body = redacted_body(self.session.redactor, self.raw, self.body)
+            self.redacted = True
+
     def exchange(self, response: Response) -> Exchange:
+        self._redact()
         return Exchange(
             provider=self.provider.name,
             operation=self.operation,
@@ -192,7 +200,7 @@ class Gateway:
             body = parse_body(raw)
             if session.mode != "record":
                 exact = session.exact_hit(provider.name, request.path, body)
-            if exact is None:
+            if exact is None and session.mode != "record":
                 body = redacted_body(session.redactor, raw, body)
         call = Call(
             request=request,
@@ -205,6 +213,8 @@ class Gateway:
             trace_id=trace_id,
             parent_span_id=parent,
             session=session,
+            # record mode redacts when it records, off the agent's critical path
+            redacted=session.mode != "record",
         )
         call.stream = provider.wants_stream(call.body)
         mode = session.mode
