@@ -6,6 +6,7 @@ import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -39,6 +40,27 @@ def _isolated_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in _ISOLATED:
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+
+
+@pytest.fixture(autouse=True)
+def _close_sdk_clients(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Close every SDK client a test made: an unclosed client's sockets are otherwise
+    finalised by the GC during some later test, as a ResourceWarning that fails it."""
+    import anthropic
+    import openai
+
+    created: list[Any] = []
+    for cls in (openai.OpenAI, anthropic.Anthropic):
+        original = cls.__init__
+
+        def init(self: Any, *args: Any, _original: Any = original, **kwargs: Any) -> None:
+            _original(self, *args, **kwargs)
+            created.append(self)
+
+        monkeypatch.setattr(cls, "__init__", init)
+    yield
+    for client in created:
+        client.close()
 
 
 @pytest.fixture(autouse=True)
