@@ -13,7 +13,7 @@ import logging
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from aiohttp import web
 from google.protobuf import json_format
@@ -54,6 +54,9 @@ class _Refused(Exception):
         self.close = close  # the body was not read to its end: the connection cannot be reused
 
 
+_M = TypeVar("_M", bound=Message)
+
+
 @dataclass(frozen=True, slots=True)
 class _Route:
     """How one signal is decoded, checked, stored and answered."""
@@ -65,28 +68,27 @@ class _Route:
     response: Callable[[int, str], Message]
 
 
-def trace_response(rejected: int, message: str) -> trace_pb.ExportTraceServiceResponse:
-    response = trace_pb.ExportTraceServiceResponse()
+def _partial(response: _M, field: str, rejected: int, message: str) -> _M:
+    """An Export*ServiceResponse, with its partial success filled in when anything was
+    rejected (``field`` names the signal's rejected counter)."""
     if rejected or message:
-        response.partial_success.rejected_spans = rejected
+        setattr(response.partial_success, field, rejected)
         response.partial_success.error_message = message
     return response
+
+
+def trace_response(rejected: int, message: str) -> trace_pb.ExportTraceServiceResponse:
+    return _partial(trace_pb.ExportTraceServiceResponse(), "rejected_spans", rejected, message)
 
 
 def logs_response(rejected: int, message: str) -> logs_pb.ExportLogsServiceResponse:
-    response = logs_pb.ExportLogsServiceResponse()
-    if rejected or message:
-        response.partial_success.rejected_log_records = rejected
-        response.partial_success.error_message = message
-    return response
+    return _partial(logs_pb.ExportLogsServiceResponse(), "rejected_log_records", rejected, message)
 
 
 def metrics_response(rejected: int, message: str) -> metrics_pb.ExportMetricsServiceResponse:
-    response = metrics_pb.ExportMetricsServiceResponse()
-    if rejected or message:
-        response.partial_success.rejected_data_points = rejected
-        response.partial_success.error_message = message
-    return response
+    return _partial(
+        metrics_pb.ExportMetricsServiceResponse(), "rejected_data_points", rejected, message
+    )
 
 
 ROUTES = (
