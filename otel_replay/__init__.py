@@ -27,6 +27,7 @@ __all__ = [
     "Summary",
     "__version__",
     "build",
+    "build_file",
     "dump",
     "load",
     "record",
@@ -40,6 +41,7 @@ _LAZY: dict[str, str] = {
     "load": "otel_replay.cassette",
     "dump": "otel_replay.cassette",
     "build": "otel_replay.build",
+    "build_file": "otel_replay.build",
     "Exchange": "otel_replay.exchange",
     "CanonicalRequest": "otel_replay.exchange",
     "Response": "otel_replay.exchange",
@@ -54,7 +56,7 @@ _LAZY: dict[str, str] = {
 
 if TYPE_CHECKING:
     from otel_replay.api import record, replay
-    from otel_replay.build import build
+    from otel_replay.build import build, build_file
     from otel_replay.cassette import Cassette, dump, load
     from otel_replay.errors import (
         CassetteError,

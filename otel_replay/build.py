@@ -2,20 +2,22 @@
 
 Reads OTLP trace files (JSON lines as the Collector's file exporter writes them, one OTLP
 JSON document, or OTLP protobuf; plain or gzip; a directory, or a file with its rotated
-siblings), streams their spans through the span readers and returns a cassette holding one
-interaction per model call, in start-time order, with every secret redacted.
+siblings), streams their spans through the span readers and makes a cassette holding one
+interaction per model call, in start-time order, with every secret redacted: ``build``
+returns it, ``build_file`` writes it with memory flat in the number of calls.
 
 Files holding log records (``resourceLogs``) are read first so that GenAI events exported
-as logs join their spans. Memory stays bounded by the exchanges themselves.
+as logs join their spans.
 """
 
 from __future__ import annotations
 
 import gzip
 import logging
+import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -23,13 +25,14 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsSer
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from otel_replay.cassette import Cassette, default_source
+from otel_replay.cassette_writer import CassetteWriter
 from otel_replay.errors import ConfigError, TraceFormatError
-from otel_replay.exchange import Exchange, SSEEvent
+from otel_replay.exchange import JSON, Exchange, SSEEvent
 from otel_replay.otlp.codec import iter_log_requests, iter_trace_requests
 from otel_replay.readers import Selection, read_exchanges
 from otel_replay.redact import Redactor
 
-__all__ = ["build", "expand_paths", "parse_time"]
+__all__ = ["BuildReport", "build", "build_file", "expand_paths", "parse_time"]
 
 log = logging.getLogger(__name__)
 
@@ -171,6 +174,71 @@ class _Reader:
             self.progress(min(read, self.total), self.total)
 
 
+@dataclass(frozen=True, slots=True)
+class BuildReport:
+    """What ``build_file`` did: interactions written, bad records skipped, and whether
+    the cassette was written (not when every record was bad: nothing usable was found
+    and an existing file is kept)."""
+
+    interactions: int
+    skipped: int
+    written: bool
+
+
+class _Job:
+    """One build: the files, the selection, and the redacted exchanges they hold."""
+
+    def __init__(
+        self,
+        paths: Sequence[Path],
+        trace_ids: Iterable[str] | None,
+        services: Iterable[str] | None,
+        since_ns: int | None,
+        until_ns: int | None,
+        progress: Progress | None,
+        on_error: ErrorHandler | None,
+        redactor: Redactor | None,
+    ) -> None:
+        self.files = expand_paths(paths)
+        self.selection = Selection(
+            trace_ids=frozenset(t.strip().lower() for t in trace_ids) if trace_ids else None,
+            services=frozenset(services) if services else None,
+            since_ns=since_ns,
+            until_ns=until_ns,
+        )
+        self.reader = _Reader(self.files, progress, on_error or _default_on_error)
+        self.redactor = redactor or Redactor.from_environment()
+
+    def exchanges(self) -> Iterator[Exchange]:
+        """Redacted exchanges, nearly in start-time order (the readers release them
+        through a window)."""
+        reader = self.reader
+        found = read_exchanges(
+            reader.traces(), reader.logs(), selection=self.selection, on_error=reader.on_error
+        )
+        for exchange in found:
+            yield redact_exchange(exchange, self.redactor)
+
+    def source(self) -> dict[str, JSON]:
+        """Provenance: the files, the build time, skipped records and the selection."""
+        source = default_source(
+            command="build",
+            traces=[str(f) for f in self.files],
+            built_at=datetime.now(UTC).isoformat(timespec="seconds"),
+            skipped=self.reader.errors,
+        )
+        selection = self.selection
+        chosen: dict[str, JSON] = {
+            "trace_ids": sorted(selection.trace_ids or ()),
+            "services": sorted(selection.services or ()),
+            "since_ns": selection.since_ns,
+            "until_ns": selection.until_ns,
+        }
+        if any(chosen.values()):
+            source["selection"] = {k: v for k, v in chosen.items() if v}
+        return source
+
+
 def build(
     paths: Sequence[Path],
     *,
@@ -182,41 +250,45 @@ def build(
     on_error: ErrorHandler | None = None,
     redactor: Redactor | None = None,
 ) -> Cassette:
-    """A cassette of the model calls in trace files.
+    """A cassette of the model calls in trace files, in memory (for a file of any size,
+    :func:`build_file` writes it with memory flat in the number of calls).
 
     ``trace_ids`` (hex), ``services`` (``service.name``) and the start-time window
     ``[since_ns, until_ns)`` select spans. ``progress(bytes_read, total_bytes)`` is called
     as the files are read. A bad line or unreadable span goes to ``on_error`` (default: a
     logged warning) and is skipped. Secrets are redacted with ``redactor`` (default: from
     this environment and ``.env``)."""
-    files = expand_paths(paths)
-    selection = Selection(
-        trace_ids=frozenset(t.strip().lower() for t in trace_ids) if trace_ids else None,
-        services=frozenset(services) if services else None,
-        since_ns=since_ns,
-        until_ns=until_ns,
-    )
-    reader = _Reader(files, progress, on_error or _default_on_error)
-    redact = redactor or Redactor.from_environment()
-    found = read_exchanges(
-        reader.traces(), reader.logs(), selection=selection, on_error=reader.on_error
-    )
-    interactions = sorted((redact_exchange(e, redact) for e in found), key=lambda e: e.start_ns)
-    source = default_source(
-        command="build",
-        traces=[str(f) for f in files],
-        built_at=datetime.now(UTC).isoformat(timespec="seconds"),
-        skipped=reader.errors,
-    )
-    chosen = {
-        "trace_ids": sorted(selection.trace_ids or ()),
-        "services": sorted(selection.services or ()),
-        "since_ns": since_ns,
-        "until_ns": until_ns,
-    }
-    if any(chosen.values()):
-        source["selection"] = {k: v for k, v in chosen.items() if v}
-    return Cassette(interactions=interactions, source=source)
+    job = _Job(paths, trace_ids, services, since_ns, until_ns, progress, on_error, redactor)
+    interactions = sorted(job.exchanges(), key=lambda e: e.start_ns)
+    return Cassette(interactions=interactions, source=job.source())
+
+
+def build_file(
+    paths: Sequence[Path],
+    output: str | os.PathLike[str],
+    *,
+    trace_ids: Iterable[str] | None = None,
+    services: Iterable[str] | None = None,
+    since_ns: int | None = None,
+    until_ns: int | None = None,
+    progress: Progress | None = None,
+    on_error: ErrorHandler | None = None,
+    redactor: Redactor | None = None,
+) -> BuildReport:
+    """Write the cassette :func:`build` returns to ``output`` (the same text ``dump``
+    writes), holding only a few integers per interaction in memory: each interaction
+    spills to a temporary file beside ``output`` as it is read. ``output`` is replaced
+    atomically at the end; when every record was bad it is left as it was. Raises
+    ``CassetteError`` when the cassette cannot be written."""
+    job = _Job(paths, trace_ids, services, since_ns, until_ns, progress, on_error, redactor)
+    with CassetteWriter(output) as writer:
+        for exchange in job.exchanges():
+            writer.add(exchange)
+        count, skipped = len(writer), job.reader.errors
+        written = bool(count or not skipped)
+        if written:
+            writer.commit(job.source())
+    return BuildReport(interactions=count, skipped=skipped, written=written)
 
 
 def redact_exchange(exchange: Exchange, redactor: Redactor) -> Exchange:

@@ -16,11 +16,12 @@ import importlib
 import json
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from otel_replay.errors import CassetteError, CassetteVersionError
 from otel_replay.exchange import (
@@ -38,10 +39,13 @@ __all__ = [
     "FORMAT_VERSION",
     "MIGRATIONS",
     "Cassette",
+    "atomic_text",
     "convert_0_to_1",
     "default_source",
+    "document",
     "dump",
     "dumps",
+    "interaction_text",
     "load",
     "loads",
 ]
@@ -144,26 +148,50 @@ def to_json(cassette: Cassette) -> dict[str, JSON]:
     }
 
 
+_ITEM_PAD = "    "
+
+
+def interaction_text(ex: Exchange) -> str:
+    """One interaction's text as it reads in the cassette's list, two levels in.
+
+    Raises ValueError when a value has no JSON form (NaN, infinity)."""
+    item = _interaction_dict(ex)
+    text = pretty(item, _ITEM_PAD)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate: escape this interaction, still lossless
+        escaped = json.dumps(item, indent=2, ensure_ascii=True, allow_nan=False)
+        text = escaped.replace("\n", "\n" + _ITEM_PAD)
+    return text
+
+
+def document(source: dict[str, JSON], texts: Iterable[str]) -> Iterator[str]:
+    """The pieces of a cassette file: the head, each interaction's text (from
+    :func:`interaction_text`) in order, and the close. ``dumps`` joins them; a streaming
+    writer writes them one at a time."""
+    head_doc = {"version": FORMAT_VERSION, "source": source}
+    head = json.dumps(head_doc, indent=2, ensure_ascii=False, allow_nan=False)
+    try:
+        head.encode("utf-8")
+    except UnicodeEncodeError:
+        head = json.dumps(head_doc, indent=2, ensure_ascii=True, allow_nan=False)
+    yield head[:-2] + ',\n  "interactions": '
+    opener = "[\n" + _ITEM_PAD
+    for text in texts:
+        yield opener + text
+        opener = ",\n" + _ITEM_PAD
+    yield "[]\n}\n" if opener.startswith("[") else "\n  ]\n}\n"
+
+
 def dumps(cassette: Cassette) -> str:
-    """Pretty-printed (indent 2), stably ordered JSON text with a trailing newline.
+    """Pretty-printed (indent 2), stably ordered JSON text with a trailing newline: the
+    text of ``json.dumps(to_json(cassette), indent=2, ensure_ascii=False)``, written
+    faster (see ``jsontext``).
 
     Raises ValueError when a value has no JSON form (NaN, infinity).
     """
-    doc = to_json(cassette)
-    # The free-form provenance goes through json.dumps; the interactions, nearly all of the
-    # text, through the faster printer of the same layout, one level in.
-    head = json.dumps(
-        {"version": doc["version"], "source": doc["source"]},
-        indent=2,
-        ensure_ascii=False,
-        allow_nan=False,
-    )
-    text = head[:-2] + ',\n  "interactions": ' + pretty(doc["interactions"], "  ") + "\n}"
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:  # a lone surrogate: escape everything, still lossless
-        text = json.dumps(doc, indent=2, ensure_ascii=True, allow_nan=False)
-    return text + "\n"
+    texts = [interaction_text(ex) for ex in cassette.interactions]
+    return "".join(document(cassette.source, texts))
 
 
 # --- migrations -----------------------------------------------------------------------
@@ -441,12 +469,20 @@ def dump(cassette: Cassette, path: str | os.PathLike[str]) -> None:
 def write_atomic(target: Path, text: str) -> None:
     """A temporary file in the same directory, fsync, then an atomic rename over
     ``target`` (keeping its permissions). Raises ``OSError``; the old file stays intact."""
+    with atomic_text(target) as handle:
+        handle.write(text)
+
+
+@contextmanager
+def atomic_text(target: Path) -> Iterator[TextIO]:
+    """A text handle whose content replaces ``target`` atomically when the block ends
+    without an exception (see :func:`write_atomic`); on an exception nothing changes."""
     target.parent.mkdir(parents=True, exist_ok=True)
     mode = target.stat().st_mode & 0o777 if target.exists() else 0o644
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
+            yield handle
             handle.flush()
             os.fsync(handle.fileno())
         os.chmod(tmp, mode)

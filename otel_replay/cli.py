@@ -238,18 +238,16 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def _build(args: argparse.Namespace) -> int:
-    from otel_replay.build import build, parse_time
-    from otel_replay.cassette import dump
+    from otel_replay.build import build_file, parse_time
 
     progress = None if args.quiet or not sys.stderr.isatty() else _progress_bar()
-    errors: list[str] = []
 
     def on_error(exc: Exception) -> None:
-        errors.append(str(exc))
         print(f"otel-replay build: skipped: {exc}", file=sys.stderr)
 
-    cassette = build(
+    report = build_file(
         args.traces,
+        args.output,
         trace_ids=set(args.trace_id) or None,
         services=set(args.service) or None,
         since_ns=parse_time(args.since) if args.since else None,
@@ -259,22 +257,18 @@ def _build(args: argparse.Namespace) -> int:
     )
     if progress is not None:
         print(file=sys.stderr)
-    n = len(cassette.interactions)
-    if errors and not n:
+    bad = report.skipped
+    bad_records = f"{bad} bad record{'s' if bad != 1 else ''}"
+    if not report.written:
         print(
-            f"otel-replay build: nothing usable in {len(errors)} bad record"
-            f"{'s' if len(errors) != 1 else ''}; no cassette written",
+            f"otel-replay build: nothing usable in {bad_records}; no cassette written",
             file=sys.stderr,
         )
         return 1
-    dump(cassette, args.output)
+    n = report.interactions
     print(
         f"otel-replay build: {n} interaction{'s' if n != 1 else ''} → {args.output}"
-        + (
-            f" ({len(errors)} bad record{'s' if len(errors) != 1 else ''} skipped)"
-            if errors
-            else ""
-        ),
+        + (f" ({bad_records} skipped)" if bad else ""),
         file=sys.stderr,
     )
     return 0

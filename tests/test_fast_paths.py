@@ -267,6 +267,7 @@ class _ScanWindow(_Window):
         self.plain: list[Exchange] = []
 
     def add(self, exchange: Exchange) -> Iterator[Exchange]:
+        self.links.tick()  # parent links age the same way
         self.plain.append(exchange)
         if len(self.plain) > self.size:
             yield self._release_plain()
@@ -323,7 +324,7 @@ def test_indexed_window_releases_what_the_scan_released(
     fast, slow = _Window(size), _ScanWindow(size)
     for window in (fast, slow):
         for child, parent in links:
-            window.parents[child] = parent
+            window.links.add(bytes.fromhex(child), bytes.fromhex(parent))
     got = [e for ex in exchanges for e in fast.add(ex)] + list(fast.flush())
     want = [e for ex in exchanges for e in slow.add(ex)] + list(slow.flush())
     assert [id(e) for e in got] == [id(e) for e in want]

@@ -22,6 +22,7 @@ EXPECTED = [
     "Summary",
     "__version__",
     "build",
+    "build_file",
     "dump",
     "load",
     "record",

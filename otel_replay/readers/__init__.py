@@ -9,13 +9,12 @@ semantic conventions (a view: canonical request and a rebuilt response).
 up as two or three spans (an instrumentation span, another instrumentation stacked on the
 same SDK, the gateway's own span); those become one exchange, the highest-fidelity one.
 Memory stays bounded: candidates wait in a window of ``WINDOW`` exchanges for their
-duplicates, and only the parent links of recent spans are kept.
+duplicates, and only the parent links of recent spans are kept (see ``_Links``).
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left, insort
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -37,6 +36,7 @@ __all__ = ["WINDOW", "Selection", "read_exchanges", "read_span"]
 WINDOW = 512
 """How many exchanges wait for a duplicate before the earliest is released."""
 _PARENT_LINKS = 100_000
+"""At most this many parent links are held (in two generations)."""
 _MAX_HOPS = 8
 _OWN_MARK = "otel_replay.format_version"
 _GENAI_EVENTS = semconv.MESSAGE_EVENTS | {semconv.DETAILS_EVENT}
@@ -177,7 +177,7 @@ class _Window:
     def __init__(self, size: int = WINDOW) -> None:
         self.size = size
         self.pending: dict[int, Exchange] = {}
-        self.parents: OrderedDict[str, str] = OrderedDict()
+        self.links = _Links(exchanges=size, spans=_PARENT_LINKS // 2)
         self._seq = 0
         self._by_start: list[tuple[int, int]] = []
         self._by_trace: dict[str, list[int]] = {}
@@ -185,14 +185,14 @@ class _Window:
 
     def note(self, span: Span) -> None:
         """Remember a span's parent (any span: HTTP spans link the layers of one call)."""
-        if span.parent_span_id:
-            self.parents[span.span_id.hex()] = span.parent_span_id.hex()
-            if len(self.parents) > _PARENT_LINKS:
-                self.parents.popitem(last=False)
+        parent = span.parent_span_id
+        if parent:
+            self.links.add(span.span_id, parent)
 
     def add(self, exchange: Exchange) -> Iterator[Exchange]:
         seq = self._seq
         self._seq += 1
+        self.links.tick()
         self.pending[seq] = exchange
         insort(self._by_start, (exchange.start_ns, seq))
         if exchange.trace_id:
@@ -247,13 +247,19 @@ class _Window:
         return a.trace_id == b.trace_id and (self._above(a, b) or self._above(b, a))
 
     def _above(self, upper: Exchange, lower: Exchange) -> bool:
-        node = lower.parent_span_id
+        if lower.parent_span_id is None or upper.span_id is None:
+            return False
+        try:
+            node: bytes | None = bytes.fromhex(lower.parent_span_id)
+            target = bytes.fromhex(upper.span_id)
+        except ValueError:
+            return False
         for _ in range(_MAX_HOPS):
             if node is None:
                 return False
-            if node == upper.span_id:
+            if node == target:
                 return True
-            node = self.parents.get(node)
+            node = self.links.get(node)
         return False
 
     def _same_call(self, a: Exchange, b: Exchange) -> bool:
@@ -266,6 +272,45 @@ class _Window:
         if a.source == b.source or not (a.start_ns <= b.end_ns and b.start_ns <= a.end_ns):
             return False
         return _same_messages(a, b)
+
+
+class _Links:
+    """Parent links of recent spans, in two generations: the current one and the one
+    before it. A generation closes after ``exchanges`` exchanges have arrived or
+    ``spans`` links were noted, whichever comes first, and the one before is dropped.
+
+    The layers of one model call (an instrumentation span, the HTTP span below it, the
+    gateway's span) end together and are exported together, so the links between two
+    exchanges arrive close to them; those read more than a window of exchanges earlier
+    can only relate exchanges the window has already released. Memory follows the spans
+    per exchange, not the length of the file.
+    """
+
+    def __init__(self, exchanges: int, spans: int) -> None:
+        self._max_exchanges = exchanges
+        self._max_spans = spans
+        self._current: dict[bytes, bytes] = {}
+        self._previous: dict[bytes, bytes] = {}
+        self._exchanges = 0
+
+    def add(self, child: bytes, parent: bytes) -> None:
+        self._current[child] = parent
+        if len(self._current) >= self._max_spans:
+            self._rotate()
+
+    def tick(self) -> None:
+        """One exchange arrived."""
+        self._exchanges += 1
+        if self._exchanges >= self._max_exchanges:
+            self._rotate()
+
+    def get(self, child: bytes) -> bytes | None:
+        found = self._current.get(child)
+        return found if found is not None else self._previous.get(child)
+
+    def _rotate(self) -> None:
+        self._previous, self._current = self._current, {}
+        self._exchanges = 0
 
 
 def _fidelity(exchange: Exchange) -> tuple[int, int]:

@@ -1,0 +1,157 @@
+"""``build_file`` and ``otel-replay build``: a cassette written straight from trace files,
+with memory flat in the number of calls — the same text ``dump(build(...))`` writes, in
+start-time order, atomically, and nothing written when nothing usable was found."""
+
+from __future__ import annotations
+
+import functools
+import json
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from test_build import call_span, texts, write_lines
+from test_readers import make_span, traces
+
+from otel_replay import readers
+from otel_replay.build import build, build_file
+from otel_replay.cassette import Cassette, dump, dumps, load
+from otel_replay.cassette_writer import CassetteWriter
+from otel_replay.errors import CassetteError
+from otel_replay.exchange import CanonicalRequest, Exchange, Response
+from otel_replay.redact import Redactor
+
+CLI = [sys.executable, "-m", "otel_replay"]
+SECRET = "sk-proj-" + "Q" * 40
+
+
+def _without_build_time(text: str) -> str:
+    doc = json.loads(text)
+    del doc["source"]["built_at"]
+    return json.dumps(doc)
+
+
+def test_build_file_writes_what_dump_of_build_writes(tmp_path: Path) -> None:
+    spans = [
+        call_span(f"question {i}", span_id=f"{i + 1:016x}", start=10_000 - i * 10)
+        for i in range(40)
+    ]
+    spans.append(call_span(f"key {SECRET} and \\ud800", span_id="f" * 16, start=5))
+    path = write_lines(tmp_path / "traces.jsonl", *(traces(s) for s in spans))
+    redactor = Redactor()
+
+    streamed = tmp_path / "streamed.json"
+    report = build_file([path], streamed, redactor=redactor)
+    in_memory = tmp_path / "in_memory.json"
+    dump(build([path], redactor=redactor), in_memory)
+
+    assert (report.interactions, report.skipped, report.written) == (41, 0, True)
+    text = streamed.read_text(encoding="utf-8")
+    assert _without_build_time(text) == _without_build_time(in_memory.read_text("utf-8"))
+    assert SECRET not in text
+    starts = [ex.start_ns for ex in load(streamed).interactions]
+    assert starts == sorted(starts)
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_interactions_released_out_of_order_are_written_in_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A window of 2 releases a late-arriving early call after later ones.
+    monkeypatch.setattr(readers, "_Window", functools.partial(readers._Window, 2))
+    spans = [call_span(f"q{i}", span_id=f"{i + 1:016x}", start=1_000 * (i + 1)) for i in range(6)]
+    spans.append(call_span("earliest", span_id="e" * 16, start=10))
+    path = write_lines(tmp_path / "traces.jsonl", *(traces(s) for s in spans))
+    out = tmp_path / "out.json"
+    build_file([path], out)
+    assert texts(load(out)) == ["earliest", "q0", "q1", "q2", "q3", "q4", "q5"]
+
+
+def _exchange(i: int, start: int) -> Exchange:
+    return Exchange(
+        provider="openai",
+        operation="chat",
+        request=CanonicalRequest("/v1/chat/completions", model="m", messages=[{"n": i}]),
+        response=Response(status=200, body={"n": i, "text": "é" * (i % 7)}),
+        start_ns=start,
+        end_ns=start + 1,
+    )
+
+
+def test_writer_sorts_by_start_keeping_arrival_order_for_ties(tmp_path: Path) -> None:
+    rng = random.Random(7)
+    exchanges = [_exchange(i, rng.randrange(20)) for i in range(200)]
+    out = tmp_path / "c.json"
+    with CassetteWriter(out) as writer:
+        for ex in exchanges:
+            writer.add(ex)
+        writer.commit({"command": "test"})
+    want = Cassette(sorted(exchanges, key=lambda e: e.start_ns), {"command": "test"})
+    assert out.read_text(encoding="utf-8") == dumps(want)
+
+
+def test_an_empty_build_writes_an_empty_cassette(tmp_path: Path) -> None:
+    path = write_lines(tmp_path / "traces.jsonl", traces(make_span({}, name="step")))
+    out = tmp_path / "out.json"
+    report = build_file([path], out)
+    assert (report.interactions, report.written) == (0, True)
+    assert load(out).interactions == []
+    assert out.read_text(encoding="utf-8").endswith('"interactions": []\n}\n')
+
+
+def test_a_value_without_json_form_leaves_the_old_cassette_and_no_spill(tmp_path: Path) -> None:
+    out = tmp_path / "c.json"
+    out.write_text("old", encoding="utf-8")
+    bad = _exchange(1, 5)
+    bad.response.body = {"x": float("nan")}
+    with pytest.raises(CassetteError, match=r"c\.json: cannot write"), CassetteWriter(out) as w:
+        w.add(_exchange(0, 1))
+        w.add(bad)
+    assert out.read_text(encoding="utf-8") == "old"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.json"]
+
+
+def test_cli_build_of_only_bad_records_keeps_the_old_cassette(tmp_path: Path) -> None:
+    path = tmp_path / "traces.jsonl"
+    path.write_text('{"resourceSpans": [\n{broken\n', encoding="utf-8")
+    out = tmp_path / "cassette.json"
+    out.write_text("keep me", encoding="utf-8")
+    done = subprocess.run(
+        [*CLI, "build", str(path), "-o", str(out)], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 1, done.stderr
+    assert "nothing usable in 2 bad records; no cassette written" in done.stderr
+    assert out.read_text(encoding="utf-8") == "keep me"
+
+
+def test_cli_build_writes_and_counts(tmp_path: Path) -> None:
+    path = write_lines(
+        tmp_path / "traces.jsonl",
+        traces(call_span("one", span_id="1" * 16, start=1)),
+        traces(call_span("two", span_id="2" * 16, start=2)),
+    )
+    with path.open("a", encoding="utf-8") as handle:
+        handle.write("not json\n")
+    out = tmp_path / "deep" / "cassette.json"
+    done = subprocess.run(
+        [*CLI, "build", str(path), "-o", str(out)], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"2 interactions → {out} (1 bad record skipped)" in done.stderr
+    assert texts(load(out)) == ["one", "two"]
+
+
+def test_parent_links_are_held_for_about_two_windows_of_exchanges() -> None:
+    """A long file does not grow them (the layers of one call, exported together, are
+    still joined: see test_build)."""
+    window = readers._Window(size=4)
+    for i in range(1_000):
+        span = make_span({}, name="tool", span_id=f"{i + 1:016x}", parent=f"{i + 2:016x}")
+        window.note(span)
+        if i % 10 == 0:
+            list(window.add(_exchange(i, i)))
+    held = len(window.links._current) + len(window.links._previous)
+    assert held <= 2 * 4 * 10
+    list(window.flush())
