@@ -26,7 +26,7 @@ from otel_replay.errors import CassetteError, ConfigError, ReplayMiss
 from otel_replay.exchange import ALL_KNOWN, Exchange
 from otel_replay.matcher import Matcher
 from otel_replay.redact import Redactor
-from otel_replay.spans import exchange_to_span, export_request
+from otel_replay.spans import exchange_to_trace_json
 from otel_replay.store import TraceStore, sibling
 
 MODES = ("strict", "auto", "record", "off")
@@ -191,24 +191,27 @@ class Session:
             self.replayed += 1
             self.hits.append(index)
         if exchange is not None and self.writes_replayed_spans:
-            self.store.write_traces(
-                export_request([exchange_to_span(exchange, replayed=True)]), received=False
-            )
+            doc = exchange_to_trace_json(exchange, replayed=True)
+            self.store.append_traces(self.store.traces_line(doc))
 
     def recorded(self, exchange: Exchange, assembled: Any = None) -> None:
         """A live exchange (record mode, or an auto-mode miss forwarded live);
         ``assembled`` is a streamed response's body, when already put together."""
-        span = exchange_to_span(exchange, assembled=assembled)
+        # the span's line is made (and redacted) first: an exchange that cannot be stored
+        # leaves no trace in the session either
+        doc = exchange_to_trace_json(exchange, assembled=assembled)
+        trace_id = doc["resourceSpans"][0]["scopeSpans"][0]["spans"][0].get("traceId", "")
+        line = self.store.traces_line(doc)
         with self._lock:
             self.live.append(exchange)
-            self._trace_ids.add(span.trace_id.hex())
+            self._trace_ids.add(trace_id)
             if self.mode == "auto" and not _transport_fault(exchange):
                 # consumed by the request that recorded it; a network blip is not kept
                 self.cassette.interactions.append(exchange)
                 index = self.matcher.append(exchange.request)
                 self.matcher.used.add(index)
                 self.hits.append(index)
-        self.store.write_traces(export_request([span]), received=False)
+        self.store.append_traces(line)
 
     def missed(self, miss: ReplayMiss, provider: str, path: str, body: Any) -> None:
         with self._lock:

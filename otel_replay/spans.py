@@ -1,4 +1,4 @@
-"""The span codec for the gateway's own spans: exchange ⇄ span.
+"""The gateway's own spans: exchange → span (``readers.own`` turns them back).
 
 A recorded exchange becomes one CLIENT span carrying two layers of attributes:
 
@@ -9,38 +9,44 @@ A recorded exchange becomes one CLIENT span carrying two layers of attributes:
   the span turns back into the same exchange without loss.
 
 Encoding runs on the gateway's hot path, so attributes are appended straight onto the
-protobuf span; the provider's response view is computed once and a provider failure never
-stops the exact-body attributes being written.
+protobuf span, or, for the trace store, straight into the span's OTLP JSON document
+(:func:`exchange_to_trace_json`, the same document without the protobuf round trip); the
+provider's response view is computed once and a provider failure never stops the
+exact-body attributes being written.
 """
 
 from __future__ import annotations
 
 import importlib
-import json
 import logging
+import math
 import os
 from collections.abc import Sequence
-from dataclasses import replace
-from typing import Any
+from typing import Any, Protocol
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.proto.common.v1.common_pb2 import AnyValue, InstrumentationScope, KeyValue
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue, InstrumentationScope
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span, Status
 
 from otel_replay import providers
-from otel_replay.errors import TraceFormatError
 from otel_replay.exchange import (
     ALL_KNOWN,
     COMPONENTS,
     JSON,
     CanonicalRequest,
     Exchange,
-    Response,
     SSEEvent,
 )
+from otel_replay.otlp import codec, tracejson
 
-__all__ = ["SPAN_FORMAT_VERSION", "exchange_to_span", "export_request", "span_to_exchange"]
+__all__ = [
+    "FORMAT_ATTRIBUTE",
+    "SPAN_FORMAT_VERSION",
+    "exchange_to_span",
+    "exchange_to_trace_json",
+    "export_request",
+]
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +55,8 @@ SPAN_FORMAT_VERSION = 1
 
 SCOPE_NAME = "otel-replay"
 P = "otel_replay."
-_FORMAT = P + "format_version"
+FORMAT_ATTRIBUTE = P + "format_version"
+"""Marks a span as otel-replay's own (``readers.own`` reads it back)."""
 
 # gen_ai.operation.name for each exchange operation (semconv values where one fits).
 _SEMCONV_OPERATION: dict[str, str] = {
@@ -79,10 +86,24 @@ _PARAM_ATTRS: dict[str, tuple[str, str]] = {
 
 
 def _dumps(value: JSON) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return codec.dumps_line(value)
 
 
 # --- encoding -------------------------------------------------------------------------
+
+
+class _Sink(Protocol):
+    """Where the encoders below put typed attributes: a protobuf span or OTLP JSON."""
+
+    def text(self, key: str, value: str) -> None: ...
+
+    def integer(self, key: str, value: int) -> None: ...
+
+    def flag(self, key: str, value: bool) -> None: ...
+
+    def double(self, key: str, value: float) -> None: ...
+
+    def texts(self, key: str, values: Sequence[str]) -> None: ...
 
 
 class _Attrs:
@@ -117,11 +138,68 @@ class _Attrs:
             array.values.add().string_value = item
 
 
+class _Unusual(Exception):
+    """A value the OTLP JSON encoder does not take the way protobuf would (a wrong type,
+    an integer out of range): the caller goes through the protobuf span instead."""
+
+
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+_UINT64_MAX = 2**64 - 1
+
+
+def _json_double(value: float) -> float | str:
+    if value != value:
+        return "NaN"
+    if value in (math.inf, -math.inf):
+        return "Infinity" if value > 0 else "-Infinity"
+    return value
+
+
+class _JsonAttrs:
+    """Appends attributes in the form ``codec.to_json`` gives the protobuf ones."""
+
+    __slots__ = ("items",)
+
+    def __init__(self) -> None:
+        self.items: list[dict[str, Any]] = []
+
+    def text(self, key: str, value: str) -> None:
+        if type(value) is not str:
+            raise _Unusual(key)
+        self.items.append({"key": key, "value": {"stringValue": value}})
+
+    def integer(self, key: str, value: int) -> None:
+        if type(value) is not int or not _INT64_MIN <= value <= _INT64_MAX:
+            raise _Unusual(key)
+        self.items.append({"key": key, "value": {"intValue": str(value)}})
+
+    def flag(self, key: str, value: bool) -> None:
+        if type(value) is not bool:
+            raise _Unusual(key)
+        self.items.append({"key": key, "value": {"boolValue": value}})
+
+    def double(self, key: str, value: float) -> None:
+        if type(value) is not float:
+            raise _Unusual(key)
+        self.items.append({"key": key, "value": {"doubleValue": _json_double(value)}})
+
+    def texts(self, key: str, values: Sequence[str]) -> None:
+        if not values:  # an empty array leaves the attribute without a value
+            self.items.append({"key": key})
+            return
+        items: list[dict[str, Any]] = []
+        for item in values:
+            if type(item) is not str:
+                raise _Unusual(key)
+            items.append({"stringValue": item})
+        self.items.append({"key": key, "value": {"arrayValue": {"values": items}}})
+
+
 def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _add_param(attrs: _Attrs, key: str, kind: str, value: JSON) -> None:
+def _add_param(attrs: _Sink, key: str, kind: str, value: JSON) -> None:
     if kind == "int" and _is_int(value):
         attrs.integer(key, value)
     elif kind == "double" and (_is_int(value) or isinstance(value, float)):
@@ -132,7 +210,7 @@ def _add_param(attrs: _Attrs, key: str, kind: str, value: JSON) -> None:
             attrs.texts(key, items)
 
 
-def _add_request(attrs: _Attrs, request: CanonicalRequest) -> None:
+def _add_request(attrs: _Sink, request: CanonicalRequest) -> None:
     if request.model is not None:
         attrs.text("gen_ai.request.model", request.model)
     seen: set[str] = set()
@@ -150,7 +228,7 @@ def _add_request(attrs: _Attrs, request: CanonicalRequest) -> None:
         attrs.text("gen_ai.tool.definitions", _dumps(request.tools))
 
 
-def _add_output(attrs: _Attrs, ex: Exchange, assembled: JSON = None) -> None:
+def _add_output(attrs: _Sink, ex: Exchange, assembled: JSON = None) -> None:
     """The semconv view of a successful response; any provider failure is only logged."""
     response = ex.response
     if response.status >= 400 or (response.body is None and not response.events):
@@ -195,9 +273,9 @@ def _events_json(events: list[SSEEvent]) -> str:
     return _dumps(items)
 
 
-def _add_project(attrs: _Attrs, ex: Exchange, replayed: bool) -> None:
+def _add_project(attrs: _Sink, ex: Exchange, replayed: bool) -> None:
     request, response = ex.request, ex.response
-    attrs.integer(_FORMAT, SPAN_FORMAT_VERSION)
+    attrs.integer(FORMAT_ATTRIBUTE, SPAN_FORMAT_VERSION)
     attrs.text(P + "operation", ex.operation)
     attrs.text(P + "endpoint", request.endpoint)
     attrs.text(P + "method", ex.method)
@@ -241,6 +319,44 @@ def _id_bytes(hex_id: str | None, size: int) -> bytes:
     return os.urandom(size)
 
 
+def _fill(
+    attrs: _Sink,
+    ex: Exchange,
+    op_name: str,
+    replayed: bool,
+    server_address: str | None,
+    server_port: int | None,
+    assembled: JSON,
+) -> str | None:
+    """Every attribute of the exchange's span; returns the error status message, if any."""
+    request, response = ex.request, ex.response
+    attrs.text("gen_ai.provider.name", ex.provider)
+    attrs.text("gen_ai.operation.name", op_name)
+    _add_request(attrs, request)
+    if ex.stream:
+        attrs.flag("gen_ai.request.stream", True)
+    _add_output(attrs, ex, assembled)
+    if server_address:
+        attrs.text("server.address", server_address)
+    if server_port:
+        attrs.integer("server.port", server_port)
+    if response.status > 0:
+        attrs.integer("http.response.status_code", response.status)
+    status: str | None = None
+    if response.fault is not None or response.status >= 400:
+        error = response.fault or str(response.status)
+        attrs.text("error.type", error)
+        status = response.fault or f"HTTP {response.status}"
+    _add_project(attrs, ex, replayed)
+    return status
+
+
+def _span_name(ex: Exchange) -> tuple[str, str]:
+    op_name = _SEMCONV_OPERATION.get(ex.operation, ex.operation)
+    model = ex.request.model
+    return op_name, (f"{op_name} {model}" if model else op_name)
+
+
 def exchange_to_span(
     ex: Exchange,
     *,
@@ -255,12 +371,11 @@ def exchange_to_span(
     caller needs to know them). ``assembled`` is a streamed response's body when the caller
     has already put it together.
     """
-    request, response = ex.request, ex.response
-    op_name = _SEMCONV_OPERATION.get(ex.operation, ex.operation)
+    op_name, name = _span_name(ex)
     span = Span(
         trace_id=_id_bytes(ex.trace_id, 16),
         span_id=_id_bytes(ex.span_id, 8),
-        name=f"{op_name} {request.model}" if request.model else op_name,
+        name=name,
         kind=Span.SPAN_KIND_CLIENT,
         start_time_unix_nano=ex.start_ns,
         end_time_unix_nano=ex.end_ns,
@@ -268,155 +383,115 @@ def exchange_to_span(
     if ex.parent_span_id:
         span.parent_span_id = bytes.fromhex(ex.parent_span_id)
     attrs = _Attrs(span)
-    attrs.text("gen_ai.provider.name", ex.provider)
-    attrs.text("gen_ai.operation.name", op_name)
-    _add_request(attrs, request)
-    if ex.stream:
-        attrs.flag("gen_ai.request.stream", True)
-    _add_output(attrs, ex, assembled)
-    if server_address:
-        attrs.text("server.address", server_address)
-    if server_port:
-        attrs.integer("server.port", server_port)
-    if response.status > 0:
-        attrs.integer("http.response.status_code", response.status)
-    if response.fault is not None or response.status >= 400:
-        error = response.fault or str(response.status)
-        attrs.text("error.type", error)
+    status = _fill(attrs, ex, op_name, replayed, server_address, server_port, assembled)
+    if status is not None:
         span.status.code = Status.STATUS_CODE_ERROR
-        span.status.message = response.fault or f"HTTP {response.status}"
-    _add_project(attrs, ex, replayed)
+        span.status.message = status
     return span
+
+
+def _version() -> str:
+    package = importlib.import_module("otel_replay")
+    return str(getattr(package, "__version__", "0"))
 
 
 def export_request(
     spans: Sequence[Span], service_name: str = "otel-replay"
 ) -> ExportTraceServiceRequest:
     """Spans wrapped in one ResourceSpans / ScopeSpans, ready for a trace store or OTLP."""
-    package = importlib.import_module("otel_replay")
-    version = str(getattr(package, "__version__", "0"))
     resource = Resource()
     kv = resource.attributes.add()
     kv.key = "service.name"
     kv.value.string_value = service_name
-    scope_spans = ScopeSpans(scope=InstrumentationScope(name=SCOPE_NAME, version=version))
+    scope_spans = ScopeSpans(scope=InstrumentationScope(name=SCOPE_NAME, version=_version()))
     scope_spans.spans.extend(spans)
     return ExportTraceServiceRequest(
         resource_spans=[ResourceSpans(resource=resource, scope_spans=[scope_spans])]
     )
 
 
-# --- decoding -------------------------------------------------------------------------
+def _nanos(value: int) -> str:
+    if type(value) is not int or not 0 <= value <= _UINT64_MAX:
+        raise _Unusual("time")
+    return str(value)
 
 
-def _value(value: AnyValue) -> Any:
-    kind = value.WhichOneof("value")
-    if kind is None:
-        return None
-    if kind == "array_value":
-        return [_value(v) for v in value.array_value.values]
-    if kind == "kvlist_value":
-        return {kv.key: _value(kv.value) for kv in value.kvlist_value.values}
-    return getattr(value, kind)
+def _span_json(
+    ex: Exchange,
+    replayed: bool,
+    server_address: str | None,
+    server_port: int | None,
+    assembled: JSON,
+) -> dict[str, Any]:
+    """``codec.to_json(exchange_to_span(...))`` built straight from the exchange."""
+    op_name, name = _span_name(ex)
+    if type(name) is not str:
+        raise _Unusual("name")
+    doc: dict[str, Any] = {}
+    trace_id, span_id = _id_bytes(ex.trace_id, 16), _id_bytes(ex.span_id, 8)
+    if trace_id:
+        doc["traceId"] = trace_id.hex()
+    if span_id:
+        doc["spanId"] = span_id.hex()
+    if ex.parent_span_id:
+        parent = bytes.fromhex(ex.parent_span_id)
+        if parent:
+            doc["parentSpanId"] = parent.hex()
+    if name:
+        doc["name"] = name
+    doc["kind"] = Span.SPAN_KIND_CLIENT
+    if ex.start_ns:
+        doc["startTimeUnixNano"] = _nanos(ex.start_ns)
+    if ex.end_ns:
+        doc["endTimeUnixNano"] = _nanos(ex.end_ns)
+    attrs = _JsonAttrs()
+    status = _fill(attrs, ex, op_name, replayed, server_address, server_port, assembled)
+    doc["attributes"] = attrs.items
+    if status is not None:
+        doc["status"] = {"message": status, "code": Status.STATUS_CODE_ERROR}
+    return doc
 
 
-def _attributes(kvs: Sequence[KeyValue]) -> dict[str, Any]:
-    return {kv.key: _value(kv.value) for kv in kvs}
+def exchange_to_trace_json(
+    ex: Exchange,
+    *,
+    replayed: bool = False,
+    server_address: str | None = None,
+    server_port: int | None = None,
+    assembled: JSON = None,
+    service_name: str = "otel-replay",
+) -> dict[str, Any]:
+    """``codec.to_json(export_request([exchange_to_span(ex, ...)], service_name))``, the
+    OTLP JSON document of the exchange's span, built without the protobuf messages (the
+    gateway records every live exchange this way, on the agent's critical path).
 
-
-def _hex(raw: bytes) -> str | None:
-    return raw.hex() if raw else None
-
-
-def _loads(attrs: dict[str, Any], key: str) -> JSON:
-    text = attrs[key]
-    if not isinstance(text, str):
-        raise ValueError(f"{key} is not a string")
-    return json.loads(text)
-
-
-def _canonical(attrs: dict[str, Any], provider: str, endpoint: str, body: JSON) -> CanonicalRequest:
-    known_attr = attrs.get(P + "request.known")
-    known = frozenset(known_attr) & ALL_KNOWN if isinstance(known_attr, list) else ALL_KNOWN
-    if body is not None:
+    A value protobuf would treat specially (a wrong type, an integer out of range) sends
+    the exchange through the protobuf span instead, so the result, or the error, is the
+    same either way."""
+    if tracejson.DIRECT:
         try:
-            request = providers.get(provider).canonical(endpoint, body)
-        except Exception:  # unknown provider: keep what the span states outright
-            log.debug("cannot canonicalise a %s request", provider, exc_info=True)
-            model = body.get("model") if isinstance(body, dict) else None
-            model = model if isinstance(model, str) else attrs.get("gen_ai.request.model")
-            return CanonicalRequest(endpoint, model=model, known=frozenset({"endpoint", "model"}))
-        return replace(request, known=known) if known != request.known else request
-    if P + "request.canonical" in attrs:
-        c = _loads(attrs, P + "request.canonical")
-        params = c.get("params")
-        return CanonicalRequest(
-            endpoint,
-            model=c.get("model"),
-            system=c.get("system"),
-            messages=c.get("messages"),
-            tools=c.get("tools"),
-            params=params if isinstance(params, dict) else {},
-            known=known,
-        )
-    model = attrs.get("gen_ai.request.model")
-    return CanonicalRequest(endpoint, model=model, known=frozenset({"endpoint", "model"}))
-
-
-def _response(attrs: dict[str, Any]) -> Response:
-    status = attrs.get(P + "response.status", attrs.get("http.response.status_code", 0))
-    body: JSON = None
-    if P + "response.body" in attrs:
-        is_json = attrs.get(P + "response.body_is_json", True)
-        body = _loads(attrs, P + "response.body") if is_json else attrs[P + "response.body"]
-    events: list[SSEEvent] | None = None
-    if P + "response.events" in attrs:
-        events = [
-            SSEEvent(data=e["data"], event=e.get("event"), t=float(e.get("t", 0.0)))
-            for e in _loads(attrs, P + "response.events")
-        ]
-    headers = _loads(attrs, P + "response.headers") if P + "response.headers" in attrs else {}
-    return Response(
-        status=int(status),
-        headers=dict(headers),
-        body=body,
-        events=events,
-        fault=attrs.get(P + "response.fault"),
+            span = _span_json(ex, replayed, server_address, server_port, assembled)
+        except _Unusual:
+            pass
+        else:
+            if type(service_name) is str:
+                return _export_json(span, service_name)
+    span_pb = exchange_to_span(
+        ex,
+        replayed=replayed,
+        server_address=server_address,
+        server_port=server_port,
+        assembled=assembled,
     )
+    return codec.to_json(export_request([span_pb], service_name))
 
 
-def span_to_exchange(span: Span, resource: Resource | None = None) -> Exchange | None:
-    """The exchange an otel-replay span carries, or None for any other span.
-
-    Raises TraceFormatError when a span claims to be ours but its attributes are corrupt.
-    ``resource`` is accepted for symmetry with the other span readers and not needed.
-    """
-    del resource
-    attrs = _attributes(span.attributes)
-    if _FORMAT not in attrs:
-        return None
-    try:
-        provider = str(attrs.get("gen_ai.provider.name", ""))
-        endpoint = str(attrs[P + "endpoint"])
-        operation = attrs.get(P + "operation")
-        if not isinstance(operation, str):
-            operation = providers.get(provider).operation(endpoint)
-        raw = _loads(attrs, P + "request.body") if P + "request.body" in attrs else None
-        return Exchange(
-            provider=provider,
-            operation=operation,
-            request=_canonical(attrs, provider, endpoint, raw),
-            response=_response(attrs),
-            raw_request=raw,
-            method=str(attrs.get(P + "method", "POST")),
-            stream=bool(attrs.get(P + "stream", False)),
-            start_ns=span.start_time_unix_nano,
-            end_ns=span.end_time_unix_nano,
-            trace_id=_hex(span.trace_id),
-            span_id=_hex(span.span_id),
-            parent_span_id=_hex(span.parent_span_id),
-            source=str(attrs.get(P + "source", "otel-replay")),
-        )
-    except (KeyError, ValueError, TypeError, AttributeError) as exc:
-        where = f"span {span.span_id.hex() or '?'} ({span.name})"
-        raise TraceFormatError(where, f"corrupt otel_replay attributes: {exc}") from exc
+def _export_json(span: dict[str, Any], service_name: str) -> dict[str, Any]:
+    scope: dict[str, Any] = {"name": SCOPE_NAME}
+    version = _version()
+    if version:
+        scope["version"] = version
+    resource = {"attributes": [{"key": "service.name", "value": {"stringValue": service_name}}]}
+    return {
+        "resourceSpans": [{"resource": resource, "scopeSpans": [{"scope": scope, "spans": [span]}]}]
+    }

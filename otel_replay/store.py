@@ -137,6 +137,21 @@ class TraceStore:
             if line is not None:
                 self._traces.append(line)
 
+    def traces_line(self, doc: dict[str, Any]) -> bytes | None:
+        """The line ``write_traces`` would store for the request whose OTLP JSON form
+        (``codec.to_json``) is ``doc``, redacted; None when this store keeps no traces.
+        Building it can fail (a value JSON cannot carry) without touching the store."""
+        if self._traces.path is None or not doc.get("resourceSpans"):
+            return None
+        return self._doc_line(doc)
+
+    def append_traces(self, line: bytes | None) -> None:
+        """Store a line from ``traces_line`` (otel-replay's own spans: not counted as
+        received), flushed at once like every batch."""
+        if line is not None:
+            with self._lock:
+                self._traces.append(line)
+
     def write_logs(self, msg: ExportLogsServiceRequest) -> None:
         count = codec.count_log_records(msg)
         line = self._line(self._logs, msg, bool(msg.resource_logs))
@@ -157,7 +172,9 @@ class TraceStore:
         """The redacted JSON line for ``msg``, or None when there is nothing to write."""
         if target.path is None or not nonempty:
             return None
-        doc = codec.to_json(msg)
+        return self._doc_line(codec.to_json(msg))
+
+    def _doc_line(self, doc: dict[str, Any]) -> bytes:
         if self._redact is None:
             return (codec.dumps_line(doc) + "\n").encode("utf-8")
         if self._redact_text is not None:

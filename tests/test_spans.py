@@ -16,7 +16,8 @@ from otel_replay import providers
 from otel_replay.errors import TraceFormatError
 from otel_replay.exchange import CanonicalRequest, Exchange, Response, SSEEvent
 from otel_replay.providers.base import OutputView, Provider
-from otel_replay.spans import exchange_to_span, export_request, span_to_exchange
+from otel_replay.readers.own import span_to_exchange
+from otel_replay.spans import exchange_to_span, export_request
 
 # --- a stand-in provider, so these tests do not depend on provider internals ----------
 

@@ -77,7 +77,7 @@ def read_span(
     """The exchange a span carries, from the highest-fidelity reader that knows it."""
     attrs = attributes_to_dict(span.attributes)
     if _OWN_MARK in attrs:
-        from otel_replay.spans import span_to_exchange
+        from otel_replay.readers.own import span_to_exchange
 
         return span_to_exchange(span, resource_proto)
     exchange = openinference.read_span(resource, span, attrs)

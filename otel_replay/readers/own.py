@@ -1,0 +1,121 @@
+"""The gateway's own spans read back: the exact exchange a span written by
+``spans.exchange_to_span`` carries, without loss (the ``otel_replay.*`` attributes hold
+the redacted request and response bodies, the canonical request and the timing)."""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import replace
+from typing import Any
+
+from opentelemetry.proto.resource.v1.resource_pb2 import Resource
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
+
+from otel_replay import providers
+from otel_replay.errors import TraceFormatError
+from otel_replay.exchange import ALL_KNOWN, JSON, CanonicalRequest, Exchange, Response, SSEEvent
+from otel_replay.otlp.codec import attributes_to_dict
+from otel_replay.spans import FORMAT_ATTRIBUTE, P
+
+__all__ = ["span_to_exchange"]
+
+log = logging.getLogger(__name__)
+
+
+def _hex(raw: bytes) -> str | None:
+    return raw.hex() if raw else None
+
+
+def _loads(attrs: dict[str, Any], key: str) -> JSON:
+    text = attrs[key]
+    if not isinstance(text, str):
+        raise ValueError(f"{key} is not a string")
+    return json.loads(text)
+
+
+def _canonical(attrs: dict[str, Any], provider: str, endpoint: str, body: JSON) -> CanonicalRequest:
+    known_attr = attrs.get(P + "request.known")
+    known = frozenset(known_attr) & ALL_KNOWN if isinstance(known_attr, list) else ALL_KNOWN
+    if body is not None:
+        try:
+            request = providers.get(provider).canonical(endpoint, body)
+        except Exception:  # unknown provider: keep what the span states outright
+            log.debug("cannot canonicalise a %s request", provider, exc_info=True)
+            model = body.get("model") if isinstance(body, dict) else None
+            model = model if isinstance(model, str) else attrs.get("gen_ai.request.model")
+            return CanonicalRequest(endpoint, model=model, known=frozenset({"endpoint", "model"}))
+        return replace(request, known=known) if known != request.known else request
+    if P + "request.canonical" in attrs:
+        c = _loads(attrs, P + "request.canonical")
+        params = c.get("params")
+        return CanonicalRequest(
+            endpoint,
+            model=c.get("model"),
+            system=c.get("system"),
+            messages=c.get("messages"),
+            tools=c.get("tools"),
+            params=params if isinstance(params, dict) else {},
+            known=known,
+        )
+    model = attrs.get("gen_ai.request.model")
+    return CanonicalRequest(endpoint, model=model, known=frozenset({"endpoint", "model"}))
+
+
+def _response(attrs: dict[str, Any]) -> Response:
+    status = attrs.get(P + "response.status", attrs.get("http.response.status_code", 0))
+    body: JSON = None
+    if P + "response.body" in attrs:
+        is_json = attrs.get(P + "response.body_is_json", True)
+        body = _loads(attrs, P + "response.body") if is_json else attrs[P + "response.body"]
+    events: list[SSEEvent] | None = None
+    if P + "response.events" in attrs:
+        events = [
+            SSEEvent(data=e["data"], event=e.get("event"), t=float(e.get("t", 0.0)))
+            for e in _loads(attrs, P + "response.events")
+        ]
+    headers = _loads(attrs, P + "response.headers") if P + "response.headers" in attrs else {}
+    return Response(
+        status=int(status),
+        headers=dict(headers),
+        body=body,
+        events=events,
+        fault=attrs.get(P + "response.fault"),
+    )
+
+
+def span_to_exchange(span: Span, resource: Resource | None = None) -> Exchange | None:
+    """The exchange an otel-replay span carries, or None for any other span.
+
+    Raises TraceFormatError when a span claims to be ours but its attributes are corrupt.
+    ``resource`` is accepted for symmetry with the other span readers and not needed.
+    """
+    del resource
+    attrs = attributes_to_dict(span.attributes)
+    if FORMAT_ATTRIBUTE not in attrs:
+        return None
+    try:
+        provider = str(attrs.get("gen_ai.provider.name", ""))
+        endpoint = str(attrs[P + "endpoint"])
+        operation = attrs.get(P + "operation")
+        if not isinstance(operation, str):
+            operation = providers.get(provider).operation(endpoint)
+        raw = _loads(attrs, P + "request.body") if P + "request.body" in attrs else None
+        return Exchange(
+            provider=provider,
+            operation=operation,
+            request=_canonical(attrs, provider, endpoint, raw),
+            response=_response(attrs),
+            raw_request=raw,
+            method=str(attrs.get(P + "method", "POST")),
+            stream=bool(attrs.get(P + "stream", False)),
+            start_ns=span.start_time_unix_nano,
+            end_ns=span.end_time_unix_nano,
+            trace_id=_hex(span.trace_id),
+            span_id=_hex(span.span_id),
+            parent_span_id=_hex(span.parent_span_id),
+            source=str(attrs.get(P + "source", "otel-replay")),
+        )
+    except (KeyError, ValueError, TypeError, AttributeError) as exc:
+        where = f"span {span.span_id.hex() or '?'} ({span.name})"
+        raise TraceFormatError(where, f"corrupt otel_replay attributes: {exc}") from exc
