@@ -1,5 +1,6 @@
-"""``python -m benchmarks [NAME...]``: run the benchmarks, print the table, write
-``benchmarks/results.md``."""
+"""``python -m benchmarks [--quick] [NAME...]``: run the benchmarks, print the table,
+write ``benchmarks/results.md`` (a full run of all of them only; ``--quick`` shrinks every
+workload to a smoke test of the benchmark code and writes nothing)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+from benchmarks import _common
 from benchmarks._common import Results
 
 BENCHMARKS = ("replay", "streaming", "record", "ingest", "cassette_scale", "build", "vcr")
@@ -42,7 +44,12 @@ async def main(names: list[str]) -> Results:
 
 
 if __name__ == "__main__":
-    chosen = sys.argv[1:] or list(BENCHMARKS)
+    args = sys.argv[1:]
+    _common.QUICK = "--quick" in args
+    chosen = [a for a in args if a != "--quick"] or list(BENCHMARKS)
+    unknown = sorted(set(chosen) - set(BENCHMARKS))
+    if unknown:
+        sys.exit(f"unknown benchmark {', '.join(unknown)}; choose from {', '.join(BENCHMARKS)}")
     started = time.perf_counter()
     results = asyncio.run(main(chosen))
     text = table(results)
@@ -57,7 +64,7 @@ if __name__ == "__main__":
         "in the same run (lower is better unless stated).\n\n"
     )
     notes = "".join(f"- {n}\n" for n in results.notes)
-    if chosen == list(BENCHMARKS):
+    if chosen == list(BENCHMARKS) and not _common.QUICK:
         Path(__file__).with_name("results.md").write_text(
             header + text + "\n" + ("\n" + notes if notes else "")
         )

@@ -11,7 +11,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import aiohttp
 
@@ -21,6 +21,17 @@ from otel_replay.exchange import Exchange, Response
 
 ROOT = Path(__file__).resolve().parent.parent
 CHAT = "/v1/chat/completions"
+
+QUICK = False
+"""Set by ``python -m benchmarks --quick``: every workload shrinks to a few requests, a
+smoke test of the benchmark code itself (its figures mean nothing)."""
+
+T = TypeVar("T")
+
+
+def sized(full: T, quick: T) -> T:
+    """A workload size: ``full`` for a real run, ``quick`` for ``--quick``."""
+    return quick if QUICK else full
 
 
 # --- results ----------------------------------------------------------------------------

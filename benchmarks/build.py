@@ -19,13 +19,13 @@ import sys
 import tempfile
 from pathlib import Path
 
-from benchmarks._common import ROOT, Results, chat_body, chat_exchange, chat_response
+from benchmarks._common import ROOT, Results, chat_body, chat_exchange, chat_response, sized
 from benchmarks.ingest import agent_batch
 from otel_replay.exchange import Response
 from otel_replay.otlp import codec
 from otel_replay.spans import exchange_to_span, export_request
 
-SIZES = (10_000, 100_000)
+SIZES = sized((10_000, 100_000), (1_000, 2_000))
 RUN = 10
 LINE = 500
 

@@ -21,14 +21,15 @@ from benchmarks._common import (
     chat_body,
     chat_exchange,
     chat_response,
+    sized,
     write_cassette,
 )
 from otel_replay import providers
 from otel_replay.exchange import Response
 from otel_replay.session import Session
 
-SIZES = (100, 10_000)
-PROBES = 2_000
+SIZES = sized((100, 10_000), (20, 200))
+PROBES = sized(2_000, 50)
 
 
 def _cassette(path: Path, size: int) -> Path:

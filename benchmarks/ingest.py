@@ -21,11 +21,11 @@ from opentelemetry.proto.common.v1.common_pb2 import InstrumentationScope
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
 
-from benchmarks._common import Results, Server, drive
+from benchmarks._common import Results, Server, drive, sized
 from otel_replay.otlp import codec
 
 BATCH = 512
-BATCHES = 60
+BATCHES = sized(60, 4)
 IN_FLIGHT = 4
 
 

@@ -23,10 +23,11 @@ from benchmarks._common import (
     drive,
     ms,
     sender,
+    sized,
 )
 
-CHECKPOINTS = (100, 1_000, 10_000)
-WINDOW = 100
+CHECKPOINTS = sized((100, 1_000, 10_000), (20, 40, 60))
+WINDOW = sized(100, 20)
 
 
 async def run(results: Results) -> None:

@@ -26,14 +26,15 @@ from benchmarks._common import (
     drive,
     ms,
     sender,
+    sized,
     write_cassette,
 )
 from otel_replay.exchange import Response
 
-ROUNDS = 3
-WARMUP = 200
-SEQUENTIAL = 800
-CONCURRENT = 2400
+ROUNDS = sized(3, 1)
+WARMUP = sized(200, 20)
+SEQUENTIAL = sized(800, 40)
+CONCURRENT = sized(2400, 64)
 IN_FLIGHT = 16
 
 

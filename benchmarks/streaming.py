@@ -23,14 +23,15 @@ from benchmarks._common import (
     client_session,
     compact,
     ms,
+    sized,
     write_cassette,
 )
 from otel_replay import sse
 from otel_replay.cassette import load
 
 EVENTS = 200
-REQUESTS = 150
-ROUNDS = 2
+REQUESTS = sized(150, 10)
+ROUNDS = sized(2, 1)
 # The stub streams one event per word of "stub reply to: <question>" plus the role chunk,
 # the finish chunk and [DONE].
 QUESTION_WORDS = EVENTS - 6

@@ -29,12 +29,13 @@ from benchmarks._common import (
     drive,
     ms,
     post,
+    sized,
     write_cassette,
 )
 from otel_replay.exchange import Response
 
-REQUESTS = 100
-ROUNDS = 2
+REQUESTS = sized(100, 10)
+ROUNDS = sized(2, 1)
 DEFAULT_MATCH = ("method", "scheme", "host", "port", "path", "query")
 MATCH_ON = ("method", "scheme", "host", "port", "path", "query", "body")
 
