@@ -274,11 +274,13 @@ def build_file(
     progress: Progress | None = None,
     on_error: ErrorHandler | None = None,
     redactor: Redactor | None = None,
+    source: dict[str, JSON] | None = None,
 ) -> BuildReport:
     """Write the cassette :func:`build` returns to ``output`` (the same text ``dump``
     writes), holding only a few integers per interaction in memory: each interaction
     spills to a temporary file beside ``output`` as it is read. ``output`` is replaced
-    atomically at the end; when every record was bad it is left as it was. Raises
+    atomically at the end; when every record was bad it is left as it was. ``source``
+    replaces the build's own provenance (``record`` states its command). Raises
     ``CassetteError`` when the cassette cannot be written."""
     job = _Job(paths, trace_ids, services, since_ns, until_ns, progress, on_error, redactor)
     with CassetteWriter(output) as writer:
@@ -287,7 +289,7 @@ def build_file(
         count, skipped = len(writer), job.reader.errors
         written = bool(count or not skipped)
         if written:
-            writer.commit(job.source())
+            writer.commit(job.source() if source is None else source)
     return BuildReport(interactions=count, skipped=skipped, written=written)
 
 

@@ -292,38 +292,62 @@ class Session:
             elif self.mode == "record" and path is not None:
                 log.warning("otel-replay: nothing was recorded; kept the existing %s", path)
             return
-        derived = self._derive()
-        if self.mode == "auto":
-            derived = [ex for ex in derived if not _transport_fault(ex)]
-            if not derived:
-                return
-            old = self.cassette.interactions[: self._loaded]
-            interactions = old + derived
-            source = dict(self.cassette.source) or self._source()
-            source["updated_at"] = _now()
-        else:
-            interactions = derived
-            source = self._source()
-        dump(Cassette(interactions=interactions, source=source), path)
+        if self.mode == "record":
+            self._derive_into(path)
+            return
+        derived = [ex for ex in self._derive() if not _transport_fault(ex)]
+        if not derived:
+            return
+        old = self.cassette.interactions[: self._loaded]
+        source = dict(self.cassette.source) or self._source()
+        source["updated_at"] = _now()
+        dump(Cassette(interactions=old + derived, source=source), path)
 
     def _derive(self) -> list[Exchange]:
-        """The cassette is derived from this run's traces, through the same code as
-        ``otel-replay build``; the live exchanges only select which traces are ours."""
+        """The exchanges recorded in this run, derived from its traces through the same
+        code as ``otel-replay build``; the live exchanges only select which traces are
+        ours."""
         from otel_replay.build import build
 
+        with self._gc_paused():
+            built = build([self._trace_file()], trace_ids=set(self._trace_ids))
+        return list(built.interactions)
+
+    def _derive_into(self, path: Path) -> None:
+        """Record mode: the cassette is written straight from this run's traces, as
+        ``otel-replay build`` writes one, holding a few integers per exchange."""
+        from otel_replay.build import build_file
+
+        trace_file = self._trace_file()
+        with self._gc_paused():
+            report = build_file(
+                [trace_file], path, trace_ids=set(self._trace_ids), source=self._source()
+            )
+        if not report.written:
+            log.warning(
+                "otel-replay: %d unreadable records and no exchange in %s; kept %s",
+                report.skipped,
+                trace_file,
+                path,
+            )
+
+    def _trace_file(self) -> Path:
         trace_file = self.user_traces or self._temp_traces
         assert trace_file is not None
-        # The cyclic GC is paused for a long run: building allocates no cycles, and full
-        # collections over the growing list of exchanges made each one slower.
+        return trace_file
+
+    @contextlib.contextmanager
+    def _gc_paused(self) -> Iterator[None]:
+        """The cyclic GC is paused while a long run is built: building allocates no
+        cycles, and full collections over the run's exchanges made each one slower."""
         pause = len(self.live) > _GC_PAUSE_EXCHANGES and gc.isenabled()
         if pause:
             gc.disable()
         try:
-            built = build([trace_file], trace_ids=set(self._trace_ids))
+            yield
         finally:
             if pause:
                 gc.enable()
-        return list(built.interactions)
 
     def _source(self) -> dict[str, Any]:
         from otel_replay import __version__
