@@ -80,3 +80,11 @@ class EgressBlocked(OtelReplayError, ConnectionError):
             "(--otel-replay-egress=block); record a cassette or route the client "
             "through the otel-replay gateway"
         )
+
+
+def root_cause(exc: BaseException) -> str:
+    """The innermost cause's message: what went wrong under a library's wrappers (an
+    aiohttp payload error around a zlib error), or its type when it says nothing."""
+    while (inner := exc.__cause__ or exc.__context__) is not None:
+        exc = inner
+    return str(exc) or type(exc).__name__

@@ -24,7 +24,7 @@ from aiohttp import web
 from multidict import CIMultiDict
 
 from otel_replay import providers, sse
-from otel_replay.errors import ReplayMiss, UpstreamError
+from otel_replay.errors import ReplayMiss, UpstreamError, root_cause
 from otel_replay.exchange import JSON, CanonicalRequest, Exchange, Response, SSEEvent
 from otel_replay.otlp.http import add_otlp_routes
 from otel_replay.providers.base import Provider
@@ -184,7 +184,15 @@ class Gateway:
                 {"error": {"message": f"otel-replay: {request.path} is not a provider API path"}},
                 status=404,
             )
-        raw = await request.read()
+        try:
+            raw = await request.read()
+        except web.RequestPayloadError as exc:  # e.g. a corrupt compressed body
+            request.content.feed_eof()  # nothing more to drain after the answer
+            return web.json_response(
+                {"error": {"message": f"otel-replay: unreadable request body: {root_cause(exc)}"}},
+                status=400,
+                headers={"Connection": "close"},
+            )
         headers = {k.lower(): v for k, v in request.headers.items()}
         provider = providers.provider_for(request.path, headers)
         trace_id, parent = parse_traceparent(headers.get("traceparent"))

@@ -296,3 +296,34 @@ def test_cli_errors_are_one_line_not_tracebacks(tmp_path):
     )
     assert why.returncode == 2 and "unknown provider 'gemini'" in why.stderr
     assert "Traceback" not in why.stderr
+
+
+def test_an_unreadable_request_body_is_a_400_and_nothing_is_recorded(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+):
+    import logging
+    import urllib.error
+    import urllib.request
+
+    cassette = tmp_path / "c.json"
+    with run_stub() as stub:
+        config = GatewayConfig(mode="record", cassette=cassette, upstream_openai=stub.openai_url)
+        with caplog.at_level(logging.DEBUG), GatewayThread(config) as gw:
+            request = urllib.request.Request(
+                gw.env["OPENAI_BASE_URL"] + "/chat/completions",
+                data=b"\x1f\x8b\x08\x00corrupt" * 8,
+                headers={"Content-Type": "application/json", "Content-Encoding": "gzip"},
+            )
+            with pytest.raises(urllib.error.HTTPError) as info:
+                urllib.request.urlopen(request, timeout=10)
+            body = json.loads(info.value.read())
+            info.value.close()
+            assert ask(gw.env, "hi") == "stub reply to: hi"  # the gateway carries on
+            summary = gw.stop()
+    assert info.value.code == 400
+    message = body["error"]["message"]
+    assert message.startswith(
+        "otel-replay: unreadable request body: Error -3 while decompressing"
+    ), message
+    assert summary.live == 1 and len(stub.received) == 1
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []

@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import gzip
 import json
+import logging
 import zlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -316,3 +317,24 @@ async def test_a_failing_store_is_answered_not_raised(
     )
     assert status == 500
     assert status_of(content_type, body).code == 13
+
+
+@pytest.mark.parametrize("encoding", ["gzip", "deflate"])
+async def test_a_corrupt_compressed_body_is_a_quiet_400(
+    receiver: Receiver,
+    client: aiohttp.ClientSession,
+    caplog: pytest.LogCaptureFixture,
+    encoding: str,
+) -> None:
+    headers = {**PROTOBUF, "Content-Encoding": encoding}
+    with caplog.at_level(logging.DEBUG):
+        status, content_type, body = await post(
+            client, f"{receiver.url}/v1/traces", b"\x1f\x8b\x08\x00not-compressed" * 10, headers
+        )
+        await asyncio.sleep(0.05)  # let the server finish with the connection
+    assert status == 400
+    message = status_of(content_type, body).message
+    assert message.startswith("unreadable body: Error -3 while decompressing data"), message
+    noisy = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert noisy == [], [r.getMessage() for r in noisy]
+    assert receiver.store.spans_received == 0

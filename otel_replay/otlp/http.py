@@ -23,7 +23,7 @@ from opentelemetry.proto.collector.logs.v1 import logs_service_pb2 as logs_pb
 from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2 as metrics_pb
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2 as trace_pb
 
-from otel_replay.errors import TraceFormatError
+from otel_replay.errors import TraceFormatError, root_cause
 from otel_replay.otlp import codec
 from otel_replay.store import (
     StoreSource,
@@ -171,9 +171,11 @@ async def _read_body(request: web.Request, max_body: int) -> bytes:
                 raise _too_large(max_body)
             chunks.append(chunk)
     except web.RequestPayloadError as exc:  # e.g. aiohttp could not decompress it
-        cause = exc.__cause__ or exc
+        # The rest of the body is unreadable too: marked as ended, aiohttp does not try
+        # to drain it after the answer (and log the same failure as unhandled).
+        request.content.feed_eof()
         raise _Refused(
-            400, code_pb2.INVALID_ARGUMENT, f"unreadable body: {cause}", close=True
+            400, code_pb2.INVALID_ARGUMENT, f"unreadable body: {root_cause(exc)}", close=True
         ) from exc
     return chunks[0] if len(chunks) == 1 else b"".join(chunks)
 
