@@ -155,3 +155,32 @@ def test_parent_links_are_held_for_about_two_windows_of_exchanges() -> None:
     held = len(window.links._current) + len(window.links._previous)
     assert held <= 2 * 4 * 10
     list(window.flush())
+
+
+def test_layers_in_two_files_join_across_many_calls(tmp_path: Path) -> None:
+    """The agent's spans in one file, the gateway's in another (read after it): each
+    gateway span joins its instrumentation span through the agent's HTTP span, also after
+    the parent links have moved to an older generation."""
+    from test_build import own_span
+
+    calls = 400  # within one window; the links rotate to the older generation midway
+    agent, gateway = [], []
+    for i in range(calls):
+        trace = f"{i + 1:032x}"
+        start = 1_000 + i * 10_000
+        top, http = f"{3 * i + 1:016x}", f"{3 * i + 2:016x}"
+        agent.append(call_span(f"q{i}", trace=trace, span_id=top, start=start))
+        step = make_span({"http.request.method": "POST"}, name="POST", span_id=http, parent=top)
+        step.trace_id = bytes.fromhex(trace)
+        agent.append(step)
+        own = own_span(span_id=f"{3 * i + 3:016x}", parent=http, start=start + 200)
+        own.trace_id = bytes.fromhex(trace)
+        gateway.append(own)
+    folder = tmp_path / "traces"
+    folder.mkdir()
+    write_lines(folder / "1-agent.jsonl", *(traces(s) for s in agent))
+    write_lines(folder / "2-gateway.jsonl", traces(*gateway, service="otel-replay"))
+    out = tmp_path / "c.json"
+    report = build_file([folder], out)
+    assert report.interactions == calls
+    assert {ex.source for ex in load(out).interactions} == {"otel-replay"}

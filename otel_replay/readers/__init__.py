@@ -36,7 +36,8 @@ __all__ = ["WINDOW", "Selection", "read_exchanges", "read_span"]
 WINDOW = 512
 """How many exchanges wait for a duplicate before the earliest is released."""
 _PARENT_LINKS = 100_000
-"""At most this many parent links are held (in two generations)."""
+"""A generation of parent links closes at this many (so at least the last this-many links
+are held, and at most twice that)."""
 _MAX_HOPS = 8
 _OWN_MARK = "otel_replay.format_version"
 _GENAI_EVENTS = semconv.MESSAGE_EVENTS | {semconv.DETAILS_EVENT}
@@ -177,7 +178,7 @@ class _Window:
     def __init__(self, size: int = WINDOW) -> None:
         self.size = size
         self.pending: dict[int, Exchange] = {}
-        self.links = _Links(exchanges=size, spans=_PARENT_LINKS // 2)
+        self.links = _Links(exchanges=size, spans=_PARENT_LINKS)
         self._seq = 0
         self._by_start: list[tuple[int, int]] = []
         self._by_trace: dict[str, list[int]] = {}
