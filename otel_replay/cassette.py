@@ -186,7 +186,8 @@ def document(source: dict[str, JSON], texts: Iterable[str]) -> Iterator[str]:
 def dumps(cassette: Cassette) -> str:
     """Pretty-printed (indent 2), stably ordered JSON text with a trailing newline: the
     text of ``json.dumps(to_json(cassette), indent=2, ensure_ascii=False)``, written
-    faster (see ``jsontext``).
+    faster (see ``jsontext``). An interaction holding a lone surrogate, which UTF-8 cannot
+    carry, is written with every non-ASCII character escaped.
 
     Raises ValueError when a value has no JSON form (NaN, infinity).
     """

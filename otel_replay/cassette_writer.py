@@ -35,9 +35,9 @@ class CassetteWriter:
     def __init__(self, target: str | os.PathLike[str]) -> None:
         self.target = Path(target)
         self._spill: IO[bytes] | None = None
-        self._starts = array("q")
-        self._offsets = array("q")
-        self._lengths = array("q")
+        self._starts: array[int] | list[int] = array("Q")
+        self._offsets = array("Q")
+        self._lengths = array("Q")
         self._end = 0
 
     def __enter__(self) -> CassetteWriter:
@@ -65,7 +65,10 @@ class CassetteWriter:
             raise CassetteError(self.target, "", f"cannot write: {exc}") from None
         except OSError as exc:
             raise CassetteError(self.target, "", _cannot(exc)) from None
-        self._starts.append(exchange.start_ns)
+        try:
+            self._starts.append(exchange.start_ns)
+        except OverflowError:  # beyond OTLP's unsigned 64 bits: keep them as Python ints
+            self._starts = [*self._starts, exchange.start_ns]
         self._offsets.append(self._end)
         self._lengths.append(len(data))
         self._end += len(data)

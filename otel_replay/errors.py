@@ -85,6 +85,12 @@ class EgressBlocked(OtelReplayError, ConnectionError):
 def root_cause(exc: BaseException) -> str:
     """The innermost cause's message: what went wrong under a library's wrappers (an
     aiohttp payload error around a zlib error), or its type when it says nothing."""
-    while (inner := exc.__cause__ or exc.__context__) is not None:
+    seen = {id(exc)}
+    while True:
+        inner = exc.__cause__
+        if inner is None and not exc.__suppress_context__:
+            inner = exc.__context__
+        if inner is None or id(inner) in seen:
+            return str(exc) or type(exc).__name__
+        seen.add(id(inner))
         exc = inner
-    return str(exc) or type(exc).__name__

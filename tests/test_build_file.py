@@ -143,27 +143,51 @@ def test_cli_build_writes_and_counts(tmp_path: Path) -> None:
     assert texts(load(out)) == ["one", "two"]
 
 
-def test_parent_links_are_held_for_about_two_windows_of_exchanges() -> None:
-    """A long file does not grow them (the layers of one call, exported together, are
-    still joined: see test_build)."""
+def test_parent_links_stay_bounded_in_a_long_file() -> None:
+    """Links are held while an exchange in the window may need them: a long file does not
+    grow them."""
     window = readers._Window(size=4)
-    for i in range(1_000):
+    most = 0
+    for i in range(2_000):
         span = make_span({}, name="tool", span_id=f"{i + 1:016x}", parent=f"{i + 2:016x}")
         window.note(span)
         if i % 10 == 0:
             list(window.add(_exchange(i, i)))
-    held = len(window.links._current) + len(window.links._previous)
-    assert held <= 2 * 4 * 10
+        most = max(most, len(window.links))
+    assert most <= 4 * 4 * 10  # the window, and about two generations of 4 exchanges
     list(window.flush())
 
 
+def test_every_call_of_a_long_file_joins_its_layers() -> None:
+    """Each call's lower layer (exported first) joins its upper one through the HTTP span
+    between them, however many calls came before."""
+    window = readers._Window(size=8)
+    out: list[Exchange] = []
+
+    def layer(i: int, level: int) -> Exchange:
+        ex = _exchange(i, 1_000 * i + level)
+        ex.source, ex.trace_id = "openinference", f"{i + 1:032x}"
+        ex.span_id = f"{level:04x}{i:012x}"
+        ex.parent_span_id = f"{level + 1:04x}{i:012x}" if level == 1 else None
+        return ex
+
+    for i in range(300):
+        upper, http, lower = (bytes.fromhex(f"{level:04x}{i:012x}") for level in (0, 2, 1))
+        window.links.add(http, upper)
+        window.links.add(lower, http)
+        out += window.add(layer(i, 1))
+        out += window.add(layer(i, 0))
+    out += window.flush()
+    assert len(out) == 300
+
+
 def test_layers_in_two_files_join_across_many_calls(tmp_path: Path) -> None:
-    """The agent's spans in one file, the gateway's in another (read after it): each
-    gateway span joins its instrumentation span through the agent's HTTP span, also after
-    the parent links have moved to an older generation."""
+    """The agent's spans in one file, the gateway's in another (read after it): a gateway
+    span joins its instrumentation span through the agent's HTTP span whenever that is
+    still in the window, exactly as it would were no parent link ever dropped."""
     from test_build import own_span
 
-    calls = 400  # within one window; the links rotate to the older generation midway
+    calls = 700  # more than a window: the earliest calls leave it before their layers
     agent, gateway = [], []
     for i in range(calls):
         trace = f"{i + 1:032x}"
@@ -182,5 +206,24 @@ def test_layers_in_two_files_join_across_many_calls(tmp_path: Path) -> None:
     write_lines(folder / "2-gateway.jsonl", traces(*gateway, service="otel-replay"))
     out = tmp_path / "c.json"
     report = build_file([folder], out)
-    assert report.interactions == calls
-    assert {ex.source for ex in load(out).interactions} == {"otel-replay"}
+    every_link = tmp_path / "every_link.json"
+    with pytest.MonkeyPatch.context() as patch:  # the same build, never dropping a link
+        patch.setattr(readers, "_PARENT_LINKS", 10**9)
+        patch.setattr(readers._Links, "released", lambda self, oldest: None)
+        build_file([folder], every_link)
+    assert load(out).interactions == load(every_link).interactions
+    sources = [ex.source for ex in load(out).interactions]
+    assert sources.count("otel-replay") == calls
+    # the agent's calls that left the window before the gateway's file was read
+    assert 0 < sources.count("genai-semconv") == report.interactions - calls < readers.WINDOW
+
+
+def test_start_times_beyond_int64_are_written_in_order(tmp_path: Path) -> None:
+    """OTLP times are unsigned 64-bit: a value past 2**63 sorts and writes."""
+    exchanges = [_exchange(0, 2**64 - 1), _exchange(1, 5), _exchange(2, 2**63)]
+    out = tmp_path / "c.json"
+    with CassetteWriter(out) as writer:
+        for ex in exchanges:
+            writer.add(ex)
+        writer.commit({})
+    assert [ex.start_ns for ex in load(out).interactions] == [5, 2**63, 2**64 - 1]

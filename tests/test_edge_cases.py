@@ -327,3 +327,26 @@ def test_an_unreadable_request_body_is_a_400_and_nothing_is_recorded(
     ), message
     assert summary.live == 1 and len(stub.received) == 1
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR] == []
+
+
+def test_root_cause_names_the_innermost_reason() -> None:
+    from otel_replay.errors import root_cause
+
+    try:
+        try:
+            raise ValueError("invalid block type")
+        except ValueError as inner:
+            raise RuntimeError("") from inner
+    except RuntimeError as outer:
+        assert root_cause(outer) == "invalid block type"
+    try:
+        try:
+            raise KeyError("unrelated")
+        except KeyError:
+            raise OSError("disk full") from None
+    except OSError as suppressed:
+        assert root_cause(suppressed) == "disk full"
+    looped = ValueError("")
+    looped.__context__ = TypeError("t")
+    looped.__context__.__context__ = looped
+    assert root_cause(looped) == "t"

@@ -27,7 +27,7 @@ from otel_replay.errors import TraceFormatError
 from otel_replay.exchange import CanonicalRequest, Exchange, Response
 from otel_replay.jsontext import pretty
 from otel_replay.otlp import codec, tracejson
-from otel_replay.readers import _fidelity, _Window
+from otel_replay.readers import _fidelity, _Links, _Window
 from otel_replay.redact import Redactor
 from otel_replay.spans import exchange_to_span, export_request
 from otel_replay.store import TraceStore
@@ -267,7 +267,6 @@ class _ScanWindow(_Window):
         self.plain: list[Exchange] = []
 
     def add(self, exchange: Exchange) -> Iterator[Exchange]:
-        self.links.tick()  # parent links age the same way
         self.plain.append(exchange)
         if len(self.plain) > self.size:
             yield self._release_plain()
@@ -323,6 +322,7 @@ def test_indexed_window_releases_what_the_scan_released(
     exchanges, links = case
     fast, slow = _Window(size), _ScanWindow(size)
     for window in (fast, slow):
+        window.links = _Links(exchanges=10**9, spans=10**9, limit=10**9)  # none dropped
         for child, parent in links:
             window.links.add(bytes.fromhex(child), bytes.fromhex(parent))
     got = [e for ex in exchanges for e in fast.add(ex)] + list(fast.flush())

@@ -15,6 +15,7 @@ duplicates, and only the parent links of recent spans are kept (see ``_Links``).
 from __future__ import annotations
 
 from bisect import bisect_left, insort
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -30,16 +31,16 @@ from otel_replay.otlp.codec import any_value_to_python, attributes_to_dict, iter
 from otel_replay.readers import openinference, semconv
 from otel_replay.readers.claude_code import ClaudeCodeReader, event_name
 from otel_replay.readers.view import Event
+from otel_replay.spans import FORMAT_ATTRIBUTE
 
 __all__ = ["WINDOW", "Selection", "read_exchanges", "read_span"]
 
 WINDOW = 512
 """How many exchanges wait for a duplicate before the earliest is released."""
 _PARENT_LINKS = 100_000
-"""A generation of parent links closes at this many (so at least the last this-many links
-are held, and at most twice that)."""
+"""Parent links are held in generations of half this many at most, and no more than
+twice this many while an exchange lingers in the window (see ``_Links``)."""
 _MAX_HOPS = 8
-_OWN_MARK = "otel_replay.format_version"
 _GENAI_EVENTS = semconv.MESSAGE_EVENTS | {semconv.DETAILS_EVENT}
 
 ErrorHandler = Callable[[TraceFormatError], None]
@@ -77,7 +78,7 @@ def read_span(
 ) -> Exchange | None:
     """The exchange a span carries, from the highest-fidelity reader that knows it."""
     attrs = attributes_to_dict(span.attributes)
-    if _OWN_MARK in attrs:
+    if FORMAT_ATTRIBUTE in attrs:
         from otel_replay.readers.own import span_to_exchange
 
         return span_to_exchange(span, resource_proto)
@@ -178,7 +179,8 @@ class _Window:
     def __init__(self, size: int = WINDOW) -> None:
         self.size = size
         self.pending: dict[int, Exchange] = {}
-        self.links = _Links(exchanges=size, spans=_PARENT_LINKS)
+        self.links = _Links(exchanges=size, spans=_PARENT_LINKS // 2, limit=_PARENT_LINKS * 2)
+        self._oldest = 0  # no exchange before it is pending
         self._seq = 0
         self._by_start: list[tuple[int, int]] = []
         self._by_trace: dict[str, list[int]] = {}
@@ -193,7 +195,7 @@ class _Window:
     def add(self, exchange: Exchange) -> Iterator[Exchange]:
         seq = self._seq
         self._seq += 1
-        self.links.tick()
+        self.links.tick(seq)
         self.pending[seq] = exchange
         insort(self._by_start, (exchange.start_ns, seq))
         if exchange.trace_id:
@@ -215,6 +217,11 @@ class _Window:
             if seq == first_seq or self._same_call(first, self.pending[seq])
         ]
         exchanges = [self._remove(seq) for seq in group]
+        oldest, pending = self._oldest, self.pending
+        while oldest < self._seq and oldest not in pending:
+            oldest += 1
+        self._oldest = oldest
+        self.links.released(oldest)
         return max(exchanges, key=_fidelity)
 
     def _candidates(self, first: Exchange) -> set[int]:
@@ -276,42 +283,69 @@ class _Window:
 
 
 class _Links:
-    """Parent links of recent spans, in two generations: the current one and the one
-    before it. A generation closes after ``exchanges`` exchanges have arrived or
-    ``spans`` links were noted, whichever comes first, and the one before is dropped.
+    """Parent links of recent spans, in generations kept while an exchange may need them.
 
-    The layers of one model call (an instrumentation span, the HTTP span below it, the
-    gateway's span) end together and are exported together, so the links between two
-    exchanges arrive close to them; those read more than a window of exchanges earlier
-    can only relate exchanges the window has already released. Memory follows the spans
-    per exchange, not the length of the file.
+    A generation closes after ``exchanges`` exchanges have arrived or ``spans`` links were
+    noted. It is dropped once every exchange that arrived up to the close of the
+    generation after it has left the window: a link joins the layers of one call, which
+    end and are exported together, so it is noted close to the exchanges it joins — just
+    before them (a child span ends first) or after them (another file read later). When
+    an exchange lingers in the window (a start time far ahead of the others), the oldest
+    generations go anyway once more than ``limit`` links are held. Memory follows the
+    spans per exchange in the window, not the length of the file.
     """
 
-    def __init__(self, exchanges: int, spans: int) -> None:
+    def __init__(self, exchanges: int, spans: int, limit: int) -> None:
         self._max_exchanges = exchanges
         self._max_spans = spans
+        self._limit = limit
         self._current: dict[bytes, bytes] = {}
-        self._previous: dict[bytes, bytes] = {}
+        self._closed: deque[tuple[int, dict[bytes, bytes]]] = deque()
+        self._held = 0  # links in closed generations
         self._exchanges = 0
+        self._last_seq = -1
+
+    def __len__(self) -> int:
+        return self._held + len(self._current)
 
     def add(self, child: bytes, parent: bytes) -> None:
         self._current[child] = parent
         if len(self._current) >= self._max_spans:
-            self._rotate()
+            self._close()
 
-    def tick(self) -> None:
-        """One exchange arrived."""
+    def tick(self, seq: int) -> None:
+        """Exchange ``seq`` arrived."""
+        self._last_seq = seq
         self._exchanges += 1
         if self._exchanges >= self._max_exchanges:
-            self._rotate()
+            self._close()
+
+    def released(self, oldest_pending: int) -> None:
+        """Every exchange before ``oldest_pending`` has left the window."""
+        closed = self._closed
+        while len(closed) > 1 and closed[1][0] < oldest_pending:
+            self._drop()
 
     def get(self, child: bytes) -> bytes | None:
         found = self._current.get(child)
-        return found if found is not None else self._previous.get(child)
+        if found is None:
+            for _, links in reversed(self._closed):
+                found = links.get(child)
+                if found is not None:
+                    break
+        return found
 
-    def _rotate(self) -> None:
-        self._previous, self._current = self._current, {}
+    def _close(self) -> None:
+        self._closed.append((self._last_seq, self._current))
+        self._held += len(self._current)
+        self._current = {}
         self._exchanges = 0
+        while self._held > self._limit:
+            self._drop()
+
+    def _drop(self) -> None:
+        _, links = self._closed.popleft()
+        self._held -= len(links)
 
 
 def _fidelity(exchange: Exchange) -> tuple[int, int]:
