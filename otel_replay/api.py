@@ -83,6 +83,7 @@ def _run(
     report: PathLike | None,
     upstream_openai: str | None,
     upstream_anthropic: str | None,
+    upstream_azure: str | None,
 ) -> Iterator[GatewayHandle]:
     if mode not in MODES:
         raise ConfigError(f"unknown mode {mode!r}; use one of {', '.join(MODES)}")
@@ -101,6 +102,7 @@ def _run(
         traces=_path(traces),
         upstream_openai=upstream_openai,
         upstream_anthropic=upstream_anthropic,
+        upstream_azure=upstream_azure,
         timing=timing,
         report=_path(report),
         environ=dict(os.environ),
@@ -129,13 +131,15 @@ def record(
     traces: PathLike | None = None,
     upstream_openai: str | None = None,
     upstream_anthropic: str | None = None,
+    upstream_azure: str | None = None,
 ) -> Iterator[GatewayHandle]:
     """Record the block's model calls into ``cassette`` (written anew when the block ends).
 
     Every call is forwarded to the upstream — ``upstream_openai`` / ``upstream_anthropic``,
     else the caller's own ``OPENAI_BASE_URL`` / ``ANTHROPIC_BASE_URL``, else the public
-    endpoints. ``traces`` keeps the recording's OTLP JSON lines (the agent's own spans and
-    the model-call spans); the cassette is derived from them.
+    endpoints; Azure OpenAI calls go to ``upstream_azure``, else the caller's
+    ``AZURE_OPENAI_ENDPOINT``. ``traces`` keeps the recording's OTLP JSON lines (the
+    agent's own spans and the model-call spans); the cassette is derived from them.
     """
     with _run(
         mode="record",
@@ -145,6 +149,7 @@ def record(
         report=None,
         upstream_openai=upstream_openai,
         upstream_anthropic=upstream_anthropic,
+        upstream_azure=upstream_azure,
     ) as handle:
         yield handle
 
@@ -159,6 +164,7 @@ def replay(
     report: PathLike | None = None,
     upstream_openai: str | None = None,
     upstream_anthropic: str | None = None,
+    upstream_azure: str | None = None,
 ) -> Iterator[GatewayHandle]:
     """Answer the block's model calls from ``cassette``.
 
@@ -176,5 +182,6 @@ def replay(
         report=report,
         upstream_openai=upstream_openai,
         upstream_anthropic=upstream_anthropic,
+        upstream_azure=upstream_azure,
     ) as handle:
         yield handle

@@ -33,6 +33,11 @@ def _gateway_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--traces", type=Path, help="OTLP JSON lines file for all telemetry")
     parser.add_argument("--upstream-openai", metavar="URL", help="real OpenAI base URL")
     parser.add_argument("--upstream-anthropic", metavar="URL", help="real Anthropic base URL")
+    parser.add_argument(
+        "--upstream-azure",
+        metavar="URL",
+        help="real Azure OpenAI resource endpoint (default: the caller's AZURE_OPENAI_ENDPOINT)",
+    )
     parser.add_argument("--report", type=Path, metavar="FILE", help="write a JSON run report")
     parser.add_argument("--host", default="127.0.0.1", help="bind address (default loopback)")
 
@@ -143,6 +148,7 @@ def _config(args: argparse.Namespace, mode: str, command: list[str]) -> GatewayC
         traces=args.traces,
         upstream_openai=args.upstream_openai,
         upstream_anthropic=args.upstream_anthropic,
+        upstream_azure=args.upstream_azure,
         host=args.host,
         port=getattr(args, "port", 0),
         grpc_port=getattr(args, "grpc_port", 0),

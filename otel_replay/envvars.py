@@ -7,6 +7,10 @@ OPENAI_BASE_URL = "OPENAI_BASE_URL"
 ANTHROPIC_BASE_URL = "ANTHROPIC_BASE_URL"
 OPENAI_API_KEY = "OPENAI_API_KEY"
 ANTHROPIC_API_KEY = "ANTHROPIC_API_KEY"
+# Azure OpenAI (``openai.AzureOpenAI``): the resource endpoint (the SDK appends ``/openai``)
+# and its key; the caller's endpoint is the Azure upstream.
+AZURE_OPENAI_ENDPOINT = "AZURE_OPENAI_ENDPOINT"
+AZURE_OPENAI_API_KEY = "AZURE_OPENAI_API_KEY"
 
 # OpenTelemetry exporters: where the agent sends its own telemetry.
 OTLP_ENDPOINT = "OTEL_EXPORTER_OTLP_ENDPOINT"

@@ -23,17 +23,21 @@ from typing import Any
 from aiohttp import web
 from multidict import CIMultiDict
 
+from otel_replay import envvars as ev
 from otel_replay import providers, sse
 from otel_replay.errors import ReplayMiss, UpstreamError, root_cause
 from otel_replay.exchange import JSON, CanonicalRequest, Exchange, Response, SSEEvent
 from otel_replay.otlp.http import add_otlp_routes
 from otel_replay.providers.base import Provider
+from otel_replay.providers.openai import azure_endpoint
 from otel_replay.redact import Redactor
 from otel_replay.session import Session
-from otel_replay.upstream import HOP_BY_HOP, Upstream, UpstreamRequest
+from otel_replay.upstream import HOP_BY_HOP, NoUpstream, Upstream, UpstreamRequest
 
 log = logging.getLogger("otel_replay.gateway")
 
+# Paths the provider APIs live under: both SDKs' /v1, and Azure OpenAI's /openai.
+_PROVIDER_PREFIXES = ("/v1/", providers.AZURE_PREFIX)
 # Response headers kept in a recording and replayed.
 _KEPT_PREFIXES = ("x-ratelimit-", "anthropic-ratelimit-")
 _KEPT = frozenset(
@@ -107,6 +111,8 @@ class Call:
 
     request: web.Request
     provider: Provider
+    path: str  # the path providers read: as received, with Azure's api-version
+    upstream: str  # the upstream it is forwarded to: the provider's, or "azure"
     operation: str
     raw: bytes
     body: JSON  # redacted, unless ``redacted`` is False (record mode, until recording)
@@ -123,7 +129,7 @@ class Call:
         """The canonical request, computed once (matching and recording both need it)."""
         if self._canonical is None:
             self._redact()
-            self._canonical = self.provider.canonical(self.request.path, self.body)
+            self._canonical = self.provider.canonical(self.path, self.body)
         return self._canonical
 
     def _redact(self) -> None:
@@ -166,8 +172,9 @@ class Gateway:
         env = os.environ if keys is None else keys
         # auto mode forwards a miss only with exactly the gateway's own key
         self._keys = {
-            "openai": env.get("OPENAI_API_KEY", ""),
-            "anthropic": env.get("ANTHROPIC_API_KEY", ""),
+            "openai": env.get(ev.OPENAI_API_KEY, ""),
+            "anthropic": env.get(ev.ANTHROPIC_API_KEY, ""),
+            "azure": env.get(ev.AZURE_OPENAI_API_KEY, ""),
         }
 
     def app(self) -> web.Application:
@@ -178,7 +185,7 @@ class Gateway:
 
     # -- dispatch ----------------------------------------------------------------------
     async def handle(self, request: web.Request) -> web.StreamResponse:
-        if not request.path.startswith("/v1/"):
+        if not request.path.startswith(_PROVIDER_PREFIXES):
             # health checks and strays: not a provider API call, so neither a miss nor live
             return web.json_response(
                 {"error": {"message": f"otel-replay: {request.path} is not a provider API path"}},
@@ -195,25 +202,28 @@ class Gateway:
             )
         headers = {k.lower(): v for k, v in request.headers.items()}
         provider = providers.provider_for(request.path, headers)
+        path = azure_endpoint(request.path, request.query)
         trace_id, parent = parse_traceparent(headers.get("traceparent"))
         session = self.session
         # a body identical to a recorded (hence already redacted) one replays at once:
         # first as the bytes sent, then as the parsed body
         exact = None
         if session.mode != "record":
-            exact = session.exact_hit_raw(provider.name, request.path, raw)
+            exact = session.exact_hit_raw(provider.name, path, raw)
         if exact is not None:
             body = session.cassette.interactions[exact].raw_request
         else:
             body = parse_body(raw)
             if session.mode != "record":
-                exact = session.exact_hit(provider.name, request.path, body)
+                exact = session.exact_hit(provider.name, path, body)
             if exact is None and session.mode != "record":
                 body = redacted_body(session.redactor, raw, body)
         call = Call(
             request=request,
             provider=provider,
-            operation=provider.operation(request.path),
+            path=path,
+            upstream=providers.upstream_for(request.path, provider.name),
+            operation=provider.operation(path),
             raw=raw,
             body=body,
             stream=False,
@@ -231,15 +241,15 @@ class Gateway:
         try:
             index = exact if exact is not None else session.matcher.match(call.canonical)
         except ReplayMiss as miss:
-            if mode == "auto" and self._carries_own_key(provider.name, headers):
+            if mode == "auto" and self._carries_own_key(call.upstream, headers):
                 return await self.forward(call)
             return self.miss(call, miss)
         recorded = session.cassette.interactions[index]
         session.replayed_hit(index, self._replayed_exchange(call, recorded))
         return await self.replay(call, recorded.response)
 
-    def _carries_own_key(self, provider: str, headers: Mapping[str, str]) -> bool:
-        key = self._keys.get(provider, "")
+    def _carries_own_key(self, upstream: str, headers: Mapping[str, str]) -> bool:
+        key = self._keys.get(upstream, "")
         if not key:
             return False
         offered = headers.get("x-api-key") or headers.get("api-key") or ""
@@ -255,12 +265,19 @@ class Gateway:
 
     # -- miss --------------------------------------------------------------------------
     def miss(self, call: Call, miss: ReplayMiss) -> web.Response:
-        self.session.missed(miss, call.provider.name, call.request.path, call.body)
+        self.session.missed(miss, call.provider.name, call.path, call.body)
         log.info("%s", miss)
         body = call.provider.error_body(400, str(miss), "replay_miss")
         return web.json_response(
             body, status=400, headers={"x-should-retry": "false", "x-otel-replay": "miss"}
         )
+
+    def unroutable(self, call: Call, exc: NoUpstream) -> web.Response:
+        """A live call with no upstream to go to: the agent is told what to set; nothing
+        is recorded, since no provider answered."""
+        log.warning("otel-replay: %s", exc)
+        body = call.provider.error_body(502, f"otel-replay: {exc}", "otel_replay_no_upstream")
+        return web.json_response(body, status=502, headers={"x-should-retry": "false"})
 
     # -- replay ------------------------------------------------------------------------
     async def replay(self, call: Call, response: Response) -> web.StreamResponse:
@@ -314,7 +331,7 @@ class Gateway:
     async def _forward(self, call: Call) -> web.StreamResponse:
         request = call.request
         outgoing = UpstreamRequest(
-            provider=call.provider.name,
+            provider=call.upstream,
             method=request.method,
             path=request.path,
             query=request.query_string,
@@ -323,6 +340,8 @@ class Gateway:
         )
         try:
             upstream = await self.upstream.send(outgoing)
+        except NoUpstream as exc:
+            return self.unroutable(call, exc)
         except UpstreamError as exc:
             self._record(call, Response(status=0, fault=exc.kind))
             _abort(request)

@@ -9,9 +9,11 @@ whatever the id was on the day of the recording.
 
 Components are traversed in ``COMPONENTS`` order and dict keys in sorted order, so the
 numbering does not depend on the key order of the source (a provider body or a span).
-``endpoint`` and ``model`` are left exactly as they are: a model name such as
-``gpt-4o-2024-08-06`` carries a date that is not volatile. Integral floats become ints
-(``1.0`` → ``1``), since a span attribute stores a request's ``1`` as a double.
+``endpoint`` and ``model`` are left exactly as they are — a model name such as
+``gpt-4o-2024-08-06`` carries a date that is not volatile — except that an Azure OpenAI
+endpoint loses its ``api-version`` and its deployment name (the model carries it).
+Integral floats become ints (``1.0`` → ``1``), since a span attribute stores a request's
+``1`` as a double.
 Redaction placeholders (``[REDACTED:…]``) pass through unchanged. Dicts come out with
 their keys sorted (matching compares canonical JSON, so order carries no meaning).
 """
@@ -22,6 +24,7 @@ import dataclasses
 import re
 
 from otel_replay.exchange import JSON, CanonicalRequest
+from otel_replay.providers.openai import match_endpoint
 
 PROVIDER_ID_PREFIXES: tuple[str, ...] = (
     "chatcmpl",
@@ -177,6 +180,7 @@ def normalize(request: CanonicalRequest) -> CanonicalRequest:
     params = numbering.walk(request.params)
     return dataclasses.replace(
         request,
+        endpoint=match_endpoint(request.endpoint),
         system=system,
         messages=messages,
         tools=tools,

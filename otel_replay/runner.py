@@ -44,16 +44,23 @@ class GatewayConfig:
     command: list[str] = field(default_factory=list)
     upstream: Upstream | None = None  # a test may hand in its own
     environ: Mapping[str, str] | None = None  # the caller's environment (default os.environ)
+    upstream_azure: str | None = None  # Azure OpenAI resource endpoint
 
 
 def upstream_bases(config: GatewayConfig, environ: Mapping[str, str]) -> dict[str, str]:
-    """Upstreams default to the caller's own base URLs, else the public endpoints."""
-    return {
+    """Upstreams default to the caller's own base URLs, else the public endpoints. Azure
+    OpenAI has no public endpoint: it is there only when named (``upstream_azure``, else
+    the caller's ``AZURE_OPENAI_ENDPOINT``)."""
+    bases = {
         "openai": config.upstream_openai or environ.get(ev.OPENAI_BASE_URL) or OPENAI_DEFAULT,
         "anthropic": config.upstream_anthropic
         or environ.get(ev.ANTHROPIC_BASE_URL)
         or ANTHROPIC_DEFAULT,
     }
+    azure = config.upstream_azure or environ.get(ev.AZURE_OPENAI_ENDPOINT)
+    if azure:
+        bases["azure"] = azure
+    return bases
 
 
 def agent_environment(
@@ -67,6 +74,7 @@ def agent_environment(
     env = {
         ev.OPENAI_BASE_URL: f"{url}/v1",
         ev.ANTHROPIC_BASE_URL: url,
+        ev.AZURE_OPENAI_ENDPOINT: url,
         ev.OTEL_REPLAY_URL: url,
         ev.OTEL_REPLAY_MODE: mode,
     }
@@ -97,7 +105,7 @@ def agent_environment(
             env[protocol_var] = protocol if protocol != "grpc" else "http/protobuf"
     if mode in ("strict", "auto"):
         # official SDKs refuse to start without a key; replay needs none
-        for key in (ev.OPENAI_API_KEY, ev.ANTHROPIC_API_KEY):
+        for key in (ev.OPENAI_API_KEY, ev.ANTHROPIC_API_KEY, ev.AZURE_OPENAI_API_KEY):
             if not caller.get(key):
                 env[key] = PLACEHOLDER_KEY
     return env

@@ -7,6 +7,10 @@ are computed from the request, so the same request always gets the same answer:
   tool with ``{"<first parameter>": "<last user text>"}``;
 - otherwise it answers ``stub reply to: <last user or tool text>``.
 
+Azure OpenAI's paths answer like the OpenAI ones: ``/openai/deployments/{deployment}/...``
+and ``/openai/...`` (both requiring ``?api-version=``; the deployment is the default model)
+and ``/openai/v1/...``; an Azure chat stream opens with the prompt-filter chunk Azure sends.
+
 Streams are produced here independently of otel-replay's own stream code, the way the real
 APIs stream them, so tests that replay through the gateway check one against the other.
 Faults can be scripted per request with :meth:`StubUpstream.enqueue`.
@@ -19,7 +23,7 @@ import hashlib
 import json
 import threading
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -53,6 +57,7 @@ class Received:
     path: str
     headers: dict[str, str]
     body: Any
+    query: str = ""
 
 
 def _last_text(messages: list[Any]) -> str:
@@ -197,13 +202,25 @@ class StubUpstream:
         except ValueError:
             body = raw.decode("utf-8", "replace")
         headers = {k.lower(): v for k, v in request.headers.items()}
-        self.received.append(Received(request.method, request.path, headers, body))
+        self.received.append(
+            Received(request.method, request.path, headers, body, request.query_string)
+        )
         fault = self._take_fault(request.path)
         if fault is not None and fault.kind != "reset_mid_stream":
             return await self._fault(request, fault)
         path = request.path
         anthropic = "anthropic-version" in headers or path.startswith("/v1/messages")
         body = body if isinstance(body, dict) else {}
+        azure = path.startswith("/openai/")
+        if azure:
+            route, deployment = _azure_route(path, request.query)
+            if route is None:
+                return web.json_response(
+                    {"error": {"code": "404", "message": "Resource not found"}}, status=404
+                )
+            if deployment is not None:
+                body.setdefault("model", deployment)
+            path, anthropic = route, False
         if path == "/v1/models":
             return web.json_response({"object": "list", "data": [_model("stub-model")]})
         if anthropic and path == "/v1/messages/count_tokens":
@@ -212,7 +229,7 @@ class StubUpstream:
         if anthropic and path == "/v1/messages":
             return await self._anthropic(request, body, fault)
         if path == "/v1/chat/completions":
-            return await self._chat(request, body, fault)
+            return await self._chat(request, body, fault, azure=azure)
         if path == "/v1/responses":
             return await self._responses(request, body, fault)
         if path == "/v1/embeddings":
@@ -282,7 +299,7 @@ class StubUpstream:
         return f"stub reply to: {_last_text(messages)}", None
 
     async def _chat(
-        self, request: web.Request, body: dict[str, Any], fault: Fault | None
+        self, request: web.Request, body: dict[str, Any], fault: Fault | None, azure: bool = False
     ) -> web.StreamResponse:
         text, call = self._chat_turn(body)
         model = body.get("model", "stub-model")
@@ -322,6 +339,8 @@ class StubUpstream:
             )
 
         chunks = [chunk({"role": "assistant", "content": ""})]
+        if azure:
+            chunks.insert(0, _sse(_AZURE_FILTER_CHUNK))
         if call:
             head = {
                 "index": 0,
@@ -587,6 +606,33 @@ class StubUpstream:
         )
         events.append(_sse({"type": "message_stop"}, event="message_stop"))
         return await self._stream(request, events, fault)
+
+
+# The first chunk of an Azure OpenAI chat stream: no choices, the prompt's filter results.
+_AZURE_FILTER_CHUNK = {
+    "id": "",
+    "object": "",
+    "created": 0,
+    "model": "",
+    "choices": [],
+    "prompt_filter_results": [
+        {"prompt_index": 0, "content_filter_results": {"hate": {"filtered": False}}}
+    ],
+}
+
+
+def _azure_route(path: str, query: Mapping[str, str]) -> tuple[str | None, str | None]:
+    """The OpenAI path an Azure OpenAI path stands for and the deployment it names. The
+    path is None, as Azure's 404, when a versioned route lacks ``api-version``."""
+    rest = path[len("/openai") :]
+    if rest.startswith("/v1/"):
+        return rest, None
+    if "api-version" not in query:
+        return None, None
+    parts = rest.split("/")
+    if len(parts) > 3 and parts[1] == "deployments":
+        return "/v1/" + "/".join(parts[3:]), parts[2]
+    return "/v1" + rest, None
 
 
 def _model(name: str) -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """Provider API surfaces. One module per provider; a new provider is a new module.
 
 ``provider_for(path, headers)`` picks the provider that owns a gateway request;
-``get(name)`` returns a provider by name.
+``get(name)`` returns a provider by name; ``upstream_for(path, provider)`` names the
+upstream a request is forwarded to (``"azure"`` for Azure OpenAI's ``/openai/...`` paths).
 """
 
 from __future__ import annotations
@@ -11,7 +12,9 @@ from collections.abc import Mapping
 from otel_replay.errors import ConfigError
 from otel_replay.providers.base import OutputView, Provider
 
-__all__ = ["OutputView", "Provider", "get", "provider_for"]
+__all__ = ["OutputView", "Provider", "get", "provider_for", "upstream_for"]
+
+AZURE_PREFIX = "/openai/"
 
 
 def _registry() -> dict[str, Provider]:
@@ -43,8 +46,17 @@ def provider_for(path: str, headers: Mapping[str, str]) -> Provider:
     """The provider that owns a request to the gateway.
 
     Both SDKs put their API under ``/v1``; ``/v1/messages*`` and any request carrying
-    Anthropic's headers belong to Anthropic, everything else to OpenAI.
+    Anthropic's headers belong to Anthropic, everything else to OpenAI — Azure OpenAI's
+    ``/openai/...`` paths included.
     """
     providers = all_providers()
+    if path.startswith(AZURE_PREFIX):
+        return providers["openai"]
     anthropic = providers["anthropic"]
     return anthropic if anthropic.claims(path, headers) else providers["openai"]
+
+
+def upstream_for(path: str, provider: str) -> str:
+    """The upstream a gateway request goes to: ``"azure"`` for Azure OpenAI's paths
+    (provider ``openai``, but a resource endpoint of its own), else the provider's."""
+    return "azure" if path.startswith(AZURE_PREFIX) else provider
