@@ -272,3 +272,28 @@ def test_cli_records_and_replays_an_azure_agent(tmp_path):
     assert "1 replayed · 0 live · 0 misses" in rep.stderr
     assert AZURE_KEY not in cassette.read_text()
     validate_cassette_file(cassette)
+
+
+def test_a_cassette_of_openai_calls_replays_for_the_azure_client(tmp_path):
+    """A cassette that knows only the operation and the model — recorded by the plain
+    OpenAI client, or built from a production trace — answers ``AzureOpenAI`` calls whose
+    deployment is that model."""
+    cassette = tmp_path / "c.json"
+    with run_stub() as stub:
+        config = GatewayConfig(mode="record", cassette=cassette, upstream_openai=stub.openai_url)
+        with GatewayThread(config) as gw:
+            plain = openai.OpenAI(
+                base_url=gw.env["OPENAI_BASE_URL"], api_key="sk-test", max_retries=0
+            )
+            with plain:
+                reply = plain.chat.completions.create(model=DEPLOYMENT, messages=MESSAGES)
+            gw.stop()
+    [interaction] = load(cassette).interactions
+    assert interaction.request.endpoint == "/v1/chat/completions"
+    with GatewayThread(GatewayConfig(mode="strict", cassette=cassette, environ={})) as gw:
+        with azure(gw.env) as client:
+            with pytest.raises(openai.BadRequestError, match="model changed"):
+                chat(client, deployment="gpt4o-canary")
+            assert chat(client) == reply.choices[0].message.content
+        summary = gw.stop()
+    assert summary.replayed == 1

@@ -87,15 +87,17 @@ def _route(endpoint: str) -> tuple[str, str | None]:
 
 
 def match_endpoint(endpoint: str) -> str:
-    """An endpoint as matching compares it: without Azure's ``api-version`` (a replay
-    under a newer API version still hits) and with the deployment name replaced by ``*``
-    (the request's model carries it, so a changed deployment is a changed model)."""
-    if "?" not in endpoint and not endpoint.startswith("/openai/deployments/"):
+    """An endpoint as matching compares it. An Azure OpenAI endpoint stands for the OpenAI
+    operation it serves (``/openai/deployments/{d}/chat/completions`` for
+    ``/v1/chat/completions``; the request's model carries the deployment, so a changed
+    deployment is a changed model), and Azure's ``api-version`` is left out (a replay
+    under a newer API version still hits). So a cassette built from a production trace,
+    which records the operation and the model, replays for ``AzureOpenAI`` too."""
+    if "?" not in endpoint and not is_azure(endpoint):
         return endpoint
     base, _, query = endpoint.partition("?")
-    found = _DEPLOYMENT.fullmatch(base)
-    if found is not None:
-        base = "/openai/deployments/*" + (found.group(2) or "")
+    if is_azure(base):
+        base = _route(base)[0]
     kept = [(k, v) for k, v in parse_qsl(query, keep_blank_values=True) if k != API_VERSION]
     return f"{base}?{urlencode(kept)}" if kept else base
 
