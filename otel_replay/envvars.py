@@ -11,6 +11,7 @@ ANTHROPIC_API_KEY = "ANTHROPIC_API_KEY"
 # and its key; the caller's endpoint is the Azure upstream.
 AZURE_OPENAI_ENDPOINT = "AZURE_OPENAI_ENDPOINT"
 AZURE_OPENAI_API_KEY = "AZURE_OPENAI_API_KEY"
+AZURE_OPENAI_AD_TOKEN = "AZURE_OPENAI_AD_TOKEN"
 
 # OpenTelemetry exporters: where the agent sends its own telemetry.
 OTLP_ENDPOINT = "OTEL_EXPORTER_OTLP_ENDPOINT"

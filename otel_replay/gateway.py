@@ -170,11 +170,15 @@ class Gateway:
         self.upstream = upstream
         self.timing = timing
         env = os.environ if keys is None else keys
-        # auto mode forwards a miss only with exactly the gateway's own key
+        # auto mode forwards a miss only with exactly one of the caller's own credentials
+        credentials = {
+            "openai": (ev.OPENAI_API_KEY,),
+            "anthropic": (ev.ANTHROPIC_API_KEY,),
+            "azure": (ev.AZURE_OPENAI_API_KEY, ev.AZURE_OPENAI_AD_TOKEN),
+        }
         self._keys = {
-            "openai": env.get(ev.OPENAI_API_KEY, ""),
-            "anthropic": env.get(ev.ANTHROPIC_API_KEY, ""),
-            "azure": env.get(ev.AZURE_OPENAI_API_KEY, ""),
+            upstream: tuple(env[name].encode() for name in names if env.get(name))
+            for upstream, names in credentials.items()
         }
 
     def app(self) -> web.Application:
@@ -249,14 +253,13 @@ class Gateway:
         return await self.replay(call, recorded.response)
 
     def _carries_own_key(self, upstream: str, headers: Mapping[str, str]) -> bool:
-        key = self._keys.get(upstream, "")
-        if not key:
-            return False
+        keys = self._keys.get(upstream, ())
         offered = headers.get("x-api-key") or headers.get("api-key") or ""
         auth = headers.get("authorization", "")
         if auth.lower().startswith("bearer "):
             offered = offered or auth[7:].strip()
-        return secrets.compare_digest(offered.encode(), key.encode())
+        given = offered.encode()
+        return bool(offered) and any(secrets.compare_digest(given, key) for key in keys)
 
     def _replayed_exchange(self, call: Call, recorded: Exchange) -> Exchange | None:
         if not self.session.writes_replayed_spans:

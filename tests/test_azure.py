@@ -297,3 +297,35 @@ def test_a_cassette_of_openai_calls_replays_for_the_azure_client(tmp_path):
             assert chat(client) == reply.choices[0].message.content
         summary = gw.stop()
     assert summary.replayed == 1
+
+
+@pytest.mark.parametrize("offered", ["eyJ0eXAiOiJKV1QiLCJhbGciOi.the-callers-token", "forged"])
+def test_auto_forwards_a_miss_with_the_callers_azure_ad_token(recorded, tmp_path, offered):
+    token = "eyJ0eXAiOiJKV1QiLCJhbGciOi.the-callers-token"
+    cassette = tmp_path / "c.json"
+    cassette.write_bytes(recorded[0].read_bytes())
+    with run_stub() as stub:
+        config = GatewayConfig(
+            mode="auto",
+            cassette=cassette,
+            upstream_azure=stub.url,
+            environ={"AZURE_OPENAI_AD_TOKEN": token},
+        )
+        with GatewayThread(config) as gw:
+            client = openai.AzureOpenAI(
+                azure_endpoint=gw.env["AZURE_OPENAI_ENDPOINT"],
+                azure_ad_token=offered,
+                api_version=VERSION,
+                max_retries=0,
+            )
+            with client:
+                if offered == token:
+                    assert chat(client, "gpt4o-canary") == "stub reply to: weather in Lisbon?"
+                else:
+                    with pytest.raises(openai.BadRequestError, match="replay miss"):
+                        chat(client, "gpt4o-canary")
+            summary = gw.stop()
+    assert summary.live == (1 if offered == token else 0)
+    assert len(stub.received) == summary.live
+    for path in tmp_path.iterdir():
+        assert token not in path.read_text(encoding="utf-8", errors="replace")
