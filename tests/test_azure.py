@@ -185,24 +185,6 @@ def test_another_deployment_is_a_model_miss(recorded):
     assert summary.misses[0].startswith("replay miss: model changed (hash ")
 
 
-def test_auto_forwards_a_miss_with_the_callers_azure_key(recorded, tmp_path):
-    cassette = tmp_path / "c.json"
-    cassette.write_bytes(recorded[0].read_bytes())
-    with run_stub() as stub:
-        config = GatewayConfig(
-            mode="auto",
-            cassette=cassette,
-            upstream_azure=stub.url + "/openai",  # a base given with /openai also works
-            environ={"AZURE_OPENAI_API_KEY": AZURE_KEY},
-        )
-        with GatewayThread(config) as gw, azure(gw.env) as client:
-            assert chat(client, "gpt4o-canary") == "stub reply to: weather in Lisbon?"
-            summary = gw.stop()
-    assert (summary.live, summary.misses) == (1, [])
-    assert stub.received[0].path == "/openai/deployments/gpt4o-canary/chat/completions"
-    assert [i.request.model for i in load(cassette).interactions][-1] == "gpt4o-canary"
-
-
 def test_a_live_call_without_an_azure_endpoint_says_what_to_set(tmp_path):
     config = GatewayConfig(mode="record", cassette=tmp_path / "c.json", environ={})
     with GatewayThread(config) as gw, azure(gw.env) as client:
@@ -299,33 +281,47 @@ def test_a_cassette_of_openai_calls_replays_for_the_azure_client(tmp_path):
     assert summary.replayed == 1
 
 
-@pytest.mark.parametrize("offered", ["eyJ0eXAiOiJKV1QiLCJhbGciOi.the-callers-token", "forged"])
-def test_auto_forwards_a_miss_with_the_callers_azure_ad_token(recorded, tmp_path, offered):
-    token = "eyJ0eXAiOiJKV1QiLCJhbGciOi.the-callers-token"
+TOKEN = "eyJ0eXAiOiJKV1QiLCJhbGciOi.the-callers-token"
+
+
+@pytest.mark.parametrize(
+    ("variable", "credential", "own"),
+    [
+        ("AZURE_OPENAI_API_KEY", {"api_key": AZURE_KEY}, True),
+        ("AZURE_OPENAI_AD_TOKEN", {"azure_ad_token": TOKEN}, True),
+        ("AZURE_OPENAI_AD_TOKEN", {"azure_ad_token": "forged"}, False),
+    ],
+)
+def test_auto_forwards_a_miss_only_with_the_callers_azure_credential(
+    recorded, tmp_path, variable, credential, own
+):
     cassette = tmp_path / "c.json"
     cassette.write_bytes(recorded[0].read_bytes())
     with run_stub() as stub:
         config = GatewayConfig(
             mode="auto",
             cassette=cassette,
-            upstream_azure=stub.url,
-            environ={"AZURE_OPENAI_AD_TOKEN": token},
+            upstream_azure=stub.url + "/openai",  # a base given with /openai also works
+            environ={variable: AZURE_KEY if variable.endswith("KEY") else TOKEN},
         )
         with GatewayThread(config) as gw:
             client = openai.AzureOpenAI(
                 azure_endpoint=gw.env["AZURE_OPENAI_ENDPOINT"],
-                azure_ad_token=offered,
                 api_version=VERSION,
                 max_retries=0,
+                **credential,
             )
             with client:
-                if offered == token:
+                if own:
                     assert chat(client, "gpt4o-canary") == "stub reply to: weather in Lisbon?"
                 else:
                     with pytest.raises(openai.BadRequestError, match="replay miss"):
                         chat(client, "gpt4o-canary")
             summary = gw.stop()
-    assert summary.live == (1 if offered == token else 0)
-    assert len(stub.received) == summary.live
+    assert (summary.live, len(stub.received)) == ((1, 1) if own else (0, 0))
+    if own:
+        assert stub.received[0].path == "/openai/deployments/gpt4o-canary/chat/completions"
+        assert [i.request.model for i in load(cassette).interactions][-1] == "gpt4o-canary"
     for path in tmp_path.iterdir():
-        assert token not in path.read_text(encoding="utf-8", errors="replace")
+        text = path.read_text(encoding="utf-8", errors="replace")
+        assert TOKEN not in text and AZURE_KEY not in text
