@@ -4,6 +4,10 @@ bare aiohttp handler returning the same bytes (the physical limit).
 Both servers run in a subprocess of their own; the same aiohttp client in this process
 sends the same requests (a distinct chat turn each) sequentially and 16 in flight. Rounds
 alternate bare and gateway and the median of the per-round ratios is reported.
+
+A third figure sends requests that differ from their recordings only in a volatile value
+(a timestamp in the user's turn, as agents put the current time in a prompt): they cannot
+take the exact-body fast path and go through normalisation and the component matcher.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ import statistics
 import tempfile
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 from benchmarks._common import (
     CHAT,
@@ -36,6 +41,14 @@ WARMUP = sized(200, 20)
 SEQUENTIAL = sized(800, 40)
 CONCURRENT = sized(2400, 64)
 IN_FLIGHT = 16
+VOLATILE = sized(400, 20)
+RECORDED_AT, LIVE_AT = "2025-01-01T10:00:00Z", "2026-11-29T14:{:02d}:{:02d}Z"
+
+
+def _stamped(n: int, stamp: str) -> dict[str, Any]:
+    body = chat_body(n)
+    body["messages"][1]["content"] += f" (asked at {stamp})"
+    return body
 
 
 async def _measure(url: str, bodies: list[bytes], offset: int) -> tuple[Timing, Timing, int]:
@@ -54,12 +67,20 @@ async def _measure(url: str, bodies: list[bytes], offset: int) -> tuple[Timing, 
     return seq, conc, offset
 
 
+async def _sequential(url: str, bodies: list[bytes]) -> Timing:
+    async with client_session() as session:
+        return await drive(sender(session, url + CHAT, bodies), len(bodies))
+
+
 async def run(results: Results) -> None:
     per_round = WARMUP + SEQUENTIAL + CONCURRENT
     total = ROUNDS * per_round
     response = chat_response()
     raw = [chat_body(i) for i in range(total)]
     bodies = [compact(b) for b in raw]
+    volatile_ids = range(total, total + ROUNDS * VOLATILE)
+    raw += [_stamped(i, RECORDED_AT) for i in volatile_ids]
+    live = [compact(_stamped(i, LIVE_AT.format(i // 60 % 60, i % 60))) for i in volatile_ids]
     with tempfile.TemporaryDirectory() as tmp:
         body_file = Path(tmp) / "body.json"
         body_file.write_bytes(compact(response))
@@ -67,16 +88,21 @@ async def run(results: Results) -> None:
             Path(tmp) / "replay.json",
             [chat_exchange(b, Response(status=200, body=response)) for b in raw],
         )
-        seq_ratios, conc_ratios = [], []
-        bare_seq, bare_conc, gw_seq, gw_conc = [], [], [], []
+        seq_ratios, conc_ratios, vol_ratios = [], [], []
+        bare_seq, bare_conc, gw_seq, gw_conc, bare_vol, gw_vol = [], [], [], [], [], []
         with (
             Server(kind="bare", body=body_file) as bare,
             Server(kind="gateway", mode="strict", cassette=cassette) as gateway,
         ):
             offset = 0
-            for _ in range(ROUNDS):
+            for r in range(ROUNDS):
                 b_seq, b_conc, _ = await _measure(bare.url, bodies, offset)
                 g_seq, g_conc, offset = await _measure(gateway.url, bodies, offset)
+                stamped = live[r * VOLATILE : (r + 1) * VOLATILE]
+                b_vol, g_vol = [await _sequential(s.url, stamped) for s in (bare, gateway)]
+                bare_vol.append(b_vol.p50)
+                gw_vol.append(g_vol.p50)
+                vol_ratios.append(g_vol.p50 / b_vol.p50)
                 bare_seq.append(b_seq.p50)
                 gw_seq.append(g_seq.p50)
                 bare_conc.append(b_conc.rate)
@@ -104,4 +130,13 @@ async def run(results: Results) -> None:
         conc,
         "<= 1.3x",
         conc <= 1.3,
+    )
+    vol = statistics.median(vol_ratios)
+    results.add(
+        "1 replay",
+        "sequential p50, a fresh timestamp in each request (full matcher), gateway vs bare",
+        ms(statistics.median(gw_vol)),
+        ms(statistics.median(bare_vol)),
+        vol,
+        "reference",
     )

@@ -35,9 +35,13 @@ from otel_replay.normalize import normalize
 Comparator = Callable[[CanonicalRequest, CanonicalRequest], str | None]
 
 
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
 def canonical_json(value: JSON) -> str:
-    """The one text two values are compared by: sorted keys, compact, UTF-8."""
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    """The one text two values are compared by: sorted keys, compact, UTF-8 (one encoder,
+    not one per call as ``json.dumps`` with these settings makes)."""
+    return _CANONICAL.encode(value)
 
 
 def _digest(value: JSON) -> str:
