@@ -1,4 +1,5 @@
-"""Every environment variable name otel-replay reads or sets, in one place."""
+"""Every environment variable name otel-replay reads or sets, in one place (and the
+placeholder key it sets)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,9 @@ ANTHROPIC_API_KEY = "ANTHROPIC_API_KEY"
 AZURE_OPENAI_ENDPOINT = "AZURE_OPENAI_ENDPOINT"
 AZURE_OPENAI_API_KEY = "AZURE_OPENAI_API_KEY"
 AZURE_OPENAI_AD_TOKEN = "AZURE_OPENAI_AD_TOKEN"
+# The key given to an agent that has none during replay (the SDKs refuse to start
+# without one); never a credential.
+PLACEHOLDER_KEY = "otel-replay-no-key"
 
 # OpenTelemetry exporters: where the agent sends its own telemetry.
 OTLP_ENDPOINT = "OTEL_EXPORTER_OTLP_ENDPOINT"

@@ -177,7 +177,11 @@ class Gateway:
             "azure": (ev.AZURE_OPENAI_API_KEY, ev.AZURE_OPENAI_AD_TOKEN),
         }
         self._keys = {
-            upstream: tuple(env[name].encode() for name in names if env.get(name))
+            upstream: tuple(
+                env[name].encode()
+                for name in names
+                if env.get(name) and env[name] != ev.PLACEHOLDER_KEY
+            )
             for upstream, names in credentials.items()
         }
 
@@ -276,9 +280,11 @@ class Gateway:
         )
 
     def unroutable(self, call: Call, exc: NoUpstream) -> web.Response:
-        """A live call with no upstream to go to: the agent is told what to set; nothing
-        is recorded, since no provider answered."""
+        """A live call with no upstream to go to: the agent is told what to set, and the
+        run counts it as a miss (nothing is recorded, since no provider answered), so it
+        cannot pass unnoticed when the agent swallows the error."""
         log.warning("otel-replay: %s", exc)
+        self.session.missed(ReplayMiss(str(exc)), call.provider.name, call.path, call.body)
         body = call.provider.error_body(502, f"otel-replay: {exc}", "otel_replay_no_upstream")
         return web.json_response(body, status=502, headers={"x-should-retry": "false"})
 

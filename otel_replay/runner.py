@@ -23,10 +23,9 @@ from otel_replay import envvars as ev
 from otel_replay.errors import ConfigError
 from otel_replay.gateway import Gateway
 from otel_replay.otlp.grpc import GrpcReceiver
+from otel_replay.redact import Redactor
 from otel_replay.session import Session, Summary
 from otel_replay.upstream import ANTHROPIC_DEFAULT, OPENAI_DEFAULT, HttpUpstream, Upstream
-
-PLACEHOLDER_KEY = "otel-replay-no-key"
 
 
 @dataclass(slots=True)
@@ -107,7 +106,7 @@ def agent_environment(
         # official SDKs refuse to start without a key; replay needs none
         for key in (ev.OPENAI_API_KEY, ev.ANTHROPIC_API_KEY, ev.AZURE_OPENAI_API_KEY):
             if not caller.get(key):
-                env[key] = PLACEHOLDER_KEY
+                env[key] = ev.PLACEHOLDER_KEY
     return env
 
 
@@ -119,12 +118,15 @@ class GatewayServer:
         self.caller_env: Mapping[str, str] = (
             os.environ if config.environ is None else config.environ
         )
+        # secrets of this process and of the caller's environment, when one is handed in
+        secrets_from = None if config.environ is None else {**os.environ, **config.environ}
         session = Session(
             mode=config.mode,
             cassette=config.cassette,
             traces=config.traces,
             command=config.command,
             report=config.report,
+            redactor=Redactor.from_environment(secrets_from),
         )
         self.upstream = config.upstream or HttpUpstream(upstream_bases(config, self.caller_env))
         self.gateway = Gateway(session, self.upstream, keys=self.caller_env, timing=config.timing)

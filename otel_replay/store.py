@@ -24,6 +24,10 @@ from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from otel_replay.otlp import codec
+from otel_replay.redact import HEADER_ATTRIBUTE_PREFIXES, scrub_header_attributes
+
+# How a header attribute's key reads in an OTLP JSON line.
+_HEADER_MARKERS = tuple(f'"key":"{prefix}' for prefix in HEADER_ATTRIBUTE_PREFIXES)
 
 Redact = Callable[[Any], Any]
 RedactText = Callable[[str], str]
@@ -177,11 +181,14 @@ class TraceStore:
     def _doc_line(self, doc: dict[str, Any]) -> bytes:
         if self._redact is None:
             return (codec.dumps_line(doc) + "\n").encode("utf-8")
+        text = codec.dumps_line(doc)
+        if any(marker in text for marker in _HEADER_MARKERS):
+            doc = scrub_header_attributes(doc)
+            text = codec.dumps_line(doc)
         if self._redact_text is not None:
             # Every string of ``doc`` appears in the line as JSON text, and placeholders
             # hold no quote or backslash; only a pattern running to the end of the text
             # (an unterminated PEM block) can break the line, and then the walk decides.
-            text = codec.dumps_line(doc)
             clean = self._redact_text(text)
             if clean == text or _is_json(clean):
                 return (clean + "\n").encode("utf-8")

@@ -190,7 +190,9 @@ def test_a_live_call_without_an_azure_endpoint_says_what_to_set(tmp_path):
     with GatewayThread(config) as gw, azure(gw.env) as client:
         with pytest.raises(openai.APIStatusError) as raised:
             chat(client)
-        gw.stop()
+        summary = gw.stop()
+    assert (summary.live, len(summary.misses)) == (0, 1)
+    assert "set AZURE_OPENAI_ENDPOINT" in summary.misses[0]
     assert raised.value.status_code == 502
     assert "set AZURE_OPENAI_ENDPOINT" in str(raised.value)
     assert "--upstream-azure" in str(raised.value)
@@ -322,6 +324,60 @@ def test_auto_forwards_a_miss_only_with_the_callers_azure_credential(
     if own:
         assert stub.received[0].path == "/openai/deployments/gpt4o-canary/chat/completions"
         assert [i.request.model for i in load(cassette).interactions][-1] == "gpt4o-canary"
-    for path in tmp_path.iterdir():
+    for path in tmp_path.iterdir():  # the credential offered, even a forged one, is not kept
         text = path.read_text(encoding="utf-8", errors="replace")
-        assert TOKEN not in text and AZURE_KEY not in text
+        assert not any(secret in text for secret in (TOKEN, AZURE_KEY, *credential.values()))
+
+
+def test_credentials_in_the_agents_own_spans_and_query_reach_no_file(tmp_path):
+    """An Azure key is 32 hex digits, which no secret pattern can tell from an id: in the
+    agent's own spans (header attributes, as HTTP instrumentations record them when asked
+    to) it is redacted by the attribute's name; a key or signature the agent adds to the
+    query string is forwarded but never recorded."""
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+    signature = "sv=2024-01-01&sig=c2lnbmF0dXJlLXNlY3JldA"
+    cassette, traces = tmp_path / "c.json", tmp_path / "t.jsonl"
+    with run_stub() as stub:
+        config = GatewayConfig(
+            mode="record",
+            cassette=cassette,
+            traces=traces,
+            upstream_azure=stub.url,
+            environ={"AZURE_OPENAI_API_KEY": AZURE_KEY},  # not in this process's environment
+        )
+        with GatewayThread(config) as gw:
+            client = openai.AzureOpenAI(
+                azure_endpoint=gw.env["AZURE_OPENAI_ENDPOINT"],
+                api_key=AZURE_KEY,
+                api_version=VERSION,
+                default_query={"api-key": AZURE_KEY, "sig": signature},
+                max_retries=0,
+            )
+            with client:
+                chat(client)
+            exporter = OTLPSpanExporter(
+                endpoint=gw.env["OTEL_EXPORTER_OTLP_ENDPOINT"] + "/v1/traces"
+            )
+            provider = TracerProvider()
+            provider.add_span_processor(SimpleSpanProcessor(exporter))
+            with provider.get_tracer("agent").start_as_current_span("POST") as span:
+                span.set_attribute("http.request.header.api-key", [AZURE_KEY])
+                span.set_attribute("http.request.header.authorization", f"Bearer {TOKEN}")
+                span.set_attribute("http.request.header.content-type", ["application/json"])
+                span.set_attribute("agent.note", f"configured with {AZURE_KEY}")
+            provider.shutdown()
+            summary = gw.stop()
+    assert (summary.live, summary.spans_received) == (1, 1)
+    assert "sig=" in stub.received[0].query and AZURE_KEY in stub.received[0].query
+    [interaction] = load(cassette).interactions
+    assert interaction.request.endpoint.endswith(f"?api-version={VERSION}")
+    text = traces.read_text(encoding="utf-8")
+    assert "[REDACTED:header:api-key]" in text and "application/json" in text
+    assert "configured with [REDACTED:env:AZURE_OPENAI_API_KEY]" in text
+    for path in tmp_path.iterdir():
+        written = path.read_text(encoding="utf-8", errors="replace")
+        for secret in (AZURE_KEY, TOKEN, "c2lnbmF0dXJlLXNlY3JldA"):
+            assert secret not in written, (path.name, secret)

@@ -225,14 +225,21 @@ def test_auto_forwards_only_with_the_gateways_exact_key(
         assert sent == 0 and summary.live == 0 and len(summary.misses) == 2
 
 
-def test_auto_with_no_key_in_its_environment_never_forwards(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "environ",
+    [{}, {"OPENAI_API_KEY": "otel-replay-no-key"}],
+    ids=["no-key", "placeholder-key"],  # a run inside another run has the placeholder
+)
+def test_auto_with_no_key_in_its_environment_never_forwards(
+    tmp_path: Path, environ: dict[str, str]
+) -> None:
     with run_stub() as stub:
         config = GatewayConfig(
             mode="auto",
             cassette=tmp_path / "c.json",
             grpc_port=None,
             upstream_openai=stub.openai_url,
-            environ={},
+            environ=environ,
         )
         with GatewayThread(config) as gw:
             for key in ("no-key", "otel-replay-no-key", KEY):
