@@ -21,7 +21,7 @@ from third_party_agents import (
 from otel_replay.build import build
 from otel_replay.cassette import dump, dumps, load
 from otel_replay.runner import GatewayConfig, GatewayThread
-from otel_replay.stub import run_stub
+from otel_replay.stub import Fault, run_stub
 
 CASES = [
     ("openinference-openai", "openai", False),
@@ -32,6 +32,16 @@ CASES = [
     ("openllmetry-anthropic", "anthropic", False),
     ("openllmetry-anthropic", "anthropic", True),
 ]
+
+
+def offline(cassette: Path) -> GatewayConfig:
+    """Strict replay with the upstreams gone: only the cassette can answer."""
+    return GatewayConfig(
+        mode="strict",
+        cassette=cassette,
+        upstream_openai="http://127.0.0.1:9/v1",
+        upstream_anthropic="http://127.0.0.1:9",
+    )
 
 
 def run_agent(provider: str, env: dict[str, str], stream: bool):  # type: ignore[no-untyped-def]
@@ -56,14 +66,7 @@ def test_trace_from_third_party_instrumentation_replays_offline(
     assert len(cassette.interactions) == 2
     dump(cassette, tmp_path / "fixture.json")
 
-    # the upstream is gone: only the cassette can answer
-    config = GatewayConfig(
-        mode="strict",
-        cassette=tmp_path / "fixture.json",
-        upstream_openai="http://127.0.0.1:9/v1",
-        upstream_anthropic="http://127.0.0.1:9",
-    )
-    with GatewayThread(config) as gw:
+    with GatewayThread(offline(tmp_path / "fixture.json")) as gw:
         replayed = run_agent(provider, gw.env, stream)
         summary = gw.stop()
     assert summary.misses == [] and summary.replayed == 2 and summary.live == 0
@@ -136,3 +139,74 @@ def test_build_cli_reports_and_selects(tmp_path: Path):
     assert out.returncode == 0, out.stderr
     assert "1 interaction → " in out.stderr
     assert len(load(tmp_path / "one.json").interactions) == 1
+
+
+FAILURES = [
+    ("openinference-openai", "openai"),
+    ("openllmetry-openai", "openai"),
+    ("otel-openai-v2", "openai"),
+    ("openllmetry-anthropic", "anthropic"),
+]
+_FAULTS = {
+    "openai": (429, {"error": {"message": "Rate limit reached", "type": "requests"}}),
+    "anthropic": (529, {"type": "error", "error": {"type": "overloaded_error", "message": "Busy"}}),
+}
+
+
+def ask_until_answered(provider: str, env: dict[str, str], max_retries: int) -> list[str]:
+    """An agent that meets a rate limit (or an overload) and asks once more by itself."""
+    import anthropic
+    import openai
+
+    outcomes: list[str] = []
+    question = [{"role": "user", "content": "weather in Lisbon?"}]
+    for _ in range(2):
+        try:
+            if provider == "openai":
+                with openai.OpenAI(
+                    base_url=env["OPENAI_BASE_URL"], api_key="sk-test", max_retries=max_retries
+                ) as client:
+                    reply = client.chat.completions.create(model="gpt-4o-mini", messages=question)
+                text = reply.choices[0].message.content or ""
+            else:
+                with anthropic.Anthropic(
+                    base_url=env["ANTHROPIC_BASE_URL"],
+                    api_key="sk-ant-test",
+                    max_retries=max_retries,
+                ) as client:
+                    message = client.messages.create(
+                        model="claude-haiku-4-5", max_tokens=64, messages=question
+                    )
+                text = message.content[0].text  # type: ignore[union-attr]
+        except (openai.APIStatusError, anthropic.APIStatusError) as exc:
+            outcomes.append(f"{type(exc).__name__} {exc.status_code}")
+            continue
+        outcomes.append(text)
+        break
+    return outcomes
+
+
+@pytest.mark.parametrize(("instrumentation", "provider"), FAILURES)
+def test_a_failed_call_in_a_production_trace_replays_as_the_same_error(
+    tmp_path, monkeypatch, instrumentation, provider
+):
+    """A production incident — a rate limit or an overload, then success — replays: the
+    agent's SDK raises the same exception class, at once (the trace shows the outcome after
+    the SDK's own retries), and the next call gets the recorded answer."""
+    monkeypatch.setenv("OTEL_SEMCONV_STABILITY_OPT_IN", "gen_ai_latest_experimental")
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "SPAN_ONLY")
+    with run_stub() as stub, traced(tmp_path, [instrumentor(instrumentation)]) as out:
+        status, body = _FAULTS[provider]
+        stub.faults.append(Fault("status", status, body))
+        live_env = {"OPENAI_BASE_URL": stub.openai_url, "ANTHROPIC_BASE_URL": stub.anthropic_url}
+        production = ask_until_answered(provider, live_env, max_retries=0)
+    assert production[0].endswith(str(status)) and production[1].startswith("stub reply")
+    cassette = build([out.traces])
+    assert [i.response.status for i in cassette.interactions] == [status, 200]
+    dump(cassette, tmp_path / "incident.json")
+
+    with GatewayThread(offline(tmp_path / "incident.json")) as gw:
+        replayed = ask_until_answered(provider, gw.env, max_retries=2)  # the SDK's default
+        summary = gw.stop()
+    assert replayed == production
+    assert summary.misses == [] and summary.replayed == 2 and summary.live == 0

@@ -17,8 +17,9 @@ from typing import Any
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from otel_replay import providers
-from otel_replay.exchange import JSON, Exchange
+from otel_replay.exchange import JSON, Exchange, Response
 from otel_replay.readers import view
+from otel_replay.readers.failure import failed_response
 
 __all__ = ["read_span"]
 
@@ -55,6 +56,14 @@ def read_span(
     output = _json_body(attrs, "output")
     if isinstance(body, dict) and isinstance(output, dict):
         return _exact(provider, operation, span, body, output)
+    if (
+        isinstance(body, dict)
+        and output is None
+        and not view.indexed(attrs, "llm.output_messages.")
+    ):
+        failed = failed_response(provider, span, attrs)
+        if failed is not None:
+            return _exact(provider, operation, span, body, None, failed)
     return _from_messages(provider, operation, span, attrs)
 
 
@@ -115,18 +124,28 @@ def _response_body(operation: str, output: dict[str, Any]) -> dict[str, Any]:
 
 
 def _exact(
-    provider: str, operation: str, span: Span, kwargs: dict[str, Any], output: dict[str, Any]
+    provider: str,
+    operation: str,
+    span: Span,
+    kwargs: dict[str, Any],
+    output: dict[str, Any] | None,
+    failed: Response | None = None,
 ) -> Exchange:
+    """The exchange with the exact request body, and the exact response body or
+    ``failed``, the error the call ended with."""
     api = providers.get(provider)
     body = _request_body(kwargs)
     endpoint = api.endpoint(operation)
     stream = api.wants_stream(body)
-    response_body = _response_body(operation, output)
+    response = failed
+    if response is None:
+        response_body = _response_body(operation, output or {})
+        response = view.replay_response(provider, operation, response_body, stream)
     return Exchange(
         provider=provider,
         operation=operation,
         request=api.canonical(endpoint, body),
-        response=view.replay_response(provider, operation, response_body, stream),
+        response=response,
         raw_request=body,
         stream=stream,
         start_ns=span.start_time_unix_nano,

@@ -19,6 +19,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from otel_replay.exchange import Exchange
 from otel_replay.readers import view
+from otel_replay.readers.failure import failed_response
 from otel_replay.readers.view import Event
 
 __all__ = ["DETAILS_EVENT", "MESSAGE_EVENTS", "read_span"]
@@ -94,8 +95,11 @@ def read_span(
         old = _deprecated(merged, events)
         flattened, messages, output = old.flattened, old.inputs, old.outputs
         tools = tools if tools is not None else old.tools
+    failed = None
     if output is None:
-        return None
+        failed = failed_response(provider, span, merged)
+        if failed is None:
+            return None
     known = {"endpoint"}
     model = merged.get("gen_ai.request.model")
     if isinstance(model, str):
@@ -127,6 +131,7 @@ def read_span(
         span,
         stream=bool(merged.get("gen_ai.is_streaming") or merged.get("llm.is_streaming")),
         source="openllmetry" if flattened else "genai-semconv",
+        failed=failed,
     )
 
 

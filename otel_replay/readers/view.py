@@ -361,9 +361,11 @@ def exchange_from_view(
     *,
     stream: bool = False,
     source: str = "genai-semconv",
+    failed: Response | None = None,
 ) -> Exchange:
     """The exchange for a semantic-convention view: the canonical request in the parts
-    form and a response body rebuilt in the provider's own format."""
+    form and a response body rebuilt in the provider's own format (or ``failed``, the
+    error the call ended with)."""
     provider = providers.get(request.provider)
     system, messages = system_and_messages(request.provider, request.system, request.messages)
     tools = [norm_tool(t) for t in as_list(request.tools)] if request.tools is not None else None
@@ -382,12 +384,15 @@ def exchange_from_view(
         model=response.model or request.model,
         usage=response.usage,
     )
-    body = provider.response_from_view(request.operation, output)
+    replayed = failed
+    if replayed is None:
+        body = provider.response_from_view(request.operation, output)
+        replayed = replay_response(request.provider, request.operation, body, stream)
     return Exchange(
         provider=request.provider,
         operation=request.operation,
         request=canonical,
-        response=replay_response(request.provider, request.operation, body, stream),
+        response=replayed,
         stream=stream,
         start_ns=span.start_time_unix_nano,
         end_ns=span.end_time_unix_nano,
