@@ -66,7 +66,9 @@ def test_the_exception_event_is_read_too() -> None:
     ("span", "attrs"),
     [
         (Span(), {}),  # not failed at all
+        (Span(), {"error.type": "RateLimitError"}),  # error.type without an ERROR status
         (failed_span("boom"), {"error.type": "ValueError"}),  # the agent's own error
+        (failed_span("no such index"), {"error.type": "elasticsearch.NotFoundError"}),
         (failed_span("Request timed out."), {"error.type": "APITimeoutError"}),  # no status
         (failed_span("Connection error."), {"error.type": "openai.APIConnectionError"}),
     ],
@@ -76,7 +78,44 @@ def test_failures_without_an_http_status_are_not_rebuilt(span: Span, attrs) -> N
 
 
 def test_an_odd_error_text_never_breaks_the_body() -> None:
-    for detail in ("{'a': {1, 2}}", "{" * 5000, "{'unterminated': ", "{b'bytes': 1}"):
+    for detail in (
+        "{'a': {1, 2}}",
+        "{" * 5000,
+        "{'unterminated': ",
+        "{b'bytes': 1}",
+        "{'a': 1e999}",
+    ):
         response = failed_response("openai", failed_span(f"Error code: 503 - {detail}"), {})
         assert response is not None and response.status == 503
         assert isinstance(response.body, dict) and "error" in response.body
+
+
+def test_an_http_status_as_error_type_is_read() -> None:
+    response = failed_response("anthropic", failed_span("overloaded"), {"error.type": "529"})
+    assert response is not None and response.status == 529
+
+
+def test_a_failed_semconv_span_without_its_messages_is_not_a_recording() -> None:
+    """Without the messages (content capture off) it would match any call to the model."""
+    from otel_replay.readers import semconv
+
+    def span(**extra: str) -> Span:
+        attrs = {
+            "gen_ai.provider.name": "openai",
+            "gen_ai.operation.name": "chat",
+            "gen_ai.request.model": "gpt-4o-mini",
+            "error.type": "openai.RateLimitError",
+            **extra,
+        }
+        failed = failed_span("Error code: 429 - Rate limit reached")
+        failed.name = "chat gpt-4o-mini"
+        failed.attributes.extend(dict_to_attributes(attrs))
+        return failed
+
+    assert semconv.read_span({}, span()) is None
+    messages = '[{"role":"user","parts":[{"type":"text","content":"hi"}]}]'
+    exchange = semconv.read_span({}, span(**{"gen_ai.input.messages": messages}))
+    assert exchange is not None and exchange.response.status == 429
+    assert exchange.request.messages == [
+        {"role": "user", "parts": [{"type": "text", "content": "hi"}]}
+    ]

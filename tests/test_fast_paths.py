@@ -27,7 +27,7 @@ from otel_replay.errors import TraceFormatError
 from otel_replay.exchange import CanonicalRequest, Exchange, Response
 from otel_replay.jsontext import pretty
 from otel_replay.otlp import codec, tracejson
-from otel_replay.readers import _fidelity, _Links, _Window
+from otel_replay.readers import _Links, _Window, keep
 from otel_replay.redact import Redactor
 from otel_replay.spans import exchange_to_span, export_request
 from otel_replay.store import TraceStore
@@ -269,17 +269,17 @@ class _ScanWindow(_Window):
     def add(self, exchange: Exchange) -> Iterator[Exchange]:
         self.plain.append(exchange)
         if len(self.plain) > self.size:
-            yield self._release_plain()
+            yield from self._release_plain()
 
     def flush(self) -> Iterator[Exchange]:
         while self.plain:
-            yield self._release_plain()
+            yield from self._release_plain()
 
-    def _release_plain(self) -> Exchange:
+    def _release_plain(self) -> list[Exchange]:
         first = min(self.plain, key=lambda e: e.start_ns)
         group = [e for e in self.plain if e is first or self._same_call(first, e)]
         self.plain = [e for e in self.plain if not any(e is g for g in group)]
-        return max(group, key=_fidelity)
+        return keep(group)
 
 
 @st.composite

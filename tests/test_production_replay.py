@@ -21,7 +21,7 @@ from third_party_agents import (
 from otel_replay.build import build
 from otel_replay.cassette import dump, dumps, load
 from otel_replay.runner import GatewayConfig, GatewayThread
-from otel_replay.stub import Fault, run_stub
+from otel_replay.stub import Fault, StubUpstream, run_stub
 
 CASES = [
     ("openinference-openai", "openai", False),
@@ -32,6 +32,16 @@ CASES = [
     ("openllmetry-anthropic", "anthropic", False),
     ("openllmetry-anthropic", "anthropic", True),
 ]
+
+
+def recording(tmp_path: Path, stub: StubUpstream, traces: str) -> GatewayConfig:
+    """Record mode against the stub, keeping the trace file."""
+    return GatewayConfig(
+        mode="record",
+        cassette=tmp_path / "recorded.json",
+        traces=tmp_path / traces,
+        upstream_openai=stub.openai_url,
+    )
 
 
 def offline(cassette: Path) -> GatewayConfig:
@@ -78,13 +88,7 @@ def test_trace_from_third_party_instrumentation_replays_offline(
 
 def test_record_and_build_from_the_same_traces_replay_identically(tmp_path):
     with run_stub() as stub:
-        config = GatewayConfig(
-            mode="record",
-            cassette=tmp_path / "recorded.json",
-            traces=tmp_path / "t.jsonl",
-            upstream_openai=stub.openai_url,
-        )
-        with GatewayThread(config) as gw:
+        with GatewayThread(recording(tmp_path, stub, "t.jsonl")) as gw:
             recorded = run_openai_agent(gw.env["OPENAI_BASE_URL"], stream=True)
     code = subprocess.call(
         [
@@ -210,3 +214,29 @@ def test_a_failed_call_in_a_production_trace_replays_as_the_same_error(
         summary = gw.stop()
     assert replayed == production
     assert summary.misses == [] and summary.replayed == 2 and summary.live == 0
+
+
+def test_sdk_retries_recorded_by_the_gateway_survive_beside_the_instrumentation_span(tmp_path):
+    """Each HTTP attempt the gateway recorded stays in the cassette when the agent's own
+    instrumentation span (one span around the SDK call and its retries) is built with
+    them: a rate limit twice, then the answer, replays with the SDK's own retries."""
+    status, body = _FAULTS["openai"]
+    agent_dir = tmp_path / "agent"
+    agent_dir.mkdir()
+    with run_stub() as stub, traced(agent_dir, [instrumentor("openinference-openai")]) as out:
+        for _ in range(2):
+            stub.faults.append(Fault("status", status, body, headers={"retry-after-ms": "10"}))
+        with GatewayThread(recording(tmp_path, stub, "gateway.jsonl")) as gw:
+            production = ask_until_answered("openai", gw.env, max_retries=2)
+    assert len(production) == 1 and production[0].startswith("stub reply")
+    cassette = build([tmp_path / "gateway.jsonl", out.traces])
+    assert [(i.source, i.response.status) for i in cassette.interactions] == [
+        ("otel-replay", 429),
+        ("otel-replay", 429),
+        ("otel-replay", 200),
+    ]
+    dump(cassette, tmp_path / "built.json")
+    with GatewayThread(offline(tmp_path / "built.json")) as gw:
+        assert ask_until_answered("openai", gw.env, max_retries=2) == production
+        summary = gw.stop()
+    assert summary.misses == [] and summary.replayed == 3

@@ -202,13 +202,13 @@ class _Window:
             self._by_trace.setdefault(exchange.trace_id, []).append(seq)
         self._sources[exchange.source] = self._sources.get(exchange.source, 0) + 1
         if len(self.pending) > self.size:
-            yield self._release()
+            yield from self._release()
 
     def flush(self) -> Iterator[Exchange]:
         while self.pending:
-            yield self._release()
+            yield from self._release()
 
-    def _release(self) -> Exchange:
+    def _release(self) -> list[Exchange]:
         first_seq = self._by_start[0][1]
         first = self.pending[first_seq]
         group = [
@@ -222,7 +222,7 @@ class _Window:
             oldest += 1
         self._oldest = oldest
         self.links.released(oldest)
-        return max(exchanges, key=_fidelity)
+        return keep(exchanges)
 
     def _candidates(self, first: Exchange) -> set[int]:
         """Every pending exchange ``_same_call`` could accept for ``first`` (a superset)."""
@@ -346,6 +346,20 @@ class _Links:
     def _drop(self) -> None:
         _, links = self._closed.popleft()
         self._held -= len(links)
+
+
+def keep(group: list[Exchange]) -> list[Exchange]:
+    """What one call's exchanges (in arrival order) leave in the cassette: the
+    highest-fidelity one — except that the gateway's own spans are each an HTTP attempt
+    (an SDK retrying a 429 sends several under one instrumentation span), so when the
+    group holds several, every distinct one is kept, in start order."""
+    own: dict[str | None, Exchange] = {}
+    for exchange in group:
+        if exchange.source == "otel-replay":
+            own.setdefault(exchange.span_id, exchange)
+    if len(own) > 1:
+        return sorted(own.values(), key=lambda e: e.start_ns)
+    return [max(group, key=_fidelity)]
 
 
 def _fidelity(exchange: Exchange) -> tuple[int, int]:

@@ -44,6 +44,7 @@ _STATUS_OF_CLASS = {
     "DeadlineExceededError": 504,
     "OverloadedError": 529,
 }
+_SDK_MODULES = frozenset({"openai", "anthropic"})
 _KIND_OF_STATUS = {
     400: "invalid_request_error",
     401: "authentication_error",
@@ -59,19 +60,17 @@ _MAX_DETAIL = 65_536  # longer error texts are not parsed as a body
 def failed_response(provider: str, span: Span, attrs: Mapping[str, Any]) -> Response | None:
     """The provider's error response a failed model-call span describes, or None when
     the span did not fail with an HTTP status."""
+    if span.status.code != Status.STATUS_CODE_ERROR:
+        return None
     exceptions = [
         attributes_to_dict(event.attributes) for event in span.events if event.name == "exception"
     ]
-    failed = span.status.code == Status.STATUS_CODE_ERROR
-    if not (failed or "error.type" in attrs or exceptions):
-        return None
     texts = [span.status.message, *(str(e.get("exception.message", "")) for e in exceptions)]
     names = [attrs.get("error.type"), *(e.get("exception.type") for e in exceptions)]
     status, detail = _status_from_text(texts)
     if status is None:
-        status = next(
-            (_STATUS_OF_CLASS[n] for n in map(_class, names) if n in _STATUS_OF_CLASS), None
-        )
+        found = [code for code in map(_status_of_name, names) if code is not None]
+        status = found[0] if found else None
         detail = span.status.message
     if status is None or not 400 <= status <= 599:
         return None
@@ -90,12 +89,20 @@ def _status_from_text(texts: list[str]) -> tuple[int | None, str]:
     return None, ""
 
 
-def _class(name: Any) -> str:
-    """``RateLimitError`` from ``openai.RateLimitError`` or ``<class 'openai.RateLimitError'>``."""
+def _status_of_name(name: Any) -> int | None:
+    """The status an ``error.type`` / ``exception.type`` stands for: an HTTP status code
+    (``429``, the conventions' form), or an SDK exception class — ``RateLimitError``,
+    ``openai.RateLimitError``, ``<class 'openai.RateLimitError'>`` — but not a class of
+    the same name from another library (``elasticsearch.NotFoundError``)."""
     text = str(name or "").strip()
+    if text.isdigit():
+        return int(text)
     if text.startswith("<class '") and text.endswith("'>"):
         text = text[len("<class '") : -2]
-    return text.rpartition(".")[2]
+    module, _, cls = text.rpartition(".")
+    if module and module.partition(".")[0] not in _SDK_MODULES:
+        return None
+    return _STATUS_OF_CLASS.get(cls)
 
 
 def _error_body(provider: str, status: int, detail: str) -> JSON:
@@ -103,7 +110,7 @@ def _error_body(provider: str, status: int, detail: str) -> JSON:
     the provider's error body around the text."""
     if detail.startswith("{") and len(detail) <= _MAX_DETAIL:
         try:
-            shown = json.loads(json.dumps(ast.literal_eval(detail)))
+            shown = json.loads(json.dumps(ast.literal_eval(detail), allow_nan=False))
         except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
             shown = None
         if isinstance(shown, dict):

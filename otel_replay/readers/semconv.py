@@ -97,7 +97,9 @@ def read_span(
         tools = tools if tools is not None else old.tools
     failed = None
     if output is None:
-        failed = failed_response(provider, span, merged)
+        # a failed call is kept only with its messages: without them it would match any
+        # request to the model
+        failed = failed_response(provider, span, merged) if messages is not None else None
         if failed is None:
             return None
     known = {"endpoint"}
