@@ -28,8 +28,8 @@ from otel_replay import providers, sse
 from otel_replay.errors import ReplayMiss, UpstreamError, root_cause
 from otel_replay.exchange import JSON, CanonicalRequest, Exchange, Response, SSEEvent
 from otel_replay.otlp.http import add_otlp_routes
+from otel_replay.providers.azure import azure_endpoint
 from otel_replay.providers.base import Provider
-from otel_replay.providers.openai import azure_endpoint
 from otel_replay.redact import Redactor
 from otel_replay.session import Session
 from otel_replay.upstream import HOP_BY_HOP, NoUpstream, Upstream, UpstreamRequest

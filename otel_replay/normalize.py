@@ -24,7 +24,7 @@ import dataclasses
 import re
 
 from otel_replay.exchange import JSON, CanonicalRequest
-from otel_replay.providers.openai import match_endpoint
+from otel_replay.providers.azure import match_endpoint
 
 PROVIDER_ID_PREFIXES: tuple[str, ...] = (
     "chatcmpl",

@@ -1,27 +1,22 @@
 """The OpenAI API surface: Chat Completions, Responses, embeddings, completions, models.
 
-OpenAI is the fallback provider: whatever Anthropic does not claim is OpenAI's. Azure
-OpenAI is this same surface under ``/openai/``: the deployment form
-``/openai/deployments/{deployment}/chat/completions?api-version=...`` (the deployment is
-the request's model), the unversioned ``/openai/v1/...`` form, and ``/openai/{path}`` for
-the operations that take no deployment. Request reading lives in ``openai_request``, the
-streams in ``openai_chat_stream`` and ``openai_responses_stream``, and the
-semantic-convention views in ``openai_view``; this module ties them to the ``Provider``
-seam.
+OpenAI is the fallback provider: whatever Anthropic does not claim is OpenAI's, Azure
+OpenAI's paths included (``azure`` maps them onto this surface). Request reading lives in
+``openai_request``, the streams in ``openai_chat_stream`` and ``openai_responses_stream``,
+and the semantic-convention views in ``openai_view``; this module ties them to the
+``Provider`` seam.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import parse_qsl, urlencode
 
 from otel_replay.exchange import JSON, CanonicalRequest, SSEEvent
-from otel_replay.providers import AZURE_PREFIX
 from otel_replay.providers import openai_request as req
 from otel_replay.providers import openai_view as views
 from otel_replay.providers.anthropic import ANTHROPIC
+from otel_replay.providers.azure import canonical_endpoint, route
 from otel_replay.providers.base import OutputView
 from otel_replay.providers.openai_chat_stream import (
     chat_body,
@@ -30,7 +25,7 @@ from otel_replay.providers.openai_chat_stream import (
     completions_stream,
 )
 from otel_replay.providers.openai_responses_stream import responses_body, responses_stream
-from otel_replay.providers.parts import as_dict, dumps, event_payloads, strip_prefix
+from otel_replay.providers.parts import as_dict, dumps, event_payloads
 
 _ENDPOINTS: dict[str, str] = {
     "chat": "/v1/chat/completions",
@@ -41,65 +36,6 @@ _ENDPOINTS: dict[str, str] = {
 }
 _OPERATIONS = {path: op for op, path in _ENDPOINTS.items()}
 _TRANSPORT = frozenset({"stream", "stream_options"})
-
-API_VERSION = "api-version"
-_DEPLOYMENT = re.compile(r"/openai/deployments/([^/?]+)(/[^?]*)?")
-
-
-def is_azure(path: str) -> bool:
-    """Whether a gateway path is Azure OpenAI's (``/openai/...``)."""
-    return path.startswith(AZURE_PREFIX)
-
-
-def azure_endpoint(path: str, query: Mapping[str, str]) -> str:
-    """The canonical endpoint of an Azure OpenAI request: the path from ``/openai`` on
-    (``/v1/...`` for the ``/openai/v1`` form, the plain OpenAI surface) plus the
-    ``api-version`` it was sent with, which is recorded but never matched (see
-    :func:`match_endpoint`). Any other path is returned as given."""
-    if not is_azure(path):
-        return path
-    base = path.rstrip("/")
-    if base.startswith("/openai/v1/") or base == "/openai/v1":
-        base = base[len("/openai") :]
-    version = query.get(API_VERSION)
-    return f"{base}?{urlencode({API_VERSION: version})}" if version else base
-
-
-def _endpoint(path: str) -> str:
-    """The canonical endpoint for a path as received or as recorded (idempotent)."""
-    if not is_azure(path):
-        return strip_prefix(path)
-    base, _, query = path.partition("?")
-    return azure_endpoint(base, dict(parse_qsl(query, keep_blank_values=True)))
-
-
-def _route(endpoint: str) -> tuple[str, str | None]:
-    """The OpenAI path (``/v1/...``, no query) an endpoint stands for, and the Azure
-    deployment it names."""
-    base = endpoint.partition("?")[0]
-    if not is_azure(base):
-        return strip_prefix(base), None
-    found = _DEPLOYMENT.fullmatch(base)
-    if found is not None:
-        return "/v1" + (found.group(2) or "").rstrip("/"), found.group(1)
-    rest = base[len("/openai") :].rstrip("/")
-    return (rest if rest == "/v1" or rest.startswith("/v1/") else "/v1" + rest), None
-
-
-def match_endpoint(endpoint: str) -> str:
-    """An endpoint as matching compares it. An Azure OpenAI endpoint stands for the OpenAI
-    operation it serves (``/openai/deployments/{d}/chat/completions`` for
-    ``/v1/chat/completions``; the request's model carries the deployment, so a changed
-    deployment is a changed model), and Azure's ``api-version`` is left out (a replay
-    under a newer API version still hits). So a cassette built from a production trace,
-    which records the operation and the model, replays for ``AzureOpenAI`` too."""
-    if "?" not in endpoint and not is_azure(endpoint):
-        return endpoint
-    base, _, query = endpoint.partition("?")
-    if is_azure(base):
-        base = _route(base)[0]
-    kept = [(k, v) for k, v in parse_qsl(query, keep_blank_values=True) if k != API_VERSION]
-    return f"{base}?{urlencode(kept)}" if kept else base
 
 
 def _params(body: dict[str, Any], consumed: frozenset[str]) -> dict[str, JSON]:
@@ -121,15 +57,15 @@ class OpenAIProvider:
         return not ANTHROPIC.claims(path, headers)
 
     def operation(self, path: str) -> str:
-        return _OPERATIONS.get(_route(path)[0], "other")
+        return _OPERATIONS.get(route(path)[0], "other")
 
     def endpoint(self, operation: str) -> str:
         return _ENDPOINTS.get(operation, "/v1")
 
     def canonical(self, path: str, body: JSON) -> CanonicalRequest:
-        endpoint = _endpoint(path)
+        endpoint = canonical_endpoint(path)
         operation = self.operation(path)
-        deployment = _route(path)[1]
+        deployment = route(path)[1]
         if body is None:
             return CanonicalRequest(endpoint=endpoint, model=deployment)
         if not isinstance(body, dict):
