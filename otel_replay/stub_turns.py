@@ -1,0 +1,91 @@
+"""The stub upstream's conversation logic, shared by its provider surfaces: what the
+model "says" is computed from the request, so the same request always gets the same
+answer, and how answers are cut into stream events."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+__all__ = [
+    "Reply",
+    "digest",
+    "first_param",
+    "has_tool_result",
+    "last_text",
+    "sse",
+    "tokens",
+    "words",
+]
+
+Reply = dict[str, Any] | list[bytes]
+"""A JSON body, or the chunks of an SSE stream."""
+
+
+def last_text(messages: list[Any]) -> str:
+    for message in reversed(messages):
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, str) and content:
+            return content
+        if isinstance(content, list):
+            for block in reversed(content):
+                if not isinstance(block, dict):
+                    continue
+                if isinstance(block.get("text"), str):
+                    return str(block["text"])
+                if block.get("type") == "tool_result":
+                    inner = block.get("content")
+                    if isinstance(inner, str):
+                        return inner
+                    if isinstance(inner, list) and inner and isinstance(inner[0], dict):
+                        return str(inner[0].get("text", ""))
+        if isinstance(message, dict) and message.get("type") == "function_call_output":
+            return str(message.get("output", ""))
+    return ""
+
+
+def has_tool_result(messages: list[Any]) -> bool:
+    for message in messages:
+        if not isinstance(message, dict):
+            continue
+        if message.get("role") == "tool" or message.get("type") == "function_call_output":
+            return True
+        content = message.get("content")
+        if isinstance(content, list) and any(
+            isinstance(b, dict) and b.get("type") == "tool_result" for b in content
+        ):
+            return True
+    return False
+
+
+def first_param(schema: Any) -> str:
+    if isinstance(schema, dict):
+        required = schema.get("required")
+        if isinstance(required, list) and required:
+            return str(required[0])
+        props = schema.get("properties")
+        if isinstance(props, dict) and props:
+            return str(next(iter(props)))
+    return "input"
+
+
+def digest(value: Any, n: int = 12) -> str:
+    text = json.dumps(value, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:n]
+
+
+def tokens(text: str) -> int:
+    return max(1, len(text.split()))
+
+
+def words(text: str) -> list[str]:
+    """The text cut into stream deltas, one word each (spaces kept)."""
+    parts = text.split(" ")
+    return [w if i == len(parts) - 1 else w + " " for i, w in enumerate(parts)]
+
+
+def sse(data: Any, event: str | None = None) -> bytes:
+    payload = data if isinstance(data, str) else json.dumps(data, separators=(",", ":"))
+    head = f"event: {event}\n" if event else ""
+    return f"{head}data: {payload}\n\n".encode()
