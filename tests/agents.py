@@ -15,18 +15,9 @@ from typing import Any
 import anthropic
 import openai
 
-WEATHER = {
-    "type": "function",
-    "function": {
-        "name": "get_weather",
-        "description": "Current weather for a city",
-        "parameters": {
-            "type": "object",
-            "properties": {"city": {"type": "string"}},
-            "required": ["city"],
-        },
-    },
-}
+from otel_replay.demo_agent import WEATHER_TOOL
+
+WEATHER = WEATHER_TOOL
 WEATHER_ANTHROPIC = {
     "name": "get_weather",
     "description": "Current weather for a city",

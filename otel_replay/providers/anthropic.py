@@ -32,6 +32,7 @@ from otel_replay.providers.parts import (
     raw_part,
     short_hash,
     strip_prefix,
+    text_or_parts,
     text_part,
     tool_call_part,
     tool_calls_of,
@@ -79,7 +80,7 @@ def block_part(block: JSON) -> dict[str, Any]:
         part = {
             "type": "tool_call_response",
             "id": block.get("tool_use_id"),
-            "response": _response_value(block.get("content")),
+            "response": text_or_parts(block.get("content"), content_parts),
         }
         if block.get("is_error"):
             part["is_error"] = True
@@ -96,15 +97,6 @@ def content_parts(content: JSON) -> list[dict[str, Any]]:
     if isinstance(content, list):
         return drop_empty_text([block_part(block) for block in content])
     return drop_empty_text([block_part(content)])
-
-
-def _response_value(content: JSON) -> JSON:
-    if content is None or isinstance(content, str):
-        return content
-    parts = content_parts(content)
-    if parts and all(p["type"] == "text" for p in parts):
-        return "".join(p["content"] for p in parts)
-    return parts
 
 
 def _message(raw: JSON) -> dict[str, Any]:

@@ -17,6 +17,7 @@ from otel_replay.providers.parts import (
     function_tool,
     generic_part,
     raw_part,
+    text_or_parts,
     text_part,
     tool_call_part,
 )
@@ -59,12 +60,7 @@ def _content_parts(content: JSON) -> list[dict[str, Any]]:
 
 def response_value(content: JSON) -> JSON:
     """A tool result's content: text when it is all text, else its parts."""
-    if content is None or isinstance(content, str):
-        return content
-    parts = content_parts(content)
-    if parts and all(p["type"] == "text" for p in parts):
-        return "".join(p["content"] for p in parts)
-    return parts
+    return text_or_parts(content, content_parts)
 
 
 def _message(role: JSON, parts: list[dict[str, Any]], name: JSON = None) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from otel_replay.exchange import JSON, SSEEvent
@@ -103,6 +103,17 @@ def parse_arguments(arguments: JSON) -> JSON:
         except ValueError:
             return arguments
     return arguments
+
+
+def text_or_parts(content: JSON, parts_of: Callable[[JSON], list[dict[str, Any]]]) -> JSON:
+    """A tool result's content: as given when text or absent, else the text when its parts
+    (read by the provider's ``parts_of``) are all text, else the parts."""
+    if content is None or isinstance(content, str):
+        return content
+    parts = parts_of(content)
+    if parts and all(p["type"] == "text" for p in parts):
+        return "".join(p["content"] for p in parts)
+    return parts
 
 
 def arguments_text(arguments: JSON) -> str:

@@ -19,7 +19,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from otel_replay import providers
 from otel_replay.exchange import JSON, CanonicalRequest, Exchange, Response
 from otel_replay.providers.base import OutputView
-from otel_replay.providers.parts import parse_arguments
+from otel_replay.providers.parts import tool_call_part
 
 Event = tuple[str, Mapping[str, Any], Any]
 """A GenAI event: its name, its attributes and its body (log records) or None."""
@@ -161,19 +161,10 @@ def block_part(block: Mapping[str, Any]) -> dict[str, Any]:
     if kind in ("text", "input_text", "output_text") and isinstance(block.get("text"), str):
         return text_part(block["text"])
     if kind == "tool_use":
-        return tool_call(block.get("id"), block.get("name"), block.get("input"))
+        return tool_call_part(block.get("id"), block.get("name"), block.get("input"))
     if kind == "tool_result":
         return tool_response(block.get("tool_use_id"), block.get("content"))
     return norm_part(block)
-
-
-def tool_call(call_id: Any, name: Any, arguments: Any) -> dict[str, Any]:
-    return {
-        "type": "tool_call",
-        "id": call_id,
-        "name": name,
-        "arguments": parse_arguments(arguments),
-    }
 
 
 def tool_response(call_id: Any, response: Any) -> dict[str, Any]:
@@ -192,7 +183,7 @@ def norm_part(part: Mapping[str, Any]) -> dict[str, Any]:
     if kind == "text":
         return text_part(part.get("content", part.get("text")))
     if kind == "tool_call":
-        return tool_call(part.get("id"), part.get("name"), part.get("arguments"))
+        return tool_call_part(part.get("id"), part.get("name"), part.get("arguments"))
     if kind == "tool_call_response":
         return tool_response(part.get("id"), part.get("response", part.get("result")))
     return {str(k): plain(v) for k, v in part.items()}
@@ -232,7 +223,7 @@ def message_from_plain(raw: Any) -> dict[str, Any]:
         if isinstance(call, Mapping):
             function = call.get("function")
             fn = function if isinstance(function, Mapping) else call
-            parts.append(tool_call(call.get("id"), fn.get("name"), fn.get("arguments")))
+            parts.append(tool_call_part(call.get("id"), fn.get("name"), fn.get("arguments")))
     return norm_message({"role": role, "parts": parts, "name": raw.get("name")})
 
 
