@@ -16,8 +16,8 @@ from typing import Any, TypeVar
 import aiohttp
 
 from otel_replay import providers
-from otel_replay.cassette import Cassette, dump
-from otel_replay.exchange import Exchange, Response
+from otel_replay.cassette.model import Cassette, dump
+from otel_replay.core.exchange import Exchange, Response
 
 ROOT = Path(__file__).resolve().parent.parent
 CHAT = "/v1/chat/completions"

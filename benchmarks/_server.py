@@ -61,14 +61,14 @@ async def main(spec: dict[str, Any]) -> None:
         await runner.cleanup()
         return
     if kind == "stub":
-        from otel_replay.stub import StubUpstream
+        from otel_replay.testing.stub import StubUpstream
 
         stub = await StubUpstream().start()
         print(json.dumps({"port": stub.port}), flush=True)
         await _wait_stdin()
         await stub.stop()
         return
-    from otel_replay.runner import GatewayConfig, GatewayServer
+    from otel_replay.gateway.runner import GatewayConfig, GatewayServer
 
     def path(key: str) -> Path | None:
         return Path(spec[key]) if spec.get(key) else None

@@ -21,9 +21,9 @@ from pathlib import Path
 
 from benchmarks._common import ROOT, Results, chat_body, chat_exchange, chat_response, sized
 from benchmarks.ingest import agent_batch
-from otel_replay.exchange import Response
+from otel_replay.core.exchange import Response
 from otel_replay.otlp import codec
-from otel_replay.spans import exchange_to_span, export_request
+from otel_replay.spans.encode import exchange_to_span, export_request
 
 SIZES = sized((10_000, 100_000), (1_000, 2_000))
 RUN = 10
@@ -32,8 +32,8 @@ LINE = 500
 _CHILD = """
 import gc, json, os, sys, time
 from pathlib import Path
-from otel_replay.build import build_file
-from otel_replay.redact import Redactor
+from otel_replay.pipeline.build import build_file
+from otel_replay.redaction.redact import Redactor
 
 def rss():
     with open("/proc/self/statm") as f:

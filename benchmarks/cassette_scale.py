@@ -25,8 +25,8 @@ from benchmarks._common import (
     write_cassette,
 )
 from otel_replay import providers
-from otel_replay.exchange import Response
-from otel_replay.session import Session
+from otel_replay.core.exchange import Response
+from otel_replay.session.session import Session
 
 SIZES = sized((100, 10_000), (20, 200))
 PROBES = sized(2_000, 50)

@@ -34,7 +34,7 @@ from benchmarks._common import (
     sized,
     write_cassette,
 )
-from otel_replay.exchange import Response
+from otel_replay.core.exchange import Response
 
 ROUNDS = sized(3, 1)
 WARMUP = sized(200, 20)

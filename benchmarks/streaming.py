@@ -26,8 +26,8 @@ from benchmarks._common import (
     sized,
     write_cassette,
 )
-from otel_replay import sse
-from otel_replay.cassette import load
+from otel_replay.cassette.model import load
+from otel_replay.streams import sse
 
 EVENTS = 200
 REQUESTS = sized(150, 10)

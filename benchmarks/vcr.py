@@ -32,7 +32,7 @@ from benchmarks._common import (
     sized,
     write_cassette,
 )
-from otel_replay.exchange import Response
+from otel_replay.core.exchange import Response
 
 REQUESTS = sized(100, 10)
 ROUNDS = sized(2, 1)

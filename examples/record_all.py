@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from otel_replay import record
-from otel_replay.stub import run_stub
+from otel_replay.testing.stub import run_stub
 
 HERE = Path(__file__).resolve().parent
 FAKE_KEYS = {

@@ -22,10 +22,10 @@ import sys
 import atheris
 
 with atheris.instrument_imports():
-    from otel_replay.cassette import dumps, loads
-    from otel_replay.errors import CassetteError, TraceFormatError
+    from otel_replay.cassette.model import dumps, loads
+    from otel_replay.core.errors import CassetteError, TraceFormatError
     from otel_replay.otlp import codec
-    from otel_replay.sse import SSEParser, parse_all
+    from otel_replay.streams.sse import SSEParser, parse_all
 
 
 def _proto(data: bytes) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from otel_replay._version import __version__
 
 __all__ = [
     "CanonicalRequest",
@@ -35,38 +35,38 @@ __all__ = [
 ]
 
 _LAZY: dict[str, str] = {
-    "record": "otel_replay.api",
-    "replay": "otel_replay.api",
-    "Cassette": "otel_replay.cassette",
-    "load": "otel_replay.cassette",
-    "dump": "otel_replay.cassette",
-    "build": "otel_replay.build",
-    "build_file": "otel_replay.build",
-    "Exchange": "otel_replay.exchange",
-    "CanonicalRequest": "otel_replay.exchange",
-    "Response": "otel_replay.exchange",
-    "SSEEvent": "otel_replay.exchange",
-    "OtelReplayError": "otel_replay.errors",
-    "ReplayMiss": "otel_replay.errors",
-    "CassetteError": "otel_replay.errors",
-    "ConfigError": "otel_replay.errors",
-    "EgressBlocked": "otel_replay.errors",
-    "Summary": "otel_replay.session",
+    "record": "otel_replay.frontends.api",
+    "replay": "otel_replay.frontends.api",
+    "Cassette": "otel_replay.cassette.model",
+    "load": "otel_replay.cassette.model",
+    "dump": "otel_replay.cassette.model",
+    "build": "otel_replay.pipeline.build",
+    "build_file": "otel_replay.pipeline.build",
+    "Exchange": "otel_replay.core.exchange",
+    "CanonicalRequest": "otel_replay.core.exchange",
+    "Response": "otel_replay.core.exchange",
+    "SSEEvent": "otel_replay.core.exchange",
+    "OtelReplayError": "otel_replay.core.errors",
+    "ReplayMiss": "otel_replay.core.errors",
+    "CassetteError": "otel_replay.core.errors",
+    "ConfigError": "otel_replay.core.errors",
+    "EgressBlocked": "otel_replay.core.errors",
+    "Summary": "otel_replay.session.session",
 }
 
 if TYPE_CHECKING:
-    from otel_replay.api import record, replay
-    from otel_replay.build import build, build_file
-    from otel_replay.cassette import Cassette, dump, load
-    from otel_replay.errors import (
+    from otel_replay.cassette.model import Cassette, dump, load
+    from otel_replay.core.errors import (
         CassetteError,
         ConfigError,
         EgressBlocked,
         OtelReplayError,
         ReplayMiss,
     )
-    from otel_replay.exchange import CanonicalRequest, Exchange, Response, SSEEvent
-    from otel_replay.session import Summary
+    from otel_replay.core.exchange import CanonicalRequest, Exchange, Response, SSEEvent
+    from otel_replay.frontends.api import record, replay
+    from otel_replay.pipeline.build import build, build_file
+    from otel_replay.session.session import Summary
 
 
 def __getattr__(name: str) -> Any:

@@ -1,3 +1,3 @@
-from otel_replay.cli import main
+from otel_replay.frontends.cli import main
 
 raise SystemExit(main())

@@ -15,7 +15,7 @@ from typing import Any
 import anthropic
 import openai
 
-from otel_replay.demo_agent import WEATHER_TOOL
+from otel_replay.testing.demo_agent import WEATHER_TOOL
 
 WEATHER = WEATHER_TOOL
 WEATHER_ANTHROPIC = {

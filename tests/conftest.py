@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from otel_replay.stub import StubUpstream, run_stub
+from otel_replay.testing.stub import StubUpstream, run_stub
 
 sys.path.insert(0, str(Path(__file__).parent))
 

@@ -10,8 +10,8 @@ import pytest
 from agents import openai_agent
 
 from otel_replay import ReplayMiss, record, replay
-from otel_replay.errors import ConfigError
-from otel_replay.stub import StubUpstream
+from otel_replay.core.errors import ConfigError
+from otel_replay.testing.stub import StubUpstream
 
 
 @pytest.fixture

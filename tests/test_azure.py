@@ -14,11 +14,16 @@ import openai
 import pytest
 from schema_check import validate_cassette_file
 
-from otel_replay.cassette import load
+from otel_replay.cassette.model import load
+from otel_replay.gateway.runner import (
+    GatewayConfig,
+    GatewayThread,
+    agent_environment,
+    upstream_bases,
+)
+from otel_replay.gateway.upstream import provider_url
 from otel_replay.providers import provider_for
-from otel_replay.runner import GatewayConfig, GatewayThread, agent_environment, upstream_bases
-from otel_replay.stub import run_stub
-from otel_replay.upstream import provider_url
+from otel_replay.testing.stub import run_stub
 
 AZURE_KEY = "3f9c2a7d81b64e0f9a5c7d2e1b8f4a60"  # the shape of an Azure OpenAI resource key
 VERSION = "2024-10-21"

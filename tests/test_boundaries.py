@@ -14,8 +14,8 @@ import anthropic
 import openai
 import pytest
 
-from otel_replay.runner import GatewayConfig, GatewayThread
-from otel_replay.stub import run_stub
+from otel_replay.gateway.runner import GatewayConfig, GatewayThread
+from otel_replay.testing.stub import run_stub
 
 pytest_plugins = ["pytester"]
 

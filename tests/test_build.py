@@ -9,12 +9,12 @@ from pathlib import Path
 import pytest
 from test_readers import FINAL_TEXT, QUESTION, make_span, traces
 
-from otel_replay.build import build, expand_paths, parse_time
-from otel_replay.cassette import dump, load
-from otel_replay.errors import ConfigError, TraceFormatError
-from otel_replay.exchange import CanonicalRequest, Exchange, Response
+from otel_replay.cassette.model import dump, load
+from otel_replay.core.errors import ConfigError, TraceFormatError
+from otel_replay.core.exchange import CanonicalRequest, Exchange, Response
 from otel_replay.otlp.codec import json_line
-from otel_replay.spans import exchange_to_span
+from otel_replay.pipeline.build import build, expand_paths, parse_time
+from otel_replay.spans.encode import exchange_to_span
 
 TRACE_A = "0af7651916cd43dd8448eb211c80319c"
 TRACE_B = "4bf92f3577b34da6a3ce929d0e0e4736"

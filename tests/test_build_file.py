@@ -16,12 +16,12 @@ from test_build import call_span, texts, write_lines
 from test_readers import make_span, traces
 
 from otel_replay import readers
-from otel_replay.build import build, build_file
-from otel_replay.cassette import Cassette, dump, dumps, load
-from otel_replay.cassette_writer import CassetteWriter
-from otel_replay.errors import CassetteError
-from otel_replay.exchange import CanonicalRequest, Exchange, Response
-from otel_replay.redact import Redactor
+from otel_replay.cassette.model import Cassette, dump, dumps, load
+from otel_replay.cassette.writer import CassetteWriter
+from otel_replay.core.errors import CassetteError
+from otel_replay.core.exchange import CanonicalRequest, Exchange, Response
+from otel_replay.pipeline.build import build, build_file
+from otel_replay.redaction.redact import Redactor
 
 CLI = [sys.executable, "-m", "otel_replay"]
 SECRET = "sk-proj-" + "Q" * 40

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from schema_check import schema_errors, validate_cassette_file
 
-from otel_replay.cassette import (
+from otel_replay.cassette.model import (
     FORMAT_VERSION,
     MIGRATIONS,
     Cassette,
@@ -23,8 +23,8 @@ from otel_replay.cassette import (
     load,
     loads,
 )
-from otel_replay.errors import CassetteError, CassetteVersionError
-from otel_replay.exchange import COMPONENTS, CanonicalRequest, Exchange, Response, SSEEvent
+from otel_replay.core.errors import CassetteError, CassetteVersionError
+from otel_replay.core.exchange import COMPONENTS, CanonicalRequest, Exchange, Response, SSEEvent
 
 # --- strategies ----------------------------------------------------------------------
 

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from otel_replay.stub import run_stub
+from otel_replay.testing.stub import run_stub
 
 AGENT = [sys.executable, str(Path(__file__).parent / "agents.py")]
 CLI = [sys.executable, "-m", "otel_replay"]

@@ -14,11 +14,11 @@ import openai
 import pytest
 from agents import openai_agent
 
-from otel_replay.cassette import load
-from otel_replay.errors import ConfigError
-from otel_replay.runner import GatewayConfig, GatewayThread, agent_environment
-from otel_replay.session import Summary, misses_path
-from otel_replay.stub import run_stub
+from otel_replay.cassette.model import load
+from otel_replay.core.errors import ConfigError
+from otel_replay.gateway.runner import GatewayConfig, GatewayThread, agent_environment
+from otel_replay.session.session import Summary, misses_path
+from otel_replay.testing.stub import run_stub
 
 CLI = [sys.executable, "-m", "otel_replay"]
 KEY = "sk-own-key-1234567890"
@@ -330,7 +330,7 @@ def test_an_unreadable_request_body_is_a_400_and_nothing_is_recorded(
 
 
 def test_root_cause_names_the_innermost_reason() -> None:
-    from otel_replay.errors import root_cause
+    from otel_replay.core.errors import root_cause
 
     try:
         try:

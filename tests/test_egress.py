@@ -20,7 +20,8 @@ import httpx
 import pytest
 import requests
 
-from otel_replay.egress import (
+from otel_replay.core.errors import EgressBlocked
+from otel_replay.frontends.egress import (
     allow_egress,
     block_egress,
     egress_blocked,
@@ -28,7 +29,6 @@ from otel_replay.egress import (
     is_provider_host,
     proxy_target,
 )
-from otel_replay.errors import EgressBlocked
 
 PROVIDERS = [
     "api.openai.com",

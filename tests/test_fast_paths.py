@@ -21,16 +21,16 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
-from otel_replay import cassette as cassette_mod
-from otel_replay.cassette import Cassette, dumps, loads
-from otel_replay.errors import TraceFormatError
-from otel_replay.exchange import CanonicalRequest, Exchange, Response
-from otel_replay.jsontext import pretty
+from otel_replay.cassette import model as cassette_mod
+from otel_replay.cassette.model import Cassette, dumps, loads
+from otel_replay.core.errors import TraceFormatError
+from otel_replay.core.exchange import CanonicalRequest, Exchange, Response
+from otel_replay.core.jsontext import pretty
 from otel_replay.otlp import codec, tracejson
+from otel_replay.otlp.store import TraceStore
 from otel_replay.readers import _Links, _Window, keep
-from otel_replay.redact import Redactor
-from otel_replay.spans import exchange_to_span, export_request
-from otel_replay.store import TraceStore
+from otel_replay.redaction.redact import Redactor
+from otel_replay.spans.encode import exchange_to_span, export_request
 
 # --- strategies ----------------------------------------------------------------------------
 

@@ -12,10 +12,10 @@ import pytest
 from agents import WEATHER, anthropic_agent, openai_agent
 from conftest import files_text
 
-from otel_replay.cassette import load
+from otel_replay.cassette.model import load
+from otel_replay.gateway.runner import GatewayConfig, GatewayThread
 from otel_replay.otlp.codec import attributes_to_dict, iter_spans, iter_trace_requests
-from otel_replay.runner import GatewayConfig, GatewayThread
-from otel_replay.stub import Fault, StubUpstream
+from otel_replay.testing.stub import Fault, StubUpstream
 
 
 def record_config(tmp_path: Path, stub: StubUpstream, **kw: object) -> GatewayConfig:

@@ -12,12 +12,12 @@ import threading
 
 import pytest
 
-from otel_replay import matcher as m
-from otel_replay.errors import ReplayMiss
-from otel_replay.exchange import COMPONENT_LABELS, COMPONENTS, CanonicalRequest
-from otel_replay.matcher import Matcher, component_hash
-from otel_replay.normalize import normalize
-from otel_replay.why import MAX_DIFF_LINES, explain
+from otel_replay.core.errors import ReplayMiss
+from otel_replay.core.exchange import COMPONENT_LABELS, COMPONENTS, CanonicalRequest
+from otel_replay.matching import matcher as m
+from otel_replay.matching.matcher import Matcher, component_hash
+from otel_replay.matching.normalize import normalize
+from otel_replay.matching.why import MAX_DIFF_LINES, explain
 
 WEATHER_TOOL = {
     "type": "function",

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from otel_replay.exchange import CanonicalRequest
-from otel_replay.normalize import normalize, normalize_text, normalize_value
+from otel_replay.core.exchange import CanonicalRequest
+from otel_replay.matching.normalize import normalize, normalize_text, normalize_value
 
 
 @pytest.mark.parametrize(

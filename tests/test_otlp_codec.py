@@ -20,7 +20,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, KeyValue, KeyValueList
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
-from otel_replay.errors import TraceFormatError
+from otel_replay.core.errors import TraceFormatError
 from otel_replay.otlp import codec
 
 TRACE_ID = bytes(range(1, 17))

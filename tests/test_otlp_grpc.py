@@ -26,10 +26,10 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from otel_replay.errors import ConfigError
+from otel_replay.core.errors import ConfigError
 from otel_replay.otlp import codec
 from otel_replay.otlp.grpc import GrpcReceiver
-from otel_replay.store import TraceStore
+from otel_replay.otlp.store import TraceStore
 
 
 def sdk_spans(*names: str) -> list[ReadableSpan]:

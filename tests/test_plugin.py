@@ -13,8 +13,8 @@ from pathlib import Path
 import openai  # imported once here: inner in-process runs reuse it
 import pytest
 
-from otel_replay import api
-from otel_replay.stub import run_stub
+from otel_replay.frontends import api
+from otel_replay.testing.stub import run_stub
 
 pytest_plugins = ["pytester"]
 

@@ -18,10 +18,10 @@ from third_party_agents import (
     traced,
 )
 
-from otel_replay.build import build
-from otel_replay.cassette import dump, dumps, load
-from otel_replay.runner import GatewayConfig, GatewayThread
-from otel_replay.stub import Fault, StubUpstream, run_stub
+from otel_replay.cassette.model import dump, dumps, load
+from otel_replay.gateway.runner import GatewayConfig, GatewayThread
+from otel_replay.pipeline.build import build
+from otel_replay.testing.stub import Fault, StubUpstream, run_stub
 
 CASES = [
     ("openinference-openai", "openai", False),

@@ -16,7 +16,7 @@ from aiohttp import web
 from hypothesis import given
 from hypothesis import strategies as st
 
-from otel_replay.exchange import SSEEvent
+from otel_replay.core.exchange import SSEEvent
 from otel_replay.providers.anthropic import ANTHROPIC
 from otel_replay.providers.openai import OPENAI
 

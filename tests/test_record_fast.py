@@ -14,13 +14,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 from test_spans import exchanges, fake_providers, fast
 
-from otel_replay import redact
-from otel_replay.exchange import Exchange, Response, SSEEvent
+from otel_replay.core.exchange import Exchange, Response, SSEEvent
 from otel_replay.otlp import codec
-from otel_replay.redact import Redactor
-from otel_replay.session import Session
-from otel_replay.spans import exchange_to_span, exchange_to_trace_json, export_request
-from otel_replay.store import TraceStore
+from otel_replay.otlp.store import TraceStore
+from otel_replay.redaction import redact
+from otel_replay.redaction.redact import Redactor
+from otel_replay.session.session import Session
+from otel_replay.spans.encode import exchange_to_span, exchange_to_trace_json, export_request
 
 CHAT = "/v1/chat/completions"
 

@@ -17,7 +17,7 @@ from secrets_corpus import (
     fake,
 )
 
-from otel_replay.redact import PATTERNS_ONLY, Redactor, is_sensitive_header, parse_dotenv
+from otel_replay.redaction.redact import PATTERNS_ONLY, Redactor, is_sensitive_header, parse_dotenv
 
 NO_DOTENV = Path("/nonexistent-otel-replay-test-dir")
 

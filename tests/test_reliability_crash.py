@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from otel_replay import cassette as cassette_mod
-from otel_replay.cassette import Cassette, dump, load
-from otel_replay.errors import CassetteError
-from otel_replay.stub import run_stub
+from otel_replay.cassette import model as cassette_mod
+from otel_replay.cassette.model import Cassette, dump, load
+from otel_replay.core.errors import CassetteError
+from otel_replay.testing.stub import run_stub
 
 CLI = [sys.executable, "-m", "otel_replay"]
 CALLS = 200
@@ -97,7 +97,7 @@ def test_sigkill_mid_record_keeps_every_finished_exchange(tmp_path: Path) -> Non
 
 def test_store_resumes_cleanly_after_a_torn_line(tmp_path: Path) -> None:
     """A line cut by a crash is closed before the next batch, so no line is swallowed."""
-    from otel_replay.store import TraceStore
+    from otel_replay.otlp.store import TraceStore
 
     traces = tmp_path / "t.jsonl"
     traces.write_bytes(b'{"resourceSpans": [{"scopeSp')
@@ -182,8 +182,8 @@ def test_sigkill_during_dump_leaves_no_partial_cassette(tmp_path: Path) -> None:
     path = tmp_path / "c.json"
     code = f"""
 import os, sys
-from otel_replay import cassette
-from otel_replay.cassette import Cassette, dump
+from otel_replay.cassette import model as cassette
+from otel_replay.cassette.model import Cassette, dump
 def stop(*a, **k):
     os.kill(os.getpid(), 9)
 cassette.os.replace = stop

@@ -14,9 +14,9 @@ import anthropic
 import openai
 import pytest
 
-from otel_replay.cassette import load
-from otel_replay.runner import GatewayConfig, GatewayThread
-from otel_replay.stub import Fault, StubUpstream, run_stub
+from otel_replay.cassette.model import load
+from otel_replay.gateway.runner import GatewayConfig, GatewayThread
+from otel_replay.testing.stub import Fault, StubUpstream, run_stub
 
 OPENAI_KEY = "sk-test-faults-0123456789abcdef"
 ANTHROPIC_KEY = "sk-ant-api03-" + "f" * 90
@@ -104,7 +104,7 @@ CASES = [
 def short_replayed_hang() -> Any:
     """A replayed timeout hangs far longer than any client waits; shortened here only so
     the gateway's own shutdown does not wait on it."""
-    from otel_replay import gateway
+    from otel_replay.gateway import app as gateway
 
     saved = gateway.REPLAYED_HANG_SECONDS
     gateway.REPLAYED_HANG_SECONDS = 5.0

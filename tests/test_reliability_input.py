@@ -27,13 +27,13 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
-from otel_replay.cassette import dumps, load, loads
-from otel_replay.errors import CassetteError, TraceFormatError
-from otel_replay.exchange import SSEEvent
+from otel_replay.cassette.model import dumps, load, loads
+from otel_replay.core.errors import CassetteError, TraceFormatError
+from otel_replay.core.exchange import SSEEvent
+from otel_replay.gateway.runner import GatewayConfig, GatewayServer, GatewayThread
 from otel_replay.otlp import codec
-from otel_replay.runner import GatewayConfig, GatewayServer, GatewayThread
-from otel_replay.sse import SSEParser, encode, parse_all
-from otel_replay.stub import StubUpstream, run_stub
+from otel_replay.streams.sse import SSEParser, encode, parse_all
+from otel_replay.testing.stub import StubUpstream, run_stub
 
 CLI = [sys.executable, "-m", "otel_replay"]
 PROTOBUF = {"content-type": "application/x-protobuf"}

@@ -22,10 +22,10 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-from otel_replay.cassette import Cassette, dump, load
+from otel_replay.cassette.model import Cassette, dump, load
+from otel_replay.gateway.runner import GatewayConfig, GatewayThread
 from otel_replay.otlp import codec
-from otel_replay.runner import GatewayConfig, GatewayThread
-from otel_replay.stub import StubUpstream
+from otel_replay.testing.stub import StubUpstream
 
 DISTINCT = 500
 IDENTICAL = 50

@@ -21,8 +21,8 @@ from secrets_corpus import (
     fake,
 )
 
-from otel_replay.runner import GatewayConfig, GatewayThread
-from otel_replay.stub import run_stub
+from otel_replay.gateway.runner import GatewayConfig, GatewayThread
+from otel_replay.testing.stub import run_stub
 
 CLI = [sys.executable, "-m", "otel_replay"]
 SERVICE_TOKEN = "svc-token-9f8e7d6c5b4a39281706f5e4d3c2b1a0"  # a *_TOKEN variable's value

@@ -10,10 +10,10 @@ import openai
 import pytest
 from agents import WEATHER, anthropic_agent, openai_agent
 
-from otel_replay.cassette import load
-from otel_replay.runner import GatewayConfig, GatewayThread
-from otel_replay.stub import Fault, run_stub
-from otel_replay.why import explain
+from otel_replay.cassette.model import load
+from otel_replay.gateway.runner import GatewayConfig, GatewayThread
+from otel_replay.matching.why import explain
+from otel_replay.testing.stub import Fault, run_stub
 
 
 def record(tmp_path: Path, run, **kw):  # type: ignore[no-untyped-def]
@@ -133,7 +133,7 @@ def test_extra_call_is_more_calls_than_recorded(tmp_path):
 
 
 def test_why_explains_the_last_miss(tmp_path, capsys):
-    from otel_replay.cli import main
+    from otel_replay.frontends.cli import main
 
     record(tmp_path, lambda env: openai_agent(oa(env)))
     replay(tmp_path, lambda env: openai_agent(oa(env), system_extra=" Be terse."))
@@ -308,8 +308,8 @@ def test_timing_recorded_replays_streams_at_the_recorded_pace(tmp_path):
 def test_identical_bodies_take_the_fast_path_without_reordering_recordings(tmp_path):
     """Two recordings equal for matching, only the second byte-identical to what the agent
     now sends: the first is still consumed first, as the component matcher orders them."""
-    from otel_replay.cassette import Cassette, dump
-    from otel_replay.exchange import Exchange, Response
+    from otel_replay.cassette.model import Cassette, dump
+    from otel_replay.core.exchange import Exchange, Response
     from otel_replay.providers import get
 
     def exchange(content, answer):  # type: ignore[no-untyped-def]

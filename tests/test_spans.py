@@ -13,11 +13,11 @@ from hypothesis import strategies as st
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
 from otel_replay import providers
-from otel_replay.errors import TraceFormatError
-from otel_replay.exchange import CanonicalRequest, Exchange, Response, SSEEvent
+from otel_replay.core.errors import TraceFormatError
+from otel_replay.core.exchange import CanonicalRequest, Exchange, Response, SSEEvent
 from otel_replay.providers.base import OutputView, Provider
 from otel_replay.readers.own import span_to_exchange
-from otel_replay.spans import exchange_to_span, export_request
+from otel_replay.spans.encode import exchange_to_span, export_request
 
 # --- a stand-in provider, so these tests do not depend on provider internals ----------
 

@@ -14,7 +14,7 @@ from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from otel_replay.otlp import codec
-from otel_replay.store import TraceStore, sibling
+from otel_replay.otlp.store import TraceStore, sibling
 
 SECRET = "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789"
 

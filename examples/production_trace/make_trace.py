@@ -20,7 +20,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from otel_replay.otlp import codec
-from otel_replay.stub import run_stub
+from otel_replay.testing.stub import run_stub
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))

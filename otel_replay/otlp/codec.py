@@ -37,7 +37,7 @@ from opentelemetry.proto.common.v1.common_pb2 import (
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
-from otel_replay.errors import TraceFormatError
+from otel_replay.core.errors import TraceFormatError
 from otel_replay.otlp import tracejson
 
 ErrorHandler = Callable[[TraceFormatError], None]

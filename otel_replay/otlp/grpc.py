@@ -19,9 +19,9 @@ from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2_grpc as
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2 as trace_pb
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2_grpc as trace_grpc
 
-from otel_replay.errors import ConfigError
+from otel_replay.core.errors import ConfigError
 from otel_replay.otlp.http import logs_response, metrics_response, trace_response
-from otel_replay.store import (
+from otel_replay.otlp.store import (
     StoreSource,
     current_store,
     ingest_logs,

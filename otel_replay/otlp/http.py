@@ -23,9 +23,9 @@ from opentelemetry.proto.collector.logs.v1 import logs_service_pb2 as logs_pb
 from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2 as metrics_pb
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2 as trace_pb
 
-from otel_replay.errors import TraceFormatError, root_cause
+from otel_replay.core.errors import TraceFormatError, root_cause
 from otel_replay.otlp import codec
-from otel_replay.store import (
+from otel_replay.otlp.store import (
     StoreSource,
     TraceStore,
     current_store,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from otel_replay.errors import ConfigError
+from otel_replay.core.errors import ConfigError
 from otel_replay.providers.base import OutputView, Provider
 
 __all__ = ["OutputView", "Provider", "get", "provider_for", "upstream_for"]

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from otel_replay.exchange import JSON, CanonicalRequest, SSEEvent
+from otel_replay.core.exchange import JSON, CanonicalRequest, SSEEvent
 from otel_replay.providers.anthropic_stream import messages_body, messages_stream
 from otel_replay.providers.base import OutputView
 from otel_replay.providers.parts import (

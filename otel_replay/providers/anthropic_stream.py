@@ -13,7 +13,7 @@ import copy
 import json
 from typing import Any
 
-from otel_replay.exchange import JSON, SSEEvent
+from otel_replay.core.exchange import JSON, SSEEvent
 from otel_replay.providers.parts import (
     as_dict,
     as_int,

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from otel_replay.exchange import JSON, CanonicalRequest, SSEEvent
+from otel_replay.core.exchange import JSON, CanonicalRequest, SSEEvent
 
 
 @dataclass(slots=True)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from otel_replay.exchange import JSON, CanonicalRequest, SSEEvent
+from otel_replay.core.exchange import JSON, CanonicalRequest, SSEEvent
 from otel_replay.providers import openai_request as req
 from otel_replay.providers import openai_view as views
 from otel_replay.providers.anthropic import ANTHROPIC

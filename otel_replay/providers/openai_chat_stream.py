@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from otel_replay.exchange import JSON, SSEEvent
+from otel_replay.core.exchange import JSON, SSEEvent
 from otel_replay.providers.parts import as_dict, as_list, event_payloads, pieces, sse
 
 DONE = SSEEvent(data="[DONE]")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from otel_replay.exchange import JSON
+from otel_replay.core.exchange import JSON
 from otel_replay.providers.parts import (
     as_dict,
     as_list,

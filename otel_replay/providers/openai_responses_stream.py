@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from otel_replay.exchange import JSON, SSEEvent
+from otel_replay.core.exchange import JSON, SSEEvent
 from otel_replay.providers.parts import as_dict, as_list, as_str, event_payloads, pieces, sse
 
 _FINAL = {

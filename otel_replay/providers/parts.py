@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from otel_replay.exchange import JSON, SSEEvent
+from otel_replay.core.exchange import JSON, SSEEvent
 
 # Semantic-convention finish reasons (gen_ai.output.messages[].finish_reason).
 FINISH_STOP = "stop"

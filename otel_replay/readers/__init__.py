@@ -25,13 +25,13 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
-from otel_replay.errors import TraceFormatError
-from otel_replay.exchange import Exchange
+from otel_replay.core.errors import TraceFormatError
+from otel_replay.core.exchange import Exchange
 from otel_replay.otlp.codec import any_value_to_python, attributes_to_dict, iter_spans
 from otel_replay.readers import openinference, semconv
 from otel_replay.readers.claude_code import ClaudeCodeReader, event_name
 from otel_replay.readers.view import Event
-from otel_replay.spans import FORMAT_ATTRIBUTE
+from otel_replay.spans.encode import FORMAT_ATTRIBUTE
 
 __all__ = ["WINDOW", "Selection", "read_exchanges", "read_span"]
 

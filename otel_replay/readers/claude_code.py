@@ -17,7 +17,7 @@ from typing import Any
 from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 
 from otel_replay import providers
-from otel_replay.exchange import JSON, Exchange
+from otel_replay.core.exchange import JSON, Exchange
 from otel_replay.readers import view
 
 __all__ = ["ClaudeCodeReader", "event_name"]

@@ -13,10 +13,17 @@ from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from otel_replay import providers
-from otel_replay.errors import TraceFormatError
-from otel_replay.exchange import ALL_KNOWN, JSON, CanonicalRequest, Exchange, Response, SSEEvent
+from otel_replay.core.errors import TraceFormatError
+from otel_replay.core.exchange import (
+    ALL_KNOWN,
+    JSON,
+    CanonicalRequest,
+    Exchange,
+    Response,
+    SSEEvent,
+)
 from otel_replay.otlp.codec import attributes_to_dict
-from otel_replay.spans import FORMAT_ATTRIBUTE, P
+from otel_replay.spans.encode import FORMAT_ATTRIBUTE, P
 
 __all__ = ["span_to_exchange"]
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
-from otel_replay.exchange import Exchange
+from otel_replay.core.exchange import Exchange
 from otel_replay.readers import view
 from otel_replay.readers.failure import failed_response
 from otel_replay.readers.view import Event

@@ -17,7 +17,7 @@ from typing import Any
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from otel_replay import providers
-from otel_replay.exchange import JSON, CanonicalRequest, Exchange, Response
+from otel_replay.core.exchange import JSON, CanonicalRequest, Exchange, Response
 from otel_replay.providers.base import OutputView
 from otel_replay.providers.parts import tool_call_part
 

@@ -1,0 +1,1 @@
+"""The cassette document: load, dump, migrate, and the streaming writer."""

@@ -1,0 +1,117 @@
+"""Writing a cassette too large to hold in memory.
+
+A production trace file can hold hundreds of thousands of model calls. ``CassetteWriter``
+turns each interaction into its final text as it arrives and spills that text to an
+unnamed temporary file beside the target, keeping only three integers per interaction
+(start time, offset, length). ``commit`` then writes the cassette in start-time order,
+atomically, with the very text ``dumps`` would write. Memory stays flat in the number of
+interactions; leaving without ``commit`` leaves the target untouched and nothing behind.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from array import array
+from collections.abc import Iterator
+from pathlib import Path
+from types import TracebackType
+from typing import IO
+
+from otel_replay.cassette.model import atomic_text, document, interaction_text
+from otel_replay.core.errors import CassetteError
+from otel_replay.core.exchange import JSON, Exchange
+
+__all__ = ["CassetteWriter"]
+
+
+class CassetteWriter:
+    """Collects interactions for one cassette file; use it as a context manager.
+
+    Texts are redacted by the caller before ``add``: the spill file holds exactly what
+    the cassette will.
+    """
+
+    def __init__(self, target: str | os.PathLike[str]) -> None:
+        self.target = Path(target)
+        self._spill: IO[bytes] | None = None
+        self._starts: array[int] | list[int] = array("Q")
+        self._offsets = array("Q")
+        self._lengths = array("Q")
+        self._end = 0
+
+    def __enter__(self) -> CassetteWriter:
+        return self
+
+    def __exit__(
+        self,
+        kind: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __len__(self) -> int:
+        return len(self._starts)
+
+    def add(self, exchange: Exchange) -> None:
+        """Spill one interaction. Raises ``CassetteError`` when it has no JSON form or
+        the spill cannot be written."""
+        try:
+            data = interaction_text(exchange).encode("utf-8")
+            spill = self._spill or self._open()
+            spill.write(data)
+        except ValueError as exc:
+            raise CassetteError(self.target, "", f"cannot write: {exc}") from None
+        except OSError as exc:
+            raise CassetteError(self.target, "", _cannot(exc)) from None
+        try:
+            self._starts.append(exchange.start_ns)
+        except OverflowError:  # beyond OTLP's unsigned 64 bits: keep them as Python ints
+            self._starts = [*self._starts, exchange.start_ns]
+        self._offsets.append(self._end)
+        self._lengths.append(len(data))
+        self._end += len(data)
+
+    def commit(self, source: dict[str, JSON]) -> None:
+        """Write the cassette: every interaction, in start-time order (ties in arrival
+        order), crash-safely over the target."""
+        try:
+            with atomic_text(self.target) as out:
+                for piece in document(source, self._texts()):
+                    out.write(piece)
+        except ValueError as exc:
+            raise CassetteError(self.target, "", f"cannot write: {exc}") from None
+        except OSError as exc:
+            raise CassetteError(self.target, "", _cannot(exc)) from None
+
+    def close(self) -> None:
+        """Drop the spill file (the target is only ever changed by ``commit``)."""
+        if self._spill is not None:
+            self._spill.close()
+            self._spill = None
+
+    def _open(self) -> IO[bytes]:
+        self.target.parent.mkdir(parents=True, exist_ok=True)
+        self._spill = tempfile.TemporaryFile(dir=self.target.parent, prefix=".otel-replay-")
+        return self._spill
+
+    def _texts(self) -> Iterator[str]:
+        spill = self._spill
+        if spill is None:
+            return
+        spill.flush()
+        starts = self._starts
+        count = len(starts)
+        if all(starts[i] <= starts[i + 1] for i in range(count - 1)):
+            order: range | list[int] = range(count)  # the usual case: already in order
+        else:
+            order = sorted(range(count), key=starts.__getitem__)
+        offsets, lengths = self._offsets, self._lengths
+        for i in order:
+            spill.seek(offsets[i])
+            yield spill.read(lengths[i]).decode("utf-8")
+
+
+def _cannot(exc: OSError) -> str:
+    return f"cannot write: {exc.strerror or exc}"

@@ -1,0 +1,1 @@
+"""The ways in: CLI, Python API, pytest plugin, egress guard."""

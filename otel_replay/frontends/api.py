@@ -1,0 +1,187 @@
+"""The Python API: ``record`` and ``replay`` as context managers.
+
+::
+
+    with otel_replay.replay("cassettes/weather.json"):
+        run_agent()          # official SDKs and OTel exporters now talk to the gateway
+
+Each block starts the gateway on an event loop thread of its own, points ``os.environ`` at
+it (the variables of the CLI contract), runs the block, and restores the environment
+exactly — variables that did not exist before are removed again. A miss raises
+:class:`~otel_replay.core.errors.ReplayMiss` when the block ends, even if the agent caught the
+error the gateway answered it with.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from otel_replay.core.errors import ConfigError, ReplayMiss
+from otel_replay.session.session import MODES, Summary, default_mode
+
+__all__ = ["GatewayHandle", "patched_environ", "raise_for_misses", "record", "replay"]
+
+PathLike = str | os.PathLike[str]
+
+
+@dataclass(slots=True)
+class GatewayHandle:
+    """What a ``record`` / ``replay`` block yields.
+
+    ``env`` holds the variables set for the block (empty in mode ``off``), ``url`` the
+    gateway's base URL (``""`` in mode ``off``); ``summary`` is set when the block ends.
+    """
+
+    mode: str
+    cassette: Path | None
+    env: dict[str, str] = field(default_factory=dict)
+    url: str = ""
+    summary: Summary | None = None
+
+
+@contextmanager
+def patched_environ(env: Mapping[str, str]) -> Iterator[None]:
+    """Set ``env`` in ``os.environ`` for the block, then restore every variable exactly:
+    the previous value, or absent when it did not exist."""
+    previous = {name: os.environ.get(name) for name in env}
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        for name, value in previous.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def raise_for_misses(summary: Summary, *, cause: BaseException | None = None) -> None:
+    """Raise the first miss of a finished run as :class:`ReplayMiss` (from ``cause``)."""
+    if not summary.misses:
+        return
+    first = summary.misses[0]
+    prefix = "replay miss: "
+    reason = first[len(prefix) :] if first.startswith(prefix) else first
+    raise ReplayMiss(reason) from cause
+
+
+def _path(value: PathLike | None) -> Path | None:
+    return None if value is None else Path(value)
+
+
+@contextmanager
+def _run(
+    *,
+    mode: str,
+    cassette: PathLike,
+    traces: PathLike | None,
+    timing: str,
+    report: PathLike | None,
+    upstream_openai: str | None,
+    upstream_anthropic: str | None,
+    upstream_azure: str | None,
+) -> Iterator[GatewayHandle]:
+    if mode not in MODES:
+        raise ConfigError(f"unknown mode {mode!r}; use one of {', '.join(MODES)}")
+    if timing not in ("fast", "recorded"):
+        raise ConfigError(f"unknown timing {timing!r}; use fast or recorded")
+    handle = GatewayHandle(mode=mode, cassette=Path(cassette))
+    if mode == "off":
+        yield handle
+        handle.summary = Summary(mode="off", cassette=str(cassette))
+        return
+    from otel_replay.gateway.runner import GatewayConfig, GatewayThread
+
+    config = GatewayConfig(
+        mode=mode,
+        cassette=Path(cassette),
+        traces=_path(traces),
+        upstream_openai=upstream_openai,
+        upstream_anthropic=upstream_anthropic,
+        upstream_azure=upstream_azure,
+        timing=timing,
+        report=_path(report),
+        environ=dict(os.environ),
+    )
+    gateway = GatewayThread(config).start()
+    assert gateway.server is not None
+    handle.env = dict(gateway.env)
+    handle.url = gateway.server.url
+    try:
+        with patched_environ(handle.env):
+            yield handle
+    except BaseException as exc:
+        handle.summary = gateway.stop()
+        if isinstance(exc, Exception):
+            # the agent's error is most likely the miss answered to it: name the cause
+            raise_for_misses(handle.summary, cause=exc)
+        raise
+    handle.summary = gateway.stop()
+    raise_for_misses(handle.summary)
+
+
+@contextmanager
+def record(
+    cassette: PathLike,
+    *,
+    traces: PathLike | None = None,
+    upstream_openai: str | None = None,
+    upstream_anthropic: str | None = None,
+    upstream_azure: str | None = None,
+) -> Iterator[GatewayHandle]:
+    """Record the block's model calls into ``cassette`` (written anew when the block ends).
+
+    Every call is forwarded to the upstream — ``upstream_openai`` / ``upstream_anthropic``,
+    else the caller's own ``OPENAI_BASE_URL`` / ``ANTHROPIC_BASE_URL``, else the public
+    endpoints; Azure OpenAI calls go to ``upstream_azure``, else the caller's
+    ``AZURE_OPENAI_ENDPOINT``. ``traces`` keeps the recording's OTLP JSON lines (the
+    agent's own spans and the model-call spans); the cassette is derived from them.
+    """
+    with _run(
+        mode="record",
+        cassette=cassette,
+        traces=traces,
+        timing="fast",
+        report=None,
+        upstream_openai=upstream_openai,
+        upstream_anthropic=upstream_anthropic,
+        upstream_azure=upstream_azure,
+    ) as handle:
+        yield handle
+
+
+@contextmanager
+def replay(
+    cassette: PathLike,
+    *,
+    mode: str | None = None,
+    traces: PathLike | None = None,
+    timing: str = "fast",
+    report: PathLike | None = None,
+    upstream_openai: str | None = None,
+    upstream_anthropic: str | None = None,
+    upstream_azure: str | None = None,
+) -> Iterator[GatewayHandle]:
+    """Answer the block's model calls from ``cassette``.
+
+    ``mode``: ``strict`` (a miss fails), ``auto`` (a miss carrying the caller's own key is
+    forwarded live and appended), ``record`` or ``off``; default ``strict`` when ``CI`` is
+    set, else ``auto``. ``timing="recorded"`` replays streams at their recorded pace.
+    ``report`` writes the run's JSON summary. When the block ends a miss raises
+    :class:`~otel_replay.core.errors.ReplayMiss` with the first miss's message.
+    """
+    with _run(
+        mode=mode or default_mode(),
+        cassette=cassette,
+        traces=traces,
+        timing=timing,
+        report=report,
+        upstream_openai=upstream_openai,
+        upstream_anthropic=upstream_anthropic,
+        upstream_azure=upstream_azure,
+    ) as handle:
+        yield handle

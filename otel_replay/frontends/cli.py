@@ -1,0 +1,297 @@
+"""The ``otel-replay`` command line (also ``python -m otel_replay``)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from otel_replay.core.errors import OtelReplayError
+from otel_replay.session.session import MODES, default_mode
+
+if TYPE_CHECKING:
+    from otel_replay.gateway.runner import GatewayConfig
+
+_USAGE_CMD = "-- CMD... (the agent command to run, after --)"
+
+
+def _split_command(argv: list[str]) -> tuple[list[str], list[str]]:
+    if "--" in argv:
+        i = argv.index("--")
+        return argv[:i], argv[i + 1 :]
+    return argv, []
+
+
+def _gateway_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--traces", type=Path, help="OTLP JSON lines file for all telemetry")
+    parser.add_argument("--upstream-openai", metavar="URL", help="real OpenAI base URL")
+    parser.add_argument("--upstream-anthropic", metavar="URL", help="real Anthropic base URL")
+    parser.add_argument(
+        "--upstream-azure",
+        metavar="URL",
+        help="real Azure OpenAI resource endpoint (default: the caller's AZURE_OPENAI_ENDPOINT)",
+    )
+    parser.add_argument("--report", type=Path, metavar="FILE", help="write a JSON run report")
+    parser.add_argument("--host", default="127.0.0.1", help="bind address (default loopback)")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="otel-replay",
+        description="Record LLM agent traffic as OpenTelemetry spans; replay it offline.",
+    )
+    from otel_replay._version import __version__
+
+    parser.add_argument("--version", action="version", version=f"otel-replay {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    rec = sub.add_parser(
+        "record",
+        help="run CMD against live providers and record it",
+        usage=f"otel-replay record --cassette PATH [options] {_USAGE_CMD}",
+    )
+    rec.add_argument("--cassette", type=Path, required=True)
+    _gateway_options(rec)
+
+    rep = sub.add_parser(
+        "replay",
+        help="run CMD against recorded responses",
+        usage=f"otel-replay replay --cassette PATH [options] {_USAGE_CMD}",
+    )
+    rep.add_argument("--cassette", type=Path, required=True)
+    rep.add_argument(
+        "--mode",
+        choices=MODES,
+        default=None,
+        help="strict (default when CI is set) | auto (default) | record | off",
+    )
+    rep.add_argument(
+        "--timing",
+        choices=("fast", "recorded"),
+        default="fast",
+        help="replay streams as fast as possible or at the recorded pace",
+    )
+    _gateway_options(rep)
+
+    srv = sub.add_parser("serve", help="run the gateway alone until SIGINT/SIGTERM or EOF")
+    srv.add_argument("--cassette", type=Path)
+    srv.add_argument("--mode", choices=MODES, default=None)
+    srv.add_argument("--port", type=int, default=0)
+    srv.add_argument("--grpc-port", type=int, default=0)
+    srv.add_argument("--timing", choices=("fast", "recorded"), default="fast")
+    _gateway_options(srv)
+
+    bld = sub.add_parser("build", help="derive a cassette from trace files")
+    bld.add_argument("traces", nargs="+", type=Path, metavar="TRACES")
+    bld.add_argument("-o", "--output", type=Path, required=True, metavar="CASSETTE")
+    bld.add_argument("--trace-id", action="append", default=[], help="keep only this trace")
+    bld.add_argument("--service", action="append", default=[], help="keep only service.name")
+    bld.add_argument("--since", help="keep spans starting at or after (ISO-8601)")
+    bld.add_argument("--until", help="keep spans starting before (ISO-8601)")
+    bld.add_argument("--quiet", action="store_true", help="no progress display")
+
+    why = sub.add_parser("why", help="explain the last (or the given) replay miss")
+    why.add_argument("--cassette", type=Path, required=True)
+    why.add_argument("--request", type=Path, help="a request body (JSON) to explain")
+    why.add_argument("--provider", choices=("openai", "anthropic"), default=None)
+    why.add_argument("--path", default=None, help="API path of --request (e.g. /v1/messages)")
+
+    sub.add_parser("demo", help="record and replay a built-in agent against a stub upstream")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    own, command = _split_command(args_list)
+    args = _parser().parse_args(own)
+    try:
+        if args.command in ("record", "replay"):
+            if not command:
+                print(
+                    f"otel-replay {args.command}: give the agent command after --", file=sys.stderr
+                )
+                return 2
+            return _run(args, command)
+        if args.command == "serve":
+            return _serve(args)
+        if args.command == "build":
+            return _build(args)
+        if args.command == "why":
+            from otel_replay.frontends.whycmd import why_command
+
+            return why_command(args.cassette, args.request, args.provider, args.path)
+        if args.command == "demo":
+            from otel_replay.testing.demo import run_demo
+
+            return run_demo()
+    except OtelReplayError as exc:
+        print(f"otel-replay: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    return 2
+
+
+def _config(args: argparse.Namespace, mode: str, command: list[str]) -> GatewayConfig:
+    from otel_replay.gateway.runner import GatewayConfig
+
+    return GatewayConfig(
+        mode=mode,
+        cassette=args.cassette,
+        traces=args.traces,
+        upstream_openai=args.upstream_openai,
+        upstream_anthropic=args.upstream_anthropic,
+        upstream_azure=args.upstream_azure,
+        host=args.host,
+        port=getattr(args, "port", 0),
+        grpc_port=getattr(args, "grpc_port", 0),
+        timing=getattr(args, "timing", "fast"),
+        report=args.report,
+        command=command,
+    )
+
+
+def _run(args: argparse.Namespace, command: list[str]) -> int:
+    from otel_replay.gateway.runner import GatewayThread
+
+    mode = "record" if args.command == "record" else (args.mode or default_mode())
+    if mode == "off":
+        return _child(command, dict(os.environ))
+    gateway = GatewayThread(_config(args, mode, command)).start()
+    try:
+        code = _child(command, {**os.environ, **gateway.env})
+    finally:
+        summary = gateway.stop()
+    print(summary.line(), file=sys.stderr)
+    for message in summary.misses:
+        print(f"otel-replay: {message}", file=sys.stderr)
+    if summary.misses and args.cassette is not None:
+        if summary.replayed == 0 and not Path(args.cassette).exists():
+            print(
+                f"otel-replay: {args.cassette} does not exist yet; record it with "
+                f"`otel-replay record --cassette {args.cassette} -- ...`",
+                file=sys.stderr,
+            )
+        else:
+            print(f"otel-replay: see `otel-replay why --cassette {args.cassette}`", file=sys.stderr)
+    if code:
+        return code
+    return 1 if summary.misses else 0
+
+
+def _child(command: list[str], env: dict[str, str]) -> int:
+    """Run the agent; forward SIGINT/SIGTERM to it and return its exit code."""
+    try:
+        child = subprocess.Popen(command, env=env)
+    except OSError as exc:
+        print(f"otel-replay: cannot run {command[0]!r}: {exc}", file=sys.stderr)
+        return 127
+
+    def forward(signum: int, _frame: object) -> None:
+        child.send_signal(signum)
+
+    previous = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        code = child.wait()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return 128 - code if code < 0 else code
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from otel_replay.gateway.runner import GatewayThread
+
+    # without a cassette there is nothing to replay: record locally, but never go live in CI
+    mode = args.mode or (default_mode() if args.cassette else None)
+    if mode is None:
+        mode = "strict" if default_mode() == "strict" else "record"
+    if mode == "off":
+        print(json.dumps({"env": {}}), flush=True)
+        return 0
+    gateway = GatewayThread(_config(args, mode, [])).start()
+    done = threading.Event()
+    previous = {s: signal.signal(s, lambda *_: done.set()) for s in (signal.SIGINT, signal.SIGTERM)}
+
+    def watch_stdin() -> None:
+        try:
+            while sys.stdin.readline():
+                pass
+        except (OSError, ValueError):
+            return
+        done.set()
+
+    if sys.stdin is not None and not sys.stdin.closed:
+        threading.Thread(target=watch_stdin, daemon=True).start()
+    print(json.dumps({"env": gateway.env}), flush=True)
+    try:
+        while not done.wait(0.2):
+            pass
+    finally:
+        summary = gateway.stop()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    print(json.dumps({"summary": summary.to_json()}), flush=True)
+    print(summary.line(), file=sys.stderr)
+    return 0
+
+
+def _build(args: argparse.Namespace) -> int:
+    from otel_replay.pipeline.build import build_file, parse_time
+
+    progress = None if args.quiet or not sys.stderr.isatty() else _progress_bar()
+
+    def on_error(exc: Exception) -> None:
+        print(f"otel-replay build: skipped: {exc}", file=sys.stderr)
+
+    report = build_file(
+        args.traces,
+        args.output,
+        trace_ids=set(args.trace_id) or None,
+        services=set(args.service) or None,
+        since_ns=parse_time(args.since) if args.since else None,
+        until_ns=parse_time(args.until) if args.until else None,
+        progress=progress,
+        on_error=on_error,
+    )
+    if progress is not None:
+        print(file=sys.stderr)
+    bad = report.skipped
+    bad_records = f"{bad} bad record{'s' if bad != 1 else ''}"
+    if not report.written:
+        print(
+            f"otel-replay build: nothing usable in {bad_records}; no cassette written",
+            file=sys.stderr,
+        )
+        return 1
+    n = report.interactions
+    print(
+        f"otel-replay build: {n} interaction{'s' if n != 1 else ''} → {args.output}"
+        + (f" ({bad_records} skipped)" if bad else ""),
+        file=sys.stderr,
+    )
+    return 0
+
+
+def _progress_bar() -> Callable[[int, int], None]:
+    def show(done: int, total: int) -> None:
+        pct = 100.0 * done / total if total else 100.0
+        print(
+            f"\rotel-replay build: {done / 1e6:.1f}/{total / 1e6:.1f} MB ({pct:.0f}%)",
+            end="",
+            file=sys.stderr,
+            flush=True,
+        )
+
+    return show
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,394 @@
+"""The pytest plugin: the ``otel_replay`` fixture, options, marker and terminal summary.
+
+::
+
+    def test_weather(otel_replay):
+        with otel_replay("weather"):        # tests/cassettes/weather.json
+            assert "Lisbon" in run_agent()
+
+One gateway runs in-process for the whole pytest session, started by the first block; each
+block points it at its own cassette and mode (a fresh :class:`Session`) and sets the agent
+environment in ``os.environ`` for the block, so agents in this process, in threads and in
+subprocesses all reach it. A miss fails the test with the miss message whatever the agent
+did with the error — and a miss is never an expected failure, ``xfail`` does not hide it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import warnings
+from collections.abc import Callable, Generator
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import pytest
+
+from otel_replay.core.errors import CassetteError, ConfigError, EgressBlocked, ReplayMiss
+from otel_replay.frontends.api import GatewayHandle, patched_environ
+from otel_replay.session.session import MODES, Session, Summary, default_mode
+
+__all__ = ["OtelReplayUnusedWarning"]
+
+_PLUGIN = pytest.StashKey["OtelReplayPlugin"]()
+_FAILURES = pytest.StashKey[list[str]]()
+
+
+class OtelReplayUnusedWarning(pytest.PytestWarning):
+    """A block ended with recordings in its cassette that no request used.
+
+    Silence it with ``filterwarnings =
+    ignore::otel_replay.frontends.pytest_plugin.OtelReplayUnusedWarning``
+    or make it a failure with ``--otel-replay-unused=error``.
+    """
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("otel-replay", "otel-replay: record and replay model calls")
+    group.addoption(
+        "--otel-replay",
+        dest="otel_replay_mode",
+        choices=MODES,
+        default=None,
+        help="mode for every block, overriding markers (default: strict when CI is set, else auto)",
+    )
+    group.addoption(
+        "--otel-replay-egress",
+        dest="otel_replay_egress",
+        choices=("block", "allow"),
+        default="allow",
+        help="block: connections to model provider hosts fail the test",
+    )
+    group.addoption(
+        "--otel-replay-unused",
+        dest="otel_replay_unused",
+        choices=("warn", "error"),
+        default="warn",
+        help="what an unused recording after a block is (default: warn)",
+    )
+    group.addoption(
+        "--otel-replay-report",
+        dest="otel_replay_report",
+        metavar="FILE",
+        default=None,
+        help="write a JSON report of every block",
+    )
+    group.addoption("--otel-replay-upstream-openai", dest="otel_replay_openai", metavar="URL")
+    group.addoption("--otel-replay-upstream-anthropic", dest="otel_replay_anthropic", metavar="URL")
+    parser.addini(
+        "otel_replay_cassette_dir",
+        "folder beside the test file where bare cassette names live",
+        default="cassettes",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "otel_replay(mode=None, cassette=None): per-test defaults for the otel_replay fixture",
+    )
+    plugin = OtelReplayPlugin(config)
+    config.stash[_PLUGIN] = plugin
+    config.pluginmanager.register(plugin, "otel_replay_state")
+
+
+@pytest.fixture
+def otel_replay(request: pytest.FixtureRequest) -> Callable[..., ReplayBlock]:
+    """``otel_replay(name=None, *, mode=None)`` returns a context manager (``with`` or
+    ``async with``) that replays or records the block's model calls. A bare name means
+    ``<test dir>/cassettes/NAME.json``; a path is used as given; no name means the marker's
+    ``cassette=`` or the test's name. The block yields a :class:`GatewayHandle`."""
+    plugin = request.config.stash[_PLUGIN]
+    item = request.node
+
+    def open_block(
+        name: str | os.PathLike[str] | None = None, *, mode: str | None = None
+    ) -> ReplayBlock:
+        return ReplayBlock(
+            plugin, item, plugin.cassette_for(item, name), plugin.mode_for(item, mode)
+        )
+
+    return open_block
+
+
+def add_failure(item: pytest.Item, message: str) -> None:
+    """Fail ``item`` with ``message`` at its next report, whatever its outcome (xfail too)."""
+    item.stash.setdefault(_FAILURES, []).append(message)
+
+
+@dataclass(slots=True)
+class BlockResult:
+    nodeid: str
+    cassette: str
+    mode: str
+    summary: Summary
+    unused: list[int] = field(default_factory=list)
+
+
+class SharedGateway:
+    """The session's one gateway, re-pointed at each block's :class:`Session`."""
+
+    def __init__(self) -> None:
+        from otel_replay.gateway.runner import GatewayConfig, GatewayThread
+
+        self.thread = GatewayThread(GatewayConfig(mode="off", environ=dict(os.environ))).start()
+        assert self.thread.server is not None
+        self.server = self.thread.server
+        self.idle = self.server.session
+
+    def begin(self, session: Session, upstreams: dict[str, str]) -> dict[str, str]:
+        """Point the gateway at ``session``; returns the agent environment for the block."""
+        from otel_replay.gateway.runner import agent_environment
+
+        upstream = self.server.gateway.upstream
+        if hasattr(upstream, "bases") and session.mode in ("record", "auto"):
+            upstream.bases = dict(upstreams)
+        self.thread.use_session(session)
+        return agent_environment(self.server.url, self.server.grpc_port, session.mode, os.environ)
+
+    def end(self) -> Summary:
+        """Point the gateway back at its idle session; finish and summarise the block's."""
+        return self.thread.use_session(self.idle).finish()
+
+    @property
+    def url(self) -> str:
+        return self.server.url
+
+    def stop(self) -> None:
+        self.thread.stop()
+
+
+class ReplayBlock:
+    """One ``with otel_replay(...)`` block."""
+
+    def __init__(self, plugin: OtelReplayPlugin, item: Any, cassette: Path, mode: str) -> None:
+        self.plugin = plugin
+        self.item = item
+        self.cassette = cassette
+        self.mode = mode
+        self.handle = GatewayHandle(mode=mode, cassette=cassette)
+        self._env: Any = None
+
+    def __enter__(self) -> GatewayHandle:
+        if self.mode == "off":
+            return self.handle
+        env, self.handle.url = self.plugin.begin(self)
+        self.handle.env = env
+        self._env = patched_environ(env)
+        self._env.__enter__()
+        return self.handle
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self.mode == "off":
+            return
+        self._env.__exit__(None, None, None)
+        summary = self.handle.summary = self.plugin.end(self)
+        if summary.misses:
+            first = summary.misses[0]
+            add_failure(self.item, self.plugin.miss_message(first, self.cassette))
+            raise ReplayMiss(first.removeprefix("replay miss: ")) from exc
+        unused = summary.unused if self.mode in ("strict", "auto") else []
+        if unused and exc is None:
+            message = _unused_message(unused, self.cassette)
+            if self.plugin.unused == "error":
+                add_failure(self.item, message)
+                pytest.fail(message, pytrace=False)
+            warnings.warn(OtelReplayUnusedWarning(message), stacklevel=2)
+
+    async def __aenter__(self) -> GatewayHandle:
+        return self.__enter__()
+
+    async def __aexit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.__exit__(kind, exc, tb)
+
+
+def _unused_message(unused: list[int], cassette: Path) -> str:
+    shown = ", ".join(f"#{i}" for i in unused[:10]) + (" …" if len(unused) > 10 else "")
+    n = len(unused)
+    return (
+        f"otel-replay: {n} recording{'s' if n != 1 else ''} in {cassette} "
+        f"{'was' if n == 1 else 'were'} not used: {shown}"
+    )
+
+
+def _safe_name(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-") or "cassette"
+
+
+class OtelReplayPlugin:
+    """Per-pytest-session state: options, the shared gateway, block results."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.forced_mode: str | None = config.getoption("otel_replay_mode")
+        self.unused: str = config.getoption("otel_replay_unused")
+        self.report: str | None = config.getoption("otel_replay_report")
+        self.upstream_openai: str | None = config.getoption("otel_replay_openai")
+        self.upstream_anthropic: str | None = config.getoption("otel_replay_anthropic")
+        self.cassette_dir = str(config.getini("otel_replay_cassette_dir") or "cassettes")
+        self.gateway: SharedGateway | None = None
+        self.results: list[BlockResult] = []
+        self.blocked: list[str] = []
+        self._active: ReplayBlock | None = None
+        self._item: pytest.Item | None = None
+        self.egress = config.getoption("otel_replay_egress") == "block"
+        if self.egress:
+            from otel_replay.frontends.egress import block_egress
+
+            block_egress(on_block=self._on_egress_blocked)
+
+    # -- resolving a block ----------------------------------------------------------------
+    def cassette_for(self, item: Any, name: str | os.PathLike[str] | None) -> Path:
+        marker = item.get_closest_marker("otel_replay")
+        if name is None and marker is not None:
+            name = marker.kwargs.get("cassette")
+        if name is None:
+            name = _safe_name(item.name)
+        text = os.fspath(name)
+        if text.endswith(".json") or os.path.isabs(text):
+            return Path(text)  # a path is used as given
+        # a name lives in the cassette folder beside the test file, and stays there
+        folder = (Path(item.path).parent / self.cassette_dir).resolve()
+        path = (folder / f"{text}.json").resolve()
+        if not path.is_relative_to(folder):
+            raise ConfigError(
+                f"cassette name {text!r} escapes the cassette folder {folder}; "
+                "use a name inside it, or a path ending in .json"
+            )
+        return path
+
+    def mode_for(self, item: Any, mode: str | None) -> str:
+        marker = item.get_closest_marker("otel_replay")
+        chosen = (
+            self.forced_mode
+            or mode
+            or (marker.kwargs.get("mode") if marker is not None else None)
+            or default_mode()
+        )
+        if chosen not in MODES:
+            raise ConfigError(f"unknown otel-replay mode {chosen!r}; use one of {', '.join(MODES)}")
+        return str(chosen)
+
+    def miss_message(self, miss: str, cassette: Path) -> str:
+        return f"{miss}\n(cassette {cassette}; explain: otel-replay why --cassette {cassette})"
+
+    # -- running a block ------------------------------------------------------------------
+    def begin(self, block: ReplayBlock) -> tuple[dict[str, str], str]:
+        if self._active is not None:
+            raise ConfigError("otel_replay blocks cannot be nested")
+        try:
+            session = Session(mode=block.mode, cassette=block.cassette)
+        except CassetteError as exc:
+            problem = str(exc)
+            if not block.cassette.exists():
+                problem = f"{block.cassette}: no such cassette; record it with --otel-replay=record"
+        else:
+            problem = ""
+        if problem:
+            pytest.fail(f"otel-replay: {problem}", pytrace=False)
+        if self.gateway is None:
+            self.gateway = SharedGateway()
+        from otel_replay.gateway.runner import GatewayConfig, upstream_bases
+
+        bases = upstream_bases(
+            GatewayConfig(
+                mode=block.mode,
+                upstream_openai=self.upstream_openai,
+                upstream_anthropic=self.upstream_anthropic,
+            ),
+            os.environ,
+        )
+        env = self.gateway.begin(session, bases)
+        self._active = block
+        return env, self.gateway.url
+
+    def end(self, block: ReplayBlock) -> Summary:
+        assert self.gateway is not None
+        self._active = None
+        summary = self.gateway.end()
+        self.results.append(
+            BlockResult(block.item.nodeid, str(block.cassette), block.mode, summary)
+        )
+        return summary
+
+    def _on_egress_blocked(self, error: EgressBlocked) -> None:
+        self.blocked.append(str(error))
+        if self._item is not None:
+            add_failure(self._item, str(error))
+
+    # -- hooks ----------------------------------------------------------------------------
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_protocol(self, item: pytest.Item) -> Generator[None, object, object]:
+        self._item = item
+        try:
+            return (yield)
+        finally:
+            self._item = None
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        report: pytest.TestReport = yield
+        failures = item.stash.get(_FAILURES, [])
+        if failures:
+            report.outcome = "failed"
+            report.longrepr = "\n".join(failures)
+            if hasattr(report, "wasxfail"):
+                del report.wasxfail
+            failures.clear()
+        return report
+
+    def totals(self) -> Summary:
+        total = Summary(mode=self.forced_mode or "mixed")
+        for result in self.results:
+            total.replayed += result.summary.replayed
+            total.live += result.summary.live
+            total.misses.extend(result.summary.misses)
+            total.spans_received += result.summary.spans_received
+        return total
+
+    def pytest_sessionfinish(self) -> None:
+        if self.report is None:
+            return
+        doc = {
+            "totals": self.totals().to_json(),
+            "blocked": list(self.blocked),
+            "blocks": [
+                {"test": r.nodeid, "cassette": r.cassette, "mode": r.mode, **r.summary.to_json()}
+                for r in self.results
+            ],
+        }
+        path = Path(self.report)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if not self.results and not self.blocked:
+            return
+        write = terminalreporter.write_line
+        terminalreporter.section("otel-replay")
+        write(self.totals().line() + f" · {len(self.results)} blocks")
+        for result in self.results:
+            for miss in result.summary.misses:
+                write(f"{result.nodeid}: {miss}")
+            if result.mode == "record" or result.summary.live:
+                write(f"{result.nodeid}: wrote {result.cassette}")
+        for message in self.blocked:
+            write(f"egress blocked: {message}")
+
+    def pytest_unconfigure(self) -> None:
+        if self.gateway is not None:
+            self.gateway.stop()
+            self.gateway = None
+        if self.egress:
+            from otel_replay.frontends.egress import allow_egress
+
+            allow_egress()

@@ -1,0 +1,1 @@
+"""The aiohttp gateway, its upstreams and the thread that runs it."""

@@ -1,0 +1,179 @@
+"""The upstream seam: ``await upstream.send(request) -> response``.
+
+The gateway never talks to a provider directly; it hands an :class:`UpstreamRequest` to
+an object with one ``send`` method. :class:`HttpUpstream` is the real one (aiohttp);
+a test can hand in any object with the same method, the way httpx's MockTransport works.
+
+Transport faults come back as :class:`~otel_replay.core.errors.UpstreamError` with ``kind``
+``"timeout"``, ``"reset"`` (before any response) or ``"reset_mid_stream"`` (raised from
+the body iterator), so the gateway can give the agent the same kind of failure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
+from typing import Protocol
+from urllib.parse import urlsplit
+from urllib.request import getproxies, proxy_bypass
+
+import aiohttp
+from multidict import CIMultiDict
+
+from otel_replay.core.errors import ConfigError, UpstreamError
+
+# Headers that describe one hop, not the message; never forwarded either way.
+HOP_BY_HOP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "te",
+        "trailer",
+        "transfer-encoding",
+        "upgrade",
+        "host",
+        "content-length",
+        "accept-encoding",
+        "content-encoding",
+    }
+)
+
+OPENAI_DEFAULT = "https://api.openai.com/v1"
+ANTHROPIC_DEFAULT = "https://api.anthropic.com"
+# Azure OpenAI has no public default: each resource has its own endpoint.
+_AZURE_SUFFIXES = ("/openai/v1", "/openai")
+
+
+class NoUpstream(ConfigError):
+    """A live call for an upstream nobody named (Azure OpenAI, whose endpoint is per
+    resource); the message says what to set."""
+
+    def __init__(self, upstream: str) -> None:
+        self.upstream = upstream
+        if upstream == "azure":
+            hint = (
+                "no Azure OpenAI endpoint to forward to: set AZURE_OPENAI_ENDPOINT "
+                "(https://RESOURCE.openai.azure.com) before starting otel-replay, or pass "
+                "--upstream-azure URL"
+            )
+        else:
+            hint = f"no {upstream} upstream to forward to"
+        super().__init__(hint)
+
+
+@dataclass(slots=True)
+class UpstreamRequest:
+    provider: str  # the upstream: "openai", "anthropic" or "azure"
+    method: str
+    path: str  # as the gateway received it, e.g. /v1/chat/completions
+    query: str
+    headers: Mapping[str, str]
+    body: bytes
+
+
+@dataclass(slots=True)
+class UpstreamResponse:
+    status: int
+    headers: CIMultiDict[str]
+    chunks: AsyncIterator[bytes]
+    close: object = field(default=None)
+
+    @property
+    def is_stream(self) -> bool:
+        return self.headers.get("content-type", "").startswith("text/event-stream")
+
+
+class Upstream(Protocol):
+    async def send(self, request: UpstreamRequest) -> UpstreamResponse: ...
+
+    async def aclose(self) -> None: ...
+
+
+def provider_url(base: str, provider: str, path: str) -> str:
+    """Join a provider base URL and a gateway path.
+
+    OpenAI bases end in ``/v1`` (``OPENAI_BASE_URL`` convention) and the gateway path
+    starts with ``/v1``; Anthropic bases are the host root; Azure bases are the resource
+    endpoint (``AZURE_OPENAI_ENDPOINT``) and the path starts with ``/openai``, so a base
+    given as ``.../openai`` or ``.../openai/v1`` is taken back to the resource.
+    """
+    base = base.rstrip("/")
+    if provider == "azure":
+        for suffix in _AZURE_SUFFIXES:
+            if base.endswith(suffix):
+                return base[: -len(suffix)] + path
+    if provider == "openai" and base.endswith("/v1") and path.startswith("/v1"):
+        return base + path[3:]
+    return base + path
+
+
+class HttpUpstream:
+    """Forwards to the real providers over aiohttp, streaming the body through."""
+
+    def __init__(self, bases: Mapping[str, str], *, connect_timeout: float = 30.0) -> None:
+        self.bases = dict(bases)
+        self._timeout = aiohttp.ClientTimeout(total=None, sock_connect=connect_timeout)
+        self._session: aiohttp.ClientSession | None = None
+        self._proxies: dict[str, str | None] = {}
+
+    def _client(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            self._session = aiohttp.ClientSession(timeout=self._timeout, auto_decompress=True)
+        return self._session
+
+    def _proxy(self, base: str) -> str | None:
+        """The ``HTTP(S)_PROXY`` for an upstream, honouring ``NO_PROXY``: looked up once per
+        base (aiohttp's ``trust_env`` would look it up on every request)."""
+        if base not in self._proxies:
+            parts = urlsplit(base)
+            host = parts.hostname or ""
+            proxy = None if proxy_bypass(host) else getproxies().get(parts.scheme)
+            self._proxies[base] = proxy
+        return self._proxies[base]
+
+    async def send(self, request: UpstreamRequest) -> UpstreamResponse:
+        base = self.bases.get(request.provider)
+        if not base and request.provider == "azure":
+            raise NoUpstream("azure")
+        base = base or self.bases["openai"]
+        url = provider_url(base, request.provider, request.path)
+        if request.query:
+            url = f"{url}?{request.query}"
+        headers = {k: v for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP}
+        try:
+            response = await self._client().request(
+                request.method,
+                url,
+                headers=headers,
+                data=request.body or None,
+                proxy=self._proxy(base),
+            )
+        except TimeoutError as exc:
+            raise UpstreamError(url, "timeout", str(exc)) from exc
+        except (aiohttp.ClientError, OSError) as exc:
+            raise UpstreamError(url, "reset", str(exc) or type(exc).__name__) from exc
+        return UpstreamResponse(
+            status=response.status,
+            headers=CIMultiDict(response.headers),
+            chunks=_iterate(response, url),
+            close=response,
+        )
+
+    async def aclose(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+
+async def _iterate(response: aiohttp.ClientResponse, url: str) -> AsyncIterator[bytes]:
+    try:
+        async for chunk in response.content.iter_any():
+            yield chunk
+    except (aiohttp.ClientPayloadError, aiohttp.ClientConnectionError, OSError) as exc:
+        raise UpstreamError(url, "reset_mid_stream", str(exc)) from exc
+    except TimeoutError as exc:
+        raise UpstreamError(url, "timeout", str(exc)) from exc
+    finally:
+        response.release()

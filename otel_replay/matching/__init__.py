@@ -1,0 +1,1 @@
+"""Normalising volatile values and matching live requests against recordings."""

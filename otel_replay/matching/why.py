@@ -1,0 +1,115 @@
+"""``why``: a readable explanation of a replay miss against the closest recordings.
+
+The report starts with the miss line the gateway returned (or says which recording the
+request would match), then, for each of the nearest recordings, every component as equal,
+differing or not recorded, with short hashes, and a unified diff of the normalised JSON
+of each differing component, trimmed so one huge conversation does not flood a terminal.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import re
+from collections.abc import Collection, Sequence
+
+from otel_replay.core.exchange import COMPONENT_LABELS, COMPONENTS, JSON, CanonicalRequest
+from otel_replay.matching.matcher import Matcher, canonical_json, compared_value
+from otel_replay.matching.normalize import normalize
+
+MAX_DIFF_LINES = 40
+MAX_LINE_CHARS = 160
+_ESCAPED_NEWLINE = re.compile(r"(?<!\\)((?:\\\\)*)\\n")
+_LABEL_WIDTH = max(len(label) for label in COMPONENT_LABELS.values())
+
+
+def explain(
+    live: CanonicalRequest,
+    recordings: Sequence[CanonicalRequest],
+    used: Collection[int] = (),
+    k: int = 3,
+) -> str:
+    """The report for ``live`` against ``recordings`` (``used`` marks consumed ones)."""
+    matcher = Matcher(recordings, used=used)
+    outcome = matcher.probe(live)
+    if isinstance(outcome, int):
+        head = f"no miss: the request matches recording #{outcome} (unused)"
+    else:
+        head = str(outcome)
+    lines = [head, ""]
+    nearest = matcher.nearest(live, k=k)
+    if not nearest:
+        lines.append("the cassette holds no recordings")
+        return "\n".join(lines) + "\n"
+    lines.append(f"nearest recordings ({len(nearest)} of {len(matcher)}):")
+    normal = normalize(live)
+    recorded = matcher.recordings
+    for index, _differing in nearest:
+        state = "used" if index in matcher.used else "unused"
+        lines.append("")
+        lines.append(f"recording #{index} ({state})")
+        lines.extend(_recording_report(recorded[index], normal, index))
+    return "\n".join(lines) + "\n"
+
+
+def _recording_report(recorded: CanonicalRequest, live: CanonicalRequest, index: int) -> list[str]:
+    lines: list[str] = []
+    diffs: list[str] = []
+    for name in COMPONENTS:
+        label = COMPONENT_LABELS[name].ljust(_LABEL_WIDTH)
+        if name != "params" and name not in recorded.known:
+            lines.append(f"  {label}  not recorded")
+            continue
+        was = compared_value(recorded, recorded, name)
+        now = compared_value(recorded, live, name)
+        was7, now7 = _hash7(was), _hash7(now)
+        if was7 == now7 and canonical_json(was) == canonical_json(now):
+            lines.append(f"  {label}  equal    {was7}")
+            continue
+        lines.append(f"  {label}  differs  {was7}→{now7}")
+        diffs.extend(_diff(COMPONENT_LABELS[name], index, was, now))
+    return lines + diffs
+
+
+def _hash7(value: JSON) -> str:
+    return hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()[:7]
+
+
+def _pretty(value: JSON) -> list[str]:
+    """Indented JSON, with long strings broken at their newlines and then at
+    ``MAX_LINE_CHARS``, so a change deep inside a long prompt shows as a short line."""
+    text = json.dumps(value, indent=2, sort_keys=True, ensure_ascii=False)
+    lines: list[str] = []
+    for line in text.splitlines():
+        indent = " " * (len(line) - len(line.lstrip()) + 2)
+        pieces = _ESCAPED_NEWLINE.sub(lambda m: m.group(1) + "\\n\n", line).split("\n")
+        for i, piece in enumerate(pieces):
+            lines.extend(_wrap(piece if i == 0 else indent + piece, indent))
+    return lines
+
+
+def _wrap(line: str, indent: str) -> list[str]:
+    if len(line) <= MAX_LINE_CHARS:
+        return [line]
+    width = max(MAX_LINE_CHARS - len(indent), 20)
+    head, rest = line[:MAX_LINE_CHARS], line[MAX_LINE_CHARS:]
+    return [head, *(indent + rest[i : i + width] for i in range(0, len(rest), width))]
+
+
+def _diff(label: str, index: int, was: JSON, now: JSON) -> list[str]:
+    """A unified diff of one component, indented and trimmed to ``MAX_DIFF_LINES``."""
+    diff = list(
+        difflib.unified_diff(
+            _pretty(was),
+            _pretty(now),
+            fromfile=f"recording #{index} {label}",
+            tofile=f"live {label}",
+            lineterm="",
+            n=2,
+        )
+    )
+    if len(diff) > MAX_DIFF_LINES:
+        hidden = len(diff) - MAX_DIFF_LINES
+        diff = [*diff[:MAX_DIFF_LINES], f"... ({hidden} more diff lines)"]
+    return ["", *(f"    {line}" for line in diff)]

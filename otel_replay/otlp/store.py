@@ -1,0 +1,247 @@
+"""The trace store: OTLP JSON lines, one Export*ServiceRequest per line.
+
+The format is the OpenTelemetry Collector file exporter's, so its output is input here and
+ours is input to any tool that reads it. Writing is append-only, one ``write`` of one whole
+line per batch, flushed at once: a killed process leaves every complete line valid. Each
+batch is redacted before it is serialised, so secrets never reach the file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from types import TracebackType
+from typing import Any, BinaryIO
+
+from google.protobuf.message import Message
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
+    ExportMetricsServiceRequest,
+)
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+from otel_replay.otlp import codec
+from otel_replay.redaction.redact import HEADER_ATTRIBUTE_PREFIXES, scrub_header_attributes
+
+# How a header attribute's key reads in an OTLP JSON line.
+_HEADER_MARKERS = tuple(f'"key":"{prefix}' for prefix in HEADER_ATTRIBUTE_PREFIXES)
+
+Redact = Callable[[Any], Any]
+RedactText = Callable[[str], str]
+
+
+def sibling(path: str | Path, signal: str) -> Path:
+    """``X.jsonl`` -> ``X.<signal>.jsonl`` (any suffix; ``.jsonl`` when there is none)."""
+    path = Path(path)
+    suffix = path.suffix or ".jsonl"
+    return path.with_name(f"{path.stem if path.suffix else path.name}.{signal}{suffix}")
+
+
+class _LineFile:
+    """One append-only JSON lines file, opened on first write."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self._file: BinaryIO | None = None
+
+    def append(self, line: bytes) -> None:
+        if self.path is None:
+            return
+        if self._file is None:
+            self._file = self._open(self.path)
+        self._file.write(line)
+        self._file.flush()
+
+    @staticmethod
+    def _open(path: Path) -> BinaryIO:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        file = open(path, "ab")  # kept open across calls; close() closes it
+        # A line cut short by a crash must not swallow the next one.
+        if file.tell() > 0:
+            with open(path, "rb") as reader:
+                reader.seek(-1, os.SEEK_END)
+                if reader.read(1) != b"\n":
+                    file.write(b"\n")
+        return file
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
+class TraceStore:
+    """Appends received (and the gateway's own) telemetry to OTLP JSON lines files.
+
+    A path of None counts batches without writing them. Safe to call from several threads
+    (the gRPC receiver may); files are opened lazily and their parent directories created.
+    """
+
+    def __init__(
+        self,
+        traces: str | Path | None,
+        logs: str | Path | None = None,
+        metrics: str | Path | None = None,
+        *,
+        redact: Redact | None = None,
+        redact_text: RedactText | None = None,
+    ) -> None:
+        """``redact`` walks a JSON value replacing secrets. ``redact_text`` does the same
+        on JSON text: one regex pass over the whole line, several times faster than the
+        walk; its result is used when it is still valid JSON, else the walk decides."""
+        self._redact_text = redact_text
+        self._traces = _LineFile(Path(traces) if traces is not None else None)
+        self._logs = _LineFile(Path(logs) if logs is not None else None)
+        self._metrics = _LineFile(Path(metrics) if metrics is not None else None)
+        self._redact = redact
+        self._lock = threading.Lock()
+        self.spans_received = 0
+        self.logs_received = 0
+        self.metric_points_received = 0
+
+    @classmethod
+    def beside(
+        cls,
+        traces_path: str | Path,
+        redact: Redact | None = None,
+        redact_text: RedactText | None = None,
+    ) -> TraceStore:
+        """A store writing traces to ``X.jsonl``, logs and metrics to ``X.logs.jsonl`` and
+        ``X.metrics.jsonl`` beside it."""
+        traces = Path(traces_path)
+        logs, metrics = sibling(traces, "logs"), sibling(traces, "metrics")
+        return cls(traces, logs, metrics, redact=redact, redact_text=redact_text)
+
+    @property
+    def traces_path(self) -> Path | None:
+        return self._traces.path
+
+    @property
+    def logs_path(self) -> Path | None:
+        return self._logs.path
+
+    @property
+    def metrics_path(self) -> Path | None:
+        return self._metrics.path
+
+    def write_traces(
+        self,
+        msg: ExportTraceServiceRequest,
+        *,
+        received: bool = True,
+    ) -> None:
+        """Store one trace batch; ``received=False`` for spans otel-replay made itself."""
+        count = codec.count_spans(msg) if received else 0
+        line = self._line(self._traces, msg, bool(msg.resource_spans))
+        with self._lock:
+            self.spans_received += count
+            if line is not None:
+                self._traces.append(line)
+
+    def traces_line(self, doc: dict[str, Any]) -> bytes | None:
+        """The line ``write_traces`` would store for the request whose OTLP JSON form
+        (``codec.to_json``) is ``doc``, redacted; None when this store keeps no traces.
+        Building it can fail (a value JSON cannot carry) without touching the store."""
+        if self._traces.path is None or not doc.get("resourceSpans"):
+            return None
+        return self._doc_line(doc)
+
+    def append_traces(self, line: bytes | None) -> None:
+        """Store a line from ``traces_line`` (otel-replay's own spans: not counted as
+        received), flushed at once like every batch."""
+        if line is not None:
+            with self._lock:
+                self._traces.append(line)
+
+    def write_logs(self, msg: ExportLogsServiceRequest) -> None:
+        count = codec.count_log_records(msg)
+        line = self._line(self._logs, msg, bool(msg.resource_logs))
+        with self._lock:
+            self.logs_received += count
+            if line is not None:
+                self._logs.append(line)
+
+    def write_metrics(self, msg: ExportMetricsServiceRequest) -> None:
+        count = codec.count_metric_points(msg)
+        line = self._line(self._metrics, msg, bool(msg.resource_metrics))
+        with self._lock:
+            self.metric_points_received += count
+            if line is not None:
+                self._metrics.append(line)
+
+    def _line(self, target: _LineFile, msg: Message, nonempty: bool) -> bytes | None:
+        """The redacted JSON line for ``msg``, or None when there is nothing to write."""
+        if target.path is None or not nonempty:
+            return None
+        return self._doc_line(codec.to_json(msg))
+
+    def _doc_line(self, doc: dict[str, Any]) -> bytes:
+        if self._redact is None:
+            return (codec.dumps_line(doc) + "\n").encode("utf-8")
+        text = codec.dumps_line(doc)
+        if any(marker in text for marker in _HEADER_MARKERS):
+            doc = scrub_header_attributes(doc)
+            text = codec.dumps_line(doc)
+        if self._redact_text is not None:
+            # Every string of ``doc`` appears in the line as JSON text, and placeholders
+            # hold no quote or backslash; only a pattern running to the end of the text
+            # (an unterminated PEM block) can break the line, and then the walk decides.
+            clean = self._redact_text(text)
+            if clean == text or _is_json(clean):
+                return (clean + "\n").encode("utf-8")
+        return (codec.dumps_line(self._redact(doc)) + "\n").encode("utf-8")
+
+    def close(self) -> None:
+        """Close the files; a later write opens them again (appending)."""
+        with self._lock:
+            for target in (self._traces, self._logs, self._metrics):
+                target.close()
+
+    def __enter__(self) -> TraceStore:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def _is_json(text: str) -> bool:
+    try:
+        json.loads(text)
+    except ValueError:
+        return False
+    return True
+
+
+StoreSource = TraceStore | Callable[[], TraceStore]
+"""A store, or a function returning the current one (a gateway whose session changes)."""
+
+
+def current_store(source: StoreSource) -> TraceStore:
+    return source if isinstance(source, TraceStore) else source()
+
+
+def ingest_traces(store: TraceStore, request: ExportTraceServiceRequest) -> tuple[int, str]:
+    """What both OTLP receivers do with a trace batch: drop spans the spec rejects (ids of
+    the wrong length), store the rest, and say how many were rejected and why."""
+    rejected = codec.drop_invalid_spans(request)
+    store.write_traces(request)
+    return rejected
+
+
+def ingest_logs(store: TraceStore, request: ExportLogsServiceRequest) -> tuple[int, str]:
+    rejected = codec.drop_invalid_log_records(request)
+    store.write_logs(request)
+    return rejected
+
+
+def ingest_metrics(store: TraceStore, request: ExportMetricsServiceRequest) -> tuple[int, str]:
+    store.write_metrics(request)
+    return 0, ""

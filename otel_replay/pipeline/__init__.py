@@ -1,0 +1,1 @@
+"""Trace files in, cassettes out: ``build``."""

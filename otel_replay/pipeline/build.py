@@ -1,0 +1,316 @@
+"""``otel-replay build``: trace files → cassette.
+
+Reads OTLP trace files (JSON lines as the Collector's file exporter writes them, one OTLP
+JSON document, or OTLP protobuf; plain or gzip; a directory, or a file with its rotated
+siblings), streams their spans through the span readers and makes a cassette holding one
+interaction per model call, in start-time order, with every secret redacted: ``build``
+returns it, ``build_file`` writes it with memory flat in the number of calls.
+
+Files holding log records (``resourceLogs``) are read first so that GenAI events exported
+as logs join their spans.
+"""
+
+from __future__ import annotations
+
+import gzip
+import logging
+import os
+import re
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+
+from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+from otel_replay.cassette.model import Cassette, default_source
+from otel_replay.cassette.writer import CassetteWriter
+from otel_replay.core.errors import ConfigError, TraceFormatError
+from otel_replay.core.exchange import JSON, Exchange, SSEEvent
+from otel_replay.otlp.codec import iter_log_requests, iter_trace_requests
+from otel_replay.readers import Selection, read_exchanges
+from otel_replay.redaction.redact import Redactor
+
+__all__ = ["BuildReport", "build", "build_file", "expand_paths", "parse_time"]
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[int, int], None]
+ErrorHandler = Callable[[TraceFormatError], None]
+
+_LOG_MARKERS = (b'"resourceLogs"', b'"resource_logs"')
+_CHUNK = 1 << 20
+# Within a file, progress is estimated from the decoded size of each request.
+_JSON_RATIO = 2.0
+_GZIP_RATIO = 0.15
+
+
+def parse_time(text: str) -> int:
+    """Nanoseconds since the epoch for an ISO 8601 date or time (``2024-05-01``,
+    ``2024-05-01T12:00:00Z``, with an offset; naive times are UTC) or an integer count of
+    seconds, milliseconds or nanoseconds since the epoch."""
+    value = text.strip()
+    if re.fullmatch(r"\d+", value):
+        number = int(value)
+        if number < 10**11:
+            return number * 10**9
+        if number < 10**14:
+            return number * 10**6
+        return number
+    try:
+        moment = datetime.fromisoformat(value.replace("z", "Z").replace("Z", "+00:00"))
+    except ValueError:
+        raise ConfigError(
+            f"cannot read time {text!r}: use ISO 8601 (2024-05-01T12:00:00Z) or epoch seconds"
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    delta = moment - datetime(1970, 1, 1, tzinfo=UTC)
+    return (delta.days * 86_400 + delta.seconds) * 10**9 + delta.microseconds * 1_000
+
+
+def expand_paths(paths: Sequence[Path]) -> list[Path]:
+    """The files to read: a directory's files in name order; a file preceded by its
+    rotated siblings (``traces-<time>.jsonl`` and ``.gz``, oldest first)."""
+    files: list[Path] = []
+    for path in map(Path, paths):
+        if path.is_dir():
+            files.extend(sorted(p for p in path.iterdir() if p.is_file() and not _hidden(p)))
+            continue
+        if not path.exists():
+            raise ConfigError(f"{path}: no such trace file")
+        files.extend(_rotated(path))
+        files.append(path)
+    seen: set[Path] = set()
+    unique = []
+    for file in files:
+        key = file.resolve()
+        if key not in seen:
+            seen.add(key)
+            unique.append(file)
+    return unique
+
+
+def _hidden(path: Path) -> bool:
+    return path.name.startswith(".")
+
+
+def _rotated(path: Path) -> list[Path]:
+    name = path.name.removesuffix(".gz")
+    stem, dot, suffix = name.partition(".")
+    pattern = re.compile(re.escape(stem) + r"-.+" + (re.escape(dot + suffix)) + r"(\.gz)?")
+    siblings = [p for p in path.parent.iterdir() if p != path and pattern.fullmatch(p.name)]
+    return sorted(siblings)
+
+
+def _has_logs(path: Path) -> bool:
+    """Whether a file may hold log records: JSON naming ``resourceLogs``, or protobuf
+    whose file name says logs."""
+    opener = gzip.open if _is_gzip(path) else open
+    tail = b""
+    try:
+        with opener(path, "rb") as handle:
+            first = True
+            while chunk := handle.read(_CHUNK):
+                if first and chunk.lstrip()[:1] not in (b"{", b"\xef"):
+                    return "log" in path.name.lower()
+                first = False
+                window = tail + chunk
+                if any(marker in window for marker in _LOG_MARKERS):
+                    return True
+                tail = chunk[-32:]
+    except (OSError, EOFError):
+        return False  # reported when the traces are read
+    return False
+
+
+def _is_gzip(path: Path) -> bool:
+    try:
+        with path.open("rb") as handle:
+            return handle.read(2) == b"\x1f\x8b"
+    except OSError:
+        return False
+
+
+def _default_on_error(exc: TraceFormatError) -> None:
+    log.warning("skipped: %s", exc)
+
+
+class _Reader:
+    """Streams requests from the files, counting bad input and reporting progress."""
+
+    def __init__(self, files: list[Path], progress: Progress | None, on_error: ErrorHandler):
+        self.files = files
+        self.sizes = [f.stat().st_size for f in files]
+        self.total = sum(self.sizes)
+        self.progress = progress
+        self.errors = 0
+        self._on_error = on_error
+
+    def on_error(self, exc: TraceFormatError) -> None:
+        self.errors += 1
+        self._on_error(exc)
+
+    def logs(self) -> Iterator[ExportLogsServiceRequest]:
+        for file in self.files:
+            if _has_logs(file):
+                yield from iter_log_requests(file, on_error=self.on_error)
+
+    def traces(self) -> Iterator[ExportTraceServiceRequest]:
+        done = 0
+        for file, size in zip(self.files, self.sizes, strict=True):
+            ratio = _GZIP_RATIO if _is_gzip(file) else _JSON_RATIO
+            decoded = 0
+            for request in iter_trace_requests(file, on_error=self.on_error):
+                yield request
+                decoded += request.ByteSize()
+                self._report(done + min(size, int(decoded * ratio)))
+            done += size
+            self._report(done)
+
+    def _report(self, read: int) -> None:
+        if self.progress is not None:
+            self.progress(min(read, self.total), self.total)
+
+
+@dataclass(frozen=True, slots=True)
+class BuildReport:
+    """What ``build_file`` did: interactions written, bad records skipped, and whether
+    the cassette was written (not when every record was bad: nothing usable was found
+    and an existing file is kept)."""
+
+    interactions: int
+    skipped: int
+    written: bool
+
+
+class _Job:
+    """One build: the files, the selection, and the redacted exchanges they hold."""
+
+    def __init__(
+        self,
+        paths: Sequence[Path],
+        trace_ids: Iterable[str] | None,
+        services: Iterable[str] | None,
+        since_ns: int | None,
+        until_ns: int | None,
+        progress: Progress | None,
+        on_error: ErrorHandler | None,
+        redactor: Redactor | None,
+    ) -> None:
+        self.files = expand_paths(paths)
+        self.selection = Selection(
+            trace_ids=frozenset(t.strip().lower() for t in trace_ids) if trace_ids else None,
+            services=frozenset(services) if services else None,
+            since_ns=since_ns,
+            until_ns=until_ns,
+        )
+        self.reader = _Reader(self.files, progress, on_error or _default_on_error)
+        self.redactor = redactor or Redactor.from_environment()
+
+    def exchanges(self) -> Iterator[Exchange]:
+        """Redacted exchanges, nearly in start-time order (the readers release them
+        through a window)."""
+        reader = self.reader
+        found = read_exchanges(
+            reader.traces(), reader.logs(), selection=self.selection, on_error=reader.on_error
+        )
+        for exchange in found:
+            yield redact_exchange(exchange, self.redactor)
+
+    def source(self) -> dict[str, JSON]:
+        """Provenance: the files, the build time, skipped records and the selection."""
+        source = default_source(
+            command="build",
+            traces=[str(f) for f in self.files],
+            built_at=datetime.now(UTC).isoformat(timespec="seconds"),
+            skipped=self.reader.errors,
+        )
+        selection = self.selection
+        chosen: dict[str, JSON] = {
+            "trace_ids": sorted(selection.trace_ids or ()),
+            "services": sorted(selection.services or ()),
+            "since_ns": selection.since_ns,
+            "until_ns": selection.until_ns,
+        }
+        if any(chosen.values()):
+            source["selection"] = {k: v for k, v in chosen.items() if v}
+        return source
+
+
+def build(
+    paths: Sequence[Path],
+    *,
+    trace_ids: Iterable[str] | None = None,
+    services: Iterable[str] | None = None,
+    since_ns: int | None = None,
+    until_ns: int | None = None,
+    progress: Progress | None = None,
+    on_error: ErrorHandler | None = None,
+    redactor: Redactor | None = None,
+) -> Cassette:
+    """A cassette of the model calls in trace files, in memory (for a file of any size,
+    :func:`build_file` writes it with memory flat in the number of calls).
+
+    ``trace_ids`` (hex), ``services`` (``service.name``) and the start-time window
+    ``[since_ns, until_ns)`` select spans. ``progress(bytes_read, total_bytes)`` is called
+    as the files are read. A bad line or unreadable span goes to ``on_error`` (default: a
+    logged warning) and is skipped. Secrets are redacted with ``redactor`` (default: from
+    this environment and ``.env``)."""
+    job = _Job(paths, trace_ids, services, since_ns, until_ns, progress, on_error, redactor)
+    interactions = sorted(job.exchanges(), key=lambda e: e.start_ns)
+    return Cassette(interactions=interactions, source=job.source())
+
+
+def build_file(
+    paths: Sequence[Path],
+    output: str | os.PathLike[str],
+    *,
+    trace_ids: Iterable[str] | None = None,
+    services: Iterable[str] | None = None,
+    since_ns: int | None = None,
+    until_ns: int | None = None,
+    progress: Progress | None = None,
+    on_error: ErrorHandler | None = None,
+    redactor: Redactor | None = None,
+    source: dict[str, JSON] | None = None,
+) -> BuildReport:
+    """Write the cassette :func:`build` returns to ``output`` (the same text ``dump``
+    writes), holding only a few integers per interaction in memory: each interaction
+    spills to a temporary file beside ``output`` as it is read. ``output`` is replaced
+    atomically at the end; when every record was bad it is left as it was. ``source``
+    replaces the build's own provenance (``record`` states its command). Raises
+    ``CassetteError`` when the cassette cannot be written."""
+    job = _Job(paths, trace_ids, services, since_ns, until_ns, progress, on_error, redactor)
+    with CassetteWriter(output) as writer:
+        for exchange in job.exchanges():
+            writer.add(exchange)
+        count, skipped = len(writer), job.reader.errors
+        written = bool(count or not skipped)
+        if written:
+            writer.commit(job.source() if source is None else source)
+    return BuildReport(interactions=count, skipped=skipped, written=written)
+
+
+def redact_exchange(exchange: Exchange, redactor: Redactor) -> Exchange:
+    """A copy of an exchange with every secret in its bodies replaced by a placeholder."""
+    request = exchange.request
+    clean_request = replace(
+        request,
+        system=redactor.json(request.system),
+        messages=redactor.json(request.messages),
+        tools=redactor.json(request.tools),
+        params=redactor.json(request.params),
+    )
+    response = exchange.response
+    events = response.events
+    if events is not None:
+        events = [SSEEvent(redactor.text(e.data), e.event, e.t) for e in events]
+    clean_response = replace(response, body=redactor.json(response.body), events=events)
+    return replace(
+        exchange,
+        request=clean_request,
+        response=clean_response,
+        raw_request=redactor.json(exchange.raw_request),
+    )

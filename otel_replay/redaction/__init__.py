@@ -1,0 +1,1 @@
+"""Secrets become placeholders before anything is written."""

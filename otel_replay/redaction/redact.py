@@ -1,0 +1,488 @@
+"""Secret redaction: every secret becomes a typed placeholder before anything is written.
+
+Placeholders are ``[REDACTED:kind]`` — ``[REDACTED:openai-key]``, ``[REDACTED:jwt]``,
+``[REDACTED:env:MY_SERVICE_TOKEN]`` — and depend only on the kind of secret (or the name
+of the variable that held it), never on its value. A recording made on one machine and a
+live request made on another therefore redact to the same text, so matching stays stable
+without the two machines sharing a secret.
+
+Two passes, each one compiled alternation: first the shapes of known secrets, then the
+literal values of secret-named environment variables and of the working directory's
+``.env`` (longest first). Shapes win over literal values so that, for instance, an OpenAI
+key reads ``[REDACTED:openai-key]`` whether or not it is also in this machine's
+environment. A cheap substring prefilter skips the regular expressions for the common
+case of text that holds no secret. Existing placeholders are never redacted again.
+"""
+
+from __future__ import annotations
+
+import json as _json
+import os
+import re
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from otel_replay.core.envvars import SECRET_NAME_SUFFIXES
+from otel_replay.core.exchange import JSON
+
+MIN_SECRET_LENGTH = 6
+_LONG_TEXT = 64 * 1024
+"""Environment and ``.env`` values shorter than this are not treated as secrets."""
+
+PLACEHOLDER = r"\[REDACTED:[A-Za-z0-9_.:-]+\]"
+PLACEHOLDER_RE = re.compile(PLACEHOLDER)
+
+SENSITIVE_HEADERS = frozenset(
+    {
+        "authorization",
+        "proxy-authorization",
+        "x-api-key",
+        "api-key",
+        "x-goog-api-key",
+        "cookie",
+        "set-cookie",
+        "x-auth-token",
+        "x-amz-security-token",
+        "x-csrf-token",
+    }
+)
+_SENSITIVE_HEADER_SUFFIXES = ("-key", "-token", "-secret", "-password", "-signature")
+
+_B64URL = r"[A-Za-z0-9_-]"
+_NOT_OURS = r"(?!\[REDACTED:|-----BEGIN)"  # a value that is a placeholder or a PEM block
+_AWS_NAME = r"(?i:ws_?secret_?(?:access_?)?key|ws-secret-(?:access-)?key)"
+_SECRET_ACCESS_NAME = r"(?i:ecret_?access_?key|ecret-access-key)"
+# Quotes may be JSON-escaped when the text is a raw request body.
+_AWS_VALUE = r"(?:\\?[\"'])?\s*[:=]\s*(?:\\?[\"'])?(?P<secret>[A-Za-z0-9/+]{40,})"
+_BEARER_VALUE = (
+    r"\s+" + _NOT_OURS + r"(?P<secret>(?=[A-Za-z._~+/=-]*[0-9])[A-Za-z0-9._~+/=-]{8,}"
+    r"|[A-Za-z0-9._~+/=-]{20,})"
+)
+_QUERY_VALUE = (
+    r"(?i:api[_-]?key|apikey|key|access[_-]?token|auth[_-]?token|token|client[_-]?secret"
+    r"|secret|password|passwd|sig|signature|x-amz-signature|x-amz-credential"
+    r"|x-amz-security-token|code)=" + _NOT_OURS + r"(?P<secret>[^&\s#\"'<>\\]+)"
+)
+
+# (kind, pattern). The whole match is the secret, unless the pattern has a group named
+# ``secret``: then only that part is replaced and the rest (a key name, ``Bearer ``, a
+# URL's user) is kept. Every pattern starts with one literal character, so the combined
+# alternation starts with a set of first characters and the regex engine skips ahead to
+# candidates instead of trying every branch at every position. Where two patterns can
+# start at the same position the first listed wins. Shapes are not anchored at word
+# boundaries: a secret glued to other text is still redacted (over-redaction is the safe
+# failure).
+_SHAPES: tuple[tuple[str, str], ...] = (
+    (
+        "private-key",
+        r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----[\s\S]*?"
+        r"(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----|\Z)",
+    ),
+    ("anthropic-key", r"sk-ant-[a-z]{2,8}\d{2}-" + _B64URL + r"{16,}"),
+    # Project, service-account and admin keys; legacy keys are 32+ letters and digits.
+    ("openai-key", r"sk-(?:(?:proj|svcacct|admin|None)-" + _B64URL + r"{20,}|[A-Za-z0-9]{32,})"),
+    ("stripe-key", r"sk_(?:live|test)_[A-Za-z0-9]{16,}"),
+    ("stripe-key", r"rk_(?:live|test)_[A-Za-z0-9]{16,}"),
+    ("aws-access-key-id", r"AKIA[A-Z0-9]{16}"),
+    ("aws-access-key-id", r"ASIA[A-Z0-9]{16}"),
+    ("aws-secret-key", "a" + _AWS_NAME + _AWS_VALUE),
+    ("aws-secret-key", "A" + _AWS_NAME + _AWS_VALUE),
+    ("aws-secret-key", "s" + _SECRET_ACCESS_NAME + _AWS_VALUE),
+    ("aws-secret-key", "S" + _SECRET_ACCESS_NAME + _AWS_VALUE),
+    ("github-token", r"gh[pousr]_[A-Za-z0-9]{36,}"),
+    ("github-token", r"github_pat_[A-Za-z0-9_]{22,}"),
+    ("google-api-key", r"AIza[0-9A-Za-z_-]{35}"),
+    ("slack-token", r"xox[abposr]-[A-Za-z0-9-]{10,}"),
+    ("slack-token", r"xapp-[A-Za-z0-9-]{10,}"),
+    ("jwt", r"eyJ" + _B64URL + r"{8,}\." + _B64URL + r"{8,}\." + _B64URL + r"*"),
+    # An opaque token after "Bearer": it holds a digit or is too long to be a word.
+    ("bearer-token", "Bearer" + _BEARER_VALUE),
+    ("bearer-token", "bearer" + _BEARER_VALUE),
+    ("bearer-token", "BEARER" + _BEARER_VALUE),
+    ("url-password", r"://[^\s/:@\"'<>\[\]]+:" + _NOT_OURS + r"(?P<secret>[^\s/@\"'<>\\]+)(?=@)"),
+    ("query-secret", r"\?" + _QUERY_VALUE),
+    ("query-secret", "&" + _QUERY_VALUE),
+)
+
+# Substrings at least one of which every shape match contains. Text with none of them
+# (and no secret value) is returned untouched without running the shapes.
+_ANCHORS: tuple[str, ...] = (
+    "PRIVATE KEY",
+    *"sk- sk_ rk_ AKIA ASIA ecret ECRET ghp_ gho_ ghu_ ghs_ ghr_ github_pat_".split(),
+    *"AIza xox xapp- eyJ earer EARER :// =".split(),
+)
+# The same test as one compiled search. A query secret always reads ``?name=`` or
+# ``&name=`` with a name of letters, ``_`` and ``-``, so ``=`` alone (frequent in base64
+# and prose) need not send text to the shapes.
+_QUERY_ANCHOR = r"[?&][A-Za-z_-]+="
+_QUERY_ANCHOR_RE = re.compile(_QUERY_ANCHOR)
+_QUERY_NAME_RE = re.compile(r"[A-Za-z_-]+=")
+_QUERY_MARKS = 32
+
+
+# Characters frequent in prose and JSON. An anchor holding any other character is found
+# through it, with a one-character search (memchr) far faster than a substring search;
+# the rest are found with ``in``, or by the first two characters several of them share.
+_COMMON = frozenset("abcdefghiklmnoprstuvwy0123456789 \t\n\r\"':,.;{}[]()_-/\\")
+_KEY_HITS = 16
+# (anchors tested with ``in``, ((key, ((anchor, offset of the key in it), ...)), ...))
+_LiteralPlan = tuple[tuple[str, ...], tuple[tuple[str, tuple[tuple[str, int], ...]], ...]]
+
+
+def _literal_key(anchor: str) -> tuple[str, int]:
+    for offset, char in enumerate(anchor):
+        if char not in _COMMON:
+            return char, offset
+    return anchor[:2], 0
+
+
+def _literal_plan(literals: Iterable[str]) -> _LiteralPlan:
+    """The literal anchors split into ones tested with ``in`` and groups found by a key."""
+    by_key: dict[str, list[tuple[str, int]]] = {}
+    for anchor in literals:
+        key, offset = _literal_key(anchor)
+        by_key.setdefault(key, []).append((anchor, offset))
+    plain = tuple(g[0][0] for k, g in by_key.items() if len(g) == 1 and k[0] in _COMMON)
+    groups = tuple((k, tuple(g)) for k, g in by_key.items() if len(g) > 1 or k[0] not in _COMMON)
+    return plain, groups
+
+
+def _holds_literal(s: str, plan: _LiteralPlan) -> bool:
+    """Whether any literal anchor of ``plan`` occurs in ``s``."""
+    plain, groups = plan
+    for key, group in groups:
+        at = s.find(key)
+        budget = _KEY_HITS
+        while at >= 0:
+            for anchor, offset in group:
+                if at >= offset and s.startswith(anchor, at - offset):
+                    return True
+            budget -= 1
+            if not budget:  # a text full of the key: search for the anchors themselves
+                if any(s.find(anchor, max(at - offset, 0)) >= 0 for anchor, offset in group):
+                    return True
+                break
+            at = s.find(key, at + 1)
+    return any(anchor in s for anchor in plain)
+
+
+def _has_query_anchor(s: str) -> bool:
+    """``_QUERY_ANCHOR_RE.search(s) is not None``, several times faster on long text: the
+    regex engine steps through every character, while ``?`` and ``&`` are found with a
+    fast substring search and are rare in prose and JSON."""
+    match = _QUERY_NAME_RE.match
+    budget = _QUERY_MARKS
+    for mark in "?&":
+        at = s.find(mark)
+        while at >= 0:
+            if match(s, at + 1) is not None:
+                return True
+            budget -= 1
+            if not budget:  # a text full of marks: the regex engine's own scan is faster
+                return _QUERY_ANCHOR_RE.search(s) is not None
+            at = s.find(mark, at + 1)
+    return False
+
+
+_SHORT = 24
+_CLEAN_MAX_LENGTH = 64
+_CLEAN_MAX_SIZE = 16384
+_SCALARS = (int, float, bool)
+
+
+def _anchor_pattern(literals: Iterable[str]) -> re.Pattern[str]:
+    parts = [re.escape(a) for a in literals if a != "="]
+    return re.compile("|".join([*parts, _QUERY_ANCHOR]))
+
+
+def _compile_shapes() -> tuple[re.Pattern[str], dict[str, str]]:
+    """One alternation over all shapes; placeholders first so they are kept as they are.
+
+    Each branch ends in (or holds) a group ``kN`` whose closing makes it ``lastgroup``."""
+    branches = [PLACEHOLDER + "(?P<keep>)"]
+    placeholders: dict[str, str] = {}
+    for i, (kind, pattern) in enumerate(_SHAPES):
+        if pattern[0] in "([.^$*+?{|" or (pattern[0] == "\\" and pattern[1].isalnum()):
+            raise ValueError(f"shape for {kind} must start with a literal character")
+        name = f"k{i}"
+        if "(?P<secret>" in pattern:
+            branches.append(pattern.replace("(?P<secret>", f"(?P<{name}>"))
+        else:
+            branches.append(f"{pattern}(?P<{name}>)")
+        placeholders[name] = f"[REDACTED:{kind}]"
+    return re.compile("|".join(branches)), placeholders
+
+
+_SHAPES_RE, _SHAPE_PLACEHOLDERS = _compile_shapes()
+_DEFAULT_ANCHOR_RE = _anchor_pattern(_ANCHORS)
+
+
+def _shape_replacement(m: re.Match[str]) -> str:
+    name = m.lastgroup
+    if name is None or name == "keep":
+        return m.group()
+    start, end = m.span(name)
+    if start == end:  # an end marker: the whole match is the secret
+        return _SHAPE_PLACEHOLDERS[name]
+    whole = m.group()
+    offset = m.start()
+    return whole[: start - offset] + _SHAPE_PLACEHOLDERS[name] + whole[end - offset :]
+
+
+def is_secret_name(name: str) -> bool:
+    """Whether an environment variable's name marks its value as a secret."""
+    return name.upper().endswith(SECRET_NAME_SUFFIXES)
+
+
+# ``.env`` entries whose name says they configure rather than authenticate: a model name
+# or a base URL redacted at record time would make every replay without that ``.env`` miss.
+_SETTING_WORDS = frozenset(
+    {
+        "MODEL",
+        "URL",
+        "HOST",
+        "PORT",
+        "REGION",
+        "ENDPOINT",
+        "VERSION",
+        "MODE",
+        "LEVEL",
+        "ENV",
+        "ENVIRONMENT",
+        "DEBUG",
+        "PROTOCOL",
+        "TIMEOUT",
+        "PATH",
+        "DIR",
+        "LOCALE",
+        "LANG",
+        "TZ",
+        "DEPLOYMENT",
+        "TEMPERATURE",
+        "RETRIES",
+    }
+)
+_PLAIN_VALUE_RE = re.compile(r"(?i:true|false|yes|no|on|off|none|null|-?\d+(?:\.\d+)?)")
+
+
+def looks_like_settings(name: str, value: str) -> bool:
+    """Whether a ``.env`` entry is plainly configuration, not a credential: a number or
+    boolean, a URL without credentials, or a variable named like a setting."""
+    if _PLAIN_VALUE_RE.fullmatch(value.strip()):
+        return True
+    if "://" in value and "@" not in value and "?" not in value:
+        return True
+    return bool(_SETTING_WORDS.intersection(name.upper().split("_")))
+
+
+def parse_dotenv(text: str) -> dict[str, str]:
+    """``KEY=VALUE`` lines of a ``.env`` file: ``export`` prefixes, quotes and comments."""
+    values: dict[str, str] = {}
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("export "):
+            line = line[len("export ") :].lstrip()
+        name, sep, value = line.partition("=")
+        name = name.strip()
+        if not sep or not name:
+            continue
+        values[name] = _dotenv_value(value.strip())
+    return values
+
+
+def _dotenv_value(value: str) -> str:
+    if value[:1] in ("'", '"'):
+        quote = value[0]
+        end = value.find(quote, 1)
+        while quote == '"' and end > 0 and value[end - 1] == "\\":
+            end = value.find(quote, end + 1)
+        inner = value[1:end] if end > 0 else value[1:]
+        if quote == '"':
+            inner = inner.replace('\\"', '"').replace("\\n", "\n").replace("\\\\", "\\")
+        return inner
+    comment = re.search(r"\s#", value)
+    return value[: comment.start()].rstrip() if comment else value
+
+
+class Redactor:
+    """Replaces secrets in text and JSON with typed placeholders. Stateless once built.
+
+    ``secrets`` maps a variable name to its value; values shorter than
+    ``MIN_SECRET_LENGTH`` are ignored. Its repr names the variables, never the values.
+    """
+
+    __slots__ = (
+        "_anchor_re",
+        "_anchors",
+        "_clean",
+        "_literals",
+        "_names",
+        "_plan",
+        "_value_names",
+        "_values_re",
+    )
+
+    def __init__(self, secrets: Mapping[str, str] | None = None) -> None:
+        by_value: dict[str, str] = {}
+        for name, value in sorted((secrets or {}).items()):
+            if len(value) >= MIN_SECRET_LENGTH and not PLACEHOLDER_RE.fullmatch(value):
+                by_value.setdefault(value, name)
+                # As it appears inside JSON text (a raw body, an SSE data line).
+                by_value.setdefault(_json.dumps(value, ensure_ascii=False)[1:-1], name)
+        self._names = tuple(sorted(set(by_value.values())))
+        ordered = sorted(by_value, key=lambda v: (-len(v), v))
+        self._values_re: re.Pattern[str] | None = None
+        self._anchors: tuple[str, ...] = _ANCHORS
+        if ordered:
+            self._values_re = re.compile(
+                f"(?P<keep>{PLACEHOLDER})|" + "|".join(re.escape(v) for v in ordered)
+            )
+            self._anchors = _ANCHORS + tuple(ordered)
+        self._anchor_re = _DEFAULT_ANCHOR_RE if not ordered else _anchor_pattern(self._anchors)
+        self._literals = tuple(a for a in self._anchors if a != "=")
+        self._plan = _literal_plan(self._literals)
+        self._clean: set[str] = set()
+        self._value_names = by_value
+
+    @classmethod
+    def from_environment(
+        cls, environ: Mapping[str, str] | None = None, cwd: Path | None = None
+    ) -> Redactor:
+        """Secrets from ``*_KEY``/``*_TOKEN``/``*_SECRET``/``*_PASSWORD`` variables and
+        from every value of ``cwd/.env`` (the current directory by default)."""
+        env = os.environ if environ is None else environ
+        secrets = {name: value for name, value in env.items() if is_secret_name(name)}
+        dotenv = (Path.cwd() if cwd is None else cwd) / ".env"
+        try:
+            text = dotenv.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            text = ""
+        for name, value in parse_dotenv(text).items():
+            if is_secret_name(name) or not looks_like_settings(name, value):
+                secrets.setdefault(name, value)
+        return cls(secrets)
+
+    def __repr__(self) -> str:
+        return f"Redactor(names={list(self._names)!r})"
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Names of the variables whose values are redacted."""
+        return self._names
+
+    def might_hold_secret(self, s: str) -> bool:
+        """Cheap test: False means ``s`` certainly holds nothing to redact."""
+        if len(s) <= _SHORT:  # one compiled search beats many short substring tests
+            return self._anchor_re.search(s) is not None
+        return _holds_literal(s, self._plan) or _has_query_anchor(s)
+
+    def text(self, s: str) -> str:
+        """``s`` with every secret replaced by its placeholder."""
+        # On a long text (a whole OTLP batch) some anchor is nearly always present (a URL's
+        # "://"), so the prefilter would only add a scan before the substitution's own.
+        if len(s) <= _LONG_TEXT and not self.might_hold_secret(s):
+            return s
+        out = _SHAPES_RE.sub(_shape_replacement, s)
+        if self._values_re is not None:
+            out = self._values_re.sub(self._value_replacement, out)
+        return out
+
+    def _value_replacement(self, m: re.Match[str]) -> str:
+        if m.lastgroup == "keep":
+            return m.group()
+        return f"[REDACTED:env:{self._value_names[m.group()]}]"
+
+    def json(self, value: JSON) -> JSON:
+        """A copy of a JSON value with every string (dict keys too) redacted.
+
+        Returns ``value`` itself when nothing needed redacting; never mutates it."""
+        try:
+            blob = _json.dumps(value, ensure_ascii=False)
+        except (TypeError, ValueError):
+            blob = None
+        if blob is not None and not self.might_hold_secret(blob):
+            return value
+        return self._walk(value)
+
+    def _clean_text(self, s: str) -> str:
+        """``text(s)``, remembering short strings that hold nothing to redact (keys,
+        attribute names, enum values...), which come back in every batch."""
+        clean = self._clean
+        if s in clean:
+            return s
+        out = self.text(s)
+        if out is s and len(s) <= _CLEAN_MAX_LENGTH and len(clean) < _CLEAN_MAX_SIZE:
+            clean.add(s)
+        return out
+
+    def _walk(self, value: JSON) -> JSON:
+        if isinstance(value, str):
+            return self._clean_text(value)
+        if isinstance(value, dict):
+            text = self._clean_text
+            walk = self._walk
+            out = {}
+            changed = False
+            for k, v in value.items():
+                key = text(k) if isinstance(k, str) else k
+                item = v if v is None or type(v) in _SCALARS else walk(v)
+                if item is not v or key != k:
+                    changed = True
+                out[key] = item
+            return out if changed or len(out) != len(value) else value
+        if isinstance(value, list | tuple):
+            items = [self._walk(v) for v in value]
+            if any(a is not b for a, b in zip(value, items, strict=True)):
+                return items if isinstance(value, list) else tuple(items)
+            return value
+        return value
+
+    def headers(self, mapping: Mapping[str, str] | Iterable[tuple[str, str]]) -> dict[str, str]:
+        """Headers without credential headers (dropped entirely), other values redacted."""
+        items = mapping.items() if isinstance(mapping, Mapping) else mapping
+        return {name: self.text(value) for name, value in items if not is_sensitive_header(name)}
+
+
+def is_sensitive_header(name: str) -> bool:
+    """Whether a header carries credentials and must never be recorded."""
+    lower = name.lower()
+    return lower in SENSITIVE_HEADERS or lower.endswith(_SENSITIVE_HEADER_SUFFIXES)
+
+
+HEADER_ATTRIBUTE_PREFIXES = ("http.request.header.", "http.response.header.")
+
+
+def scrub_header_attributes(node: JSON) -> JSON:
+    """An OTLP JSON document (or part of one) whose credential-bearing header attributes
+    (``http.request.header.api-key``, ``...authorization``: any name
+    :func:`is_sensitive_header` accepts, ``_`` read as ``-``) hold placeholders instead of
+    their values, which need not look like secrets (an Azure key is 32 hex digits)."""
+    if isinstance(node, list):
+        return [scrub_header_attributes(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    key = node.get("key")
+    if isinstance(key, str) and key.startswith(HEADER_ATTRIBUTE_PREFIXES) and "value" in node:
+        name = key.split(".header.", 1)[1]
+        if is_sensitive_header(name.replace("_", "-")):
+            placeholder = f"[REDACTED:header:{name}]"
+            return {**node, "value": _placeholders(node["value"], placeholder)}
+    return {k: scrub_header_attributes(v) for k, v in node.items()}
+
+
+def _placeholders(value: JSON, placeholder: str) -> JSON:
+    """An OTLP AnyValue (JSON form) with every string replaced by ``placeholder``."""
+    if isinstance(value, dict):
+        return {
+            k: placeholder if k == "stringValue" else _placeholders(v, placeholder)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [_placeholders(item, placeholder) for item in value]
+    return value
+
+
+PATTERNS_ONLY = Redactor()
+"""A redactor for secret shapes alone, without environment values."""

@@ -1,0 +1,1 @@
+"""One run's state: mode, cassette, matcher, counts, trace store."""

@@ -1,0 +1,415 @@
+"""One run of the gateway: its mode, cassette, matcher, trace store and counters.
+
+The gateway's handlers call into a :class:`Session`; the session decides nothing about
+HTTP. At the end, :meth:`Session.finish` writes what the mode asks for (the cassette
+derived from this run's traces, the misses file, the report) and returns the summary.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import json
+import logging
+import os
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from otel_replay._version import __version__
+from otel_replay.cassette.model import Cassette, dump, load, write_atomic
+from otel_replay.core import envvars
+from otel_replay.core.errors import CassetteError, ConfigError, ReplayMiss
+from otel_replay.core.exchange import ALL_KNOWN, Exchange
+from otel_replay.matching.matcher import Matcher
+from otel_replay.otlp.store import TraceStore, sibling
+from otel_replay.redaction.redact import Redactor
+from otel_replay.spans.encode import exchange_to_trace_json
+
+MODES = ("strict", "auto", "record", "off")
+
+log = logging.getLogger("otel_replay")
+_GC_PAUSE_EXCHANGES = 1_000
+
+
+def default_mode(environ: dict[str, str] | None = None) -> str:
+    """``strict`` when ``CI`` is set (and not false-ish), else ``auto``."""
+    env = os.environ if environ is None else environ
+    ci = env.get(envvars.CI, "").strip().lower()
+    return "strict" if ci and ci not in ("0", "false", "no") else "auto"
+
+
+def misses_path(cassette: Path) -> Path:
+    """Where a run's misses are kept for ``otel-replay why``."""
+    return cassette.with_name(cassette.stem + ".misses.json")
+
+
+@dataclass(slots=True)
+class Miss:
+    message: str
+    component: str | None
+    provider: str
+    path: str
+    body: Any
+    used: list[int]
+
+
+@dataclass(slots=True)
+class Summary:
+    mode: str
+    replayed: int = 0
+    live: int = 0
+    misses: list[str] = field(default_factory=list)
+    spans_received: int = 0
+    unused: list[int] = field(default_factory=list)
+    hits: list[int] = field(default_factory=list)
+    cassette: str | None = None
+    traces: str | None = None
+
+    def line(self) -> str:
+        n, spans = len(self.misses), self.spans_received
+        return (
+            f"otel-replay: {self.replayed} replayed · {self.live} live · "
+            f"{n} {'miss' if n == 1 else 'misses'} · "
+            f"{spans} {'span' if spans == 1 else 'spans'} received"
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "mode": self.mode,
+            "replayed": self.replayed,
+            "live": self.live,
+            "misses": list(self.misses),
+            "spans_received": self.spans_received,
+            "hits": list(self.hits),
+            "unused": list(self.unused),
+            "cassette": self.cassette,
+            "traces": self.traces,
+        }
+
+
+class Session:
+    """State of one gateway run."""
+
+    def __init__(
+        self,
+        *,
+        mode: str,
+        cassette: Path | None,
+        traces: Path | None = None,
+        redactor: Redactor | None = None,
+        command: list[str] | None = None,
+        report: Path | None = None,
+    ) -> None:
+        if mode not in MODES:
+            raise ConfigError(f"unknown mode {mode!r}; use one of {', '.join(MODES)}")
+        if mode == "auto" and cassette is None:
+            raise ConfigError("mode auto needs a cassette (--cassette PATH)")
+        self.mode = mode
+        self.cassette_path = cassette
+        self.command = command or []
+        self.report_path = report
+        self.redactor = redactor or Redactor.from_environment()
+        self.user_traces = traces
+        self.cassette = self._load_cassette()  # first: a bad cassette leaves nothing behind
+        self._loaded = len(self.cassette.interactions)
+        self._temp_traces: Path | None = None
+        if traces is None and mode in ("record", "auto"):
+            fd, name = tempfile.mkstemp(prefix="otel-replay-", suffix=".jsonl")
+            os.close(fd)
+            self._temp_traces = Path(name)
+        trace_file = traces or self._temp_traces
+        redact, redact_text = self.redactor.json, self.redactor.text
+        self.store = (
+            TraceStore.beside(trace_file, redact=redact, redact_text=redact_text)
+            if trace_file
+            else TraceStore(None, redact=redact, redact_text=redact_text)
+        )
+        self.matcher = Matcher([ex.request for ex in self.cassette.interactions])
+        self._exact = _exact_index(self.cassette.interactions)
+        self.replayed = 0
+        self.hits: list[int] = []
+        self.live: list[Exchange] = []
+        self.misses: list[Miss] = []
+        self._lock = threading.Lock()
+        self._forwarding = 0  # live calls whose exchange is not recorded yet
+        self._settled = threading.Condition(self._lock)
+        self._trace_ids: set[str] = set()
+
+    # -- cassette --------------------------------------------------------------------------
+    def _load_cassette(self) -> Cassette:
+        path = self.cassette_path
+        if self.mode == "record" or path is None:
+            return Cassette(interactions=[], source={})
+        if not path.exists():
+            if self.mode == "auto":
+                return Cassette(interactions=[], source={})
+            raise CassetteError(path, "", "no such cassette; record it first (--mode record)")
+        return load(path)
+
+    def exact_hit(self, provider: str, path: str, body: Any) -> int | None:
+        """The recording a body identical to a recorded one replays, without building and
+        normalising its canonical request; None sends the request through ``matcher``."""
+        if not self._exact or not isinstance(body, dict):
+            return None
+        try:
+            key = exact_key(provider, path, body)
+        except (TypeError, ValueError):
+            return None
+        return self._take(self._exact.get(key))
+
+    def exact_hit_raw(self, provider: str, path: str, raw: bytes) -> int | None:
+        """``exact_hit`` for the request bytes themselves, before parsing: SDKs send
+        compact JSON in a stable key order, so a repeated request is the recorded text."""
+        if not self._exact or not raw.startswith(b"{"):
+            return None
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+        return self._take(self._exact.get(f"{provider} {path} {text}"))
+
+    def _take(self, candidates: list[int] | None) -> int | None:
+        if not candidates:
+            return None
+        used = self.matcher.used
+        for index in candidates:
+            if index not in used:
+                return index if self.matcher.consume_if_next(index) else None
+        return None
+
+    @property
+    def writes_replayed_spans(self) -> bool:
+        return self.user_traces is not None
+
+    # -- events from the gateway -----------------------------------------------------------
+    def replayed_hit(self, index: int, exchange: Exchange | None = None) -> None:
+        with self._lock:
+            self.replayed += 1
+            self.hits.append(index)
+        if exchange is not None and self.writes_replayed_spans:
+            doc = exchange_to_trace_json(exchange, replayed=True)
+            self.store.append_traces(self.store.traces_line(doc))
+
+    def recorded(self, exchange: Exchange, assembled: Any = None) -> None:
+        """A live exchange (record mode, or an auto-mode miss forwarded live);
+        ``assembled`` is a streamed response's body, when already put together."""
+        # the span's line is made (and redacted) first: an exchange that cannot be stored
+        # leaves no trace in the session either
+        doc = exchange_to_trace_json(exchange, assembled=assembled)
+        trace_id = doc["resourceSpans"][0]["scopeSpans"][0]["spans"][0].get("traceId", "")
+        line = self.store.traces_line(doc)
+        with self._lock:
+            self.live.append(exchange)
+            self._trace_ids.add(trace_id)
+            if self.mode == "auto" and not _transport_fault(exchange):
+                # consumed by the request that recorded it; a network blip is not kept
+                self.cassette.interactions.append(exchange)
+                index = self.matcher.append(exchange.request)
+                self.matcher.used.add(index)
+                self.hits.append(index)
+        self.store.append_traces(line)
+
+    def missed(self, miss: ReplayMiss, provider: str, path: str, body: Any) -> None:
+        with self._lock:
+            used = sorted(self.matcher.used)
+            self.misses.append(Miss(str(miss), miss.component, provider, path, body, used))
+
+    # -- end of run ------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def forwarding(self) -> Iterator[None]:
+        """Around one live call: ``finish`` waits until its exchange is recorded (the
+        gateway answers the agent first and records right after)."""
+        with self._lock:
+            self._forwarding += 1
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._forwarding -= 1
+                self._settled.notify_all()
+
+    def finish(self, settle_seconds: float = 10.0) -> Summary:
+        with self._lock:
+            if not self._settled.wait_for(lambda: self._forwarding == 0, settle_seconds):
+                log.warning(
+                    "otel-replay: %d live call(s) still in flight; not in the cassette",
+                    self._forwarding,
+                )
+        self.store.close()
+        try:
+            self._write_cassette()
+            self._write_misses()
+        finally:
+            self._remove_temp_traces()
+        summary = self.summary()
+        if self.report_path is not None:
+            report = summary.to_json()
+            report["miss_details"] = [
+                {
+                    "message": m.message,
+                    "component": m.component,
+                    "provider": m.provider,
+                    "path": m.path,
+                }
+                for m in self.misses
+            ]
+            _atomic_write(self.report_path, json.dumps(report, indent=2) + "\n")
+        return summary
+
+    def summary(self) -> Summary:
+        return Summary(
+            mode=self.mode,
+            replayed=self.replayed,
+            live=len(self.live),
+            misses=[m.message for m in self.misses],
+            spans_received=self.store.spans_received,
+            unused=self.matcher.unused(),
+            hits=list(self.hits),
+            cassette=str(self.cassette_path) if self.cassette_path else None,
+            traces=str(self.user_traces) if self.user_traces else None,
+        )
+
+    def discard(self) -> None:
+        """Give up a session that never ran (the gateway could not start)."""
+        self.store.close()
+        self._remove_temp_traces()
+
+    def _remove_temp_traces(self) -> None:
+        if self._temp_traces is not None:
+            temp = self._temp_traces
+            for path in (temp, sibling(temp, "logs"), sibling(temp, "metrics")):
+                path.unlink(missing_ok=True)
+
+    def _write_cassette(self) -> None:
+        path = self.cassette_path
+        if path is None or not self.live:
+            if self.mode == "record" and path is not None and not path.exists():
+                dump(Cassette(interactions=[], source=self._source()), path)
+            elif self.mode == "record" and path is not None:
+                log.warning("otel-replay: nothing was recorded; kept the existing %s", path)
+            return
+        if self.mode == "record":
+            self._derive_into(path)
+            return
+        derived = [ex for ex in self._derive() if not _transport_fault(ex)]
+        if not derived:
+            return
+        old = self.cassette.interactions[: self._loaded]
+        source = dict(self.cassette.source) or self._source()
+        source["updated_at"] = _now()
+        dump(Cassette(interactions=old + derived, source=source), path)
+
+    def _derive(self) -> list[Exchange]:
+        """The exchanges recorded in this run, derived from its traces through the same
+        code as ``otel-replay build``; the live exchanges only select which traces are
+        ours."""
+        from otel_replay.pipeline.build import build
+
+        with self._gc_paused():
+            built = build([self._trace_file()], trace_ids=set(self._trace_ids))
+        return list(built.interactions)
+
+    def _derive_into(self, path: Path) -> None:
+        """Record mode: the cassette is written straight from this run's traces, as
+        ``otel-replay build`` writes one, holding a few integers per exchange."""
+        from otel_replay.pipeline.build import build_file
+
+        trace_file = self._trace_file()
+        with self._gc_paused():
+            report = build_file(
+                [trace_file], path, trace_ids=set(self._trace_ids), source=self._source()
+            )
+        if not report.written:
+            log.warning(
+                "otel-replay: %d unreadable records and no exchange in %s; kept %s",
+                report.skipped,
+                trace_file,
+                path,
+            )
+
+    def _trace_file(self) -> Path:
+        trace_file = self.user_traces or self._temp_traces
+        assert trace_file is not None
+        return trace_file
+
+    @contextlib.contextmanager
+    def _gc_paused(self) -> Iterator[None]:
+        """The cyclic GC is paused while a long run is built: building allocates no
+        cycles, and full collections over the run's exchanges made each one slower."""
+        pause = len(self.live) > _GC_PAUSE_EXCHANGES and gc.isenabled()
+        if pause:
+            gc.disable()
+        try:
+            yield
+        finally:
+            if pause:
+                gc.enable()
+
+    def _source(self) -> dict[str, Any]:
+        source: dict[str, Any] = {"recorded_at": _now(), "otel_replay": __version__}
+        if self.command:
+            source["command"] = [self.redactor.text(part) for part in self.command]
+        if self.user_traces:
+            source["traces"] = [str(self.user_traces)]
+        return source
+
+    def _write_misses(self) -> None:
+        if self.cassette_path is None:
+            return
+        if not self.misses:
+            # a clean run leaves no stale miss behind for `why` to explain
+            misses_path(self.cassette_path).unlink(missing_ok=True)
+            return
+        records = [
+            {
+                "message": m.message,
+                "component": m.component,
+                "provider": m.provider,
+                "path": m.path,
+                "body": m.body,
+                "used": m.used,
+            }
+            for m in self.misses
+        ]
+        text = json.dumps({"cassette": str(self.cassette_path), "misses": records}, indent=2)
+        _atomic_write(misses_path(self.cassette_path), self.redactor.text(text) + "\n")
+
+
+def exact_key(provider: str, endpoint: str, body: dict[str, Any]) -> str:
+    """Provider, endpoint and the body as compact JSON text (the form SDKs send): equal
+    keys mean equal requests, so their canonical requests are equal too."""
+    text = json.dumps(body, separators=(",", ":"), ensure_ascii=False)
+    return f"{provider} {endpoint} {text}"
+
+
+def _exact_index(interactions: list[Exchange]) -> dict[str, list[int]]:
+    index: dict[str, list[int]] = {}
+    for i, ex in enumerate(interactions):
+        if isinstance(ex.raw_request, dict) and ex.request.known == ALL_KNOWN:
+            try:
+                key = exact_key(ex.provider, ex.request.endpoint, ex.raw_request)
+            except (TypeError, ValueError):
+                continue
+            index.setdefault(key, []).append(i)
+    return index
+
+
+def _transport_fault(exchange: Exchange) -> bool:
+    """The upstream could not be reached or dropped the connection before answering."""
+    return exchange.response.status == 0 and exchange.response.fault is not None
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    try:
+        write_atomic(path, text)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot write: {exc.strerror or exc}") from None

@@ -1,0 +1,1 @@
+"""Exchanges as OpenTelemetry spans (GenAI semantic conventions plus exact bodies)."""

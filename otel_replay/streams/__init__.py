@@ -1,0 +1,1 @@
+"""Stream codecs per wire format (SSE today)."""

@@ -1,0 +1,82 @@
+"""Server-sent events: an incremental parser for teeing a live stream, and the encoder
+that replays recorded events. Pure functions over bytes."""
+
+from __future__ import annotations
+
+from otel_replay.core.exchange import SSEEvent
+
+
+class SSEParser:
+    """Feed bytes as they arrive; get complete events back.
+
+    Follows the WHATWG event-stream rules that matter for provider APIs: events end at a
+    blank line, ``data:`` lines join with newlines, one space after the colon is dropped,
+    comment lines (``:``) are ignored, CRLF and LF both end lines.
+    """
+
+    __slots__ = ("_buffer", "_data", "_event")
+
+    def __init__(self) -> None:
+        self._buffer = b""
+        self._data: list[str] = []
+        self._event: str | None = None
+
+    def feed(self, chunk: bytes, t: float = 0.0) -> list[SSEEvent]:
+        buffer = self._buffer + chunk
+        events: list[SSEEvent] = []
+        start = 0
+        while True:
+            end = buffer.find(b"\n", start)
+            if end < 0:
+                break
+            line = buffer[start:end]
+            start = end + 1
+            if line.endswith(b"\r"):
+                line = line[:-1]
+            event = self._line(line.decode("utf-8", "replace"), t)
+            if event is not None:
+                events.append(event)
+        self._buffer = buffer[start:]
+        return events
+
+    def close(self, t: float = 0.0) -> list[SSEEvent]:
+        """Flush an event that the stream ended without a blank line after."""
+        events = self.feed(b"\n", t) if self._buffer else []
+        final = self._line("", t)
+        return events + ([final] if final is not None else [])
+
+    def _line(self, line: str, t: float) -> SSEEvent | None:
+        if not line:
+            if not self._data and self._event is None:
+                return None
+            event = SSEEvent(data="\n".join(self._data), event=self._event, t=t)
+            self._data = []
+            self._event = None
+            return event
+        if line.startswith(":"):
+            return None
+        name, _, value = line.partition(":")
+        if value.startswith(" "):
+            value = value[1:]
+        if name == "data":
+            self._data.append(value)
+        elif name == "event":
+            self._event = value
+        return None
+
+
+def encode(event: SSEEvent) -> bytes:
+    """The wire form of one event."""
+    data = event.data
+    if "\n" in data:
+        body = "".join(f"data: {line}\n" for line in data.split("\n"))
+    else:  # the common case: one data line
+        body = f"data: {data}\n"
+    if event.event is not None:
+        return f"event: {event.event}\n{body}\n".encode()
+    return f"{body}\n".encode()
+
+
+def parse_all(payload: bytes) -> list[SSEEvent]:
+    parser = SSEParser()
+    return parser.feed(payload) + parser.close()

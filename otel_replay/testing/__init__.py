@@ -1,0 +1,1 @@
+"""Stub upstreams and the demo: no keys, no network."""

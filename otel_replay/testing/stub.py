@@ -1,0 +1,257 @@
+"""A stub upstream: a small, deterministic fake of the OpenAI and Anthropic APIs.
+
+It is the built-in upstream of ``otel-replay demo`` and the peer the tests start. Answers
+are computed from the request, so the same request always gets the same answer:
+
+- with tools offered and no tool result yet in the conversation, the model calls the first
+  tool with ``{"<first parameter>": "<last user text>"}``;
+- otherwise it answers ``stub reply to: <last user or tool text>``.
+
+Azure OpenAI's paths answer like the OpenAI ones: ``/openai/deployments/{deployment}/...``
+and ``/openai/...`` (both requiring ``?api-version=``; the deployment is the default model)
+and ``/openai/v1/...``; an Azure chat stream opens with the prompt-filter chunk Azure sends.
+
+Streams are produced here independently of otel-replay's own stream code, the way the real
+APIs stream them, so tests that replay through the gateway check one against the other.
+Faults can be scripted per request with :meth:`StubUpstream.enqueue`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections import deque
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from aiohttp import web
+
+from otel_replay.testing import stub_anthropic, stub_openai
+from otel_replay.testing.stub_turns import Reply, tokens
+
+__all__ = ["Fault", "StubUpstream", "run_stub"]
+
+
+@dataclass(slots=True)
+class Fault:
+    """A scripted answer for the next matching request.
+
+    ``kind``: ``"status"`` (answer ``status`` with ``body`` and ``headers``), ``"reset"``
+    (drop the connection before any response), ``"hang"`` (never answer), ``"malformed"``
+    (200 with a body that is not JSON), ``"reset_mid_stream"`` (stream ``after_events``
+    events, then drop the connection). ``path`` restricts it to paths ending so.
+    """
+
+    kind: str
+    status: int = 500
+    body: Any = None
+    headers: dict[str, str] = field(default_factory=dict)
+    after_events: int = 2
+    path: str = ""
+
+
+@dataclass(slots=True)
+class Received:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: Any
+    query: str = ""
+
+
+class StubUpstream:
+    """The fake provider server. Use ``async with StubUpstream() as stub`` or
+    :func:`run_stub` from synchronous code."""
+
+    def __init__(self, *, event_delay: float = 0.0) -> None:
+        self.event_delay = event_delay
+        self.received: list[Received] = []
+        self.faults: deque[Fault] = deque()
+        self.connections = 0
+        self.release_last_event: asyncio.Event | None = None
+        self._runner: web.AppRunner | None = None
+        self.port = 0
+        self.loop: asyncio.AbstractEventLoop | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def openai_url(self) -> str:
+        return f"{self.url}/v1"
+
+    @property
+    def anthropic_url(self) -> str:
+        return self.url
+
+    async def start(self) -> StubUpstream:
+        self.loop = asyncio.get_running_loop()
+        app = web.Application(client_max_size=64 * 1024 * 1024)
+        app.router.add_route("*", "/{tail:.*}", self._handle)
+        self._runner = web.AppRunner(app, access_log=None, handler_cancellation=True)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, "127.0.0.1", 0)
+        await site.start()
+        server: Any = site._server
+        self.port = int(server.sockets[0].getsockname()[1])
+        return self
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def __aenter__(self) -> StubUpstream:
+        return await self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop()
+
+    def release(self) -> None:
+        """Let streams send their last event (thread-safe)."""
+        event, loop = self.release_last_event, self.loop
+        if event is not None and loop is not None:
+            loop.call_soon_threadsafe(event.set)
+
+    def enqueue(self, *faults: Fault) -> None:
+        """Script the answers to the next requests (first in, first used)."""
+        self.faults.extend(faults)
+
+    # -- dispatch ----------------------------------------------------------------------
+    def _take_fault(self, path: str) -> Fault | None:
+        for fault in list(self.faults):
+            if path.endswith(fault.path):
+                self.faults.remove(fault)
+                return fault
+        return None
+
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        raw = await request.read()
+        try:
+            body: Any = json.loads(raw) if raw else None
+        except ValueError:
+            body = raw.decode("utf-8", "replace")
+        headers = {k.lower(): v for k, v in request.headers.items()}
+        self.received.append(
+            Received(request.method, request.path, headers, body, request.query_string)
+        )
+        fault = self._take_fault(request.path)
+        if fault is not None and fault.kind != "reset_mid_stream":
+            return await self._fault(request, fault)
+        path = request.path
+        anthropic = "anthropic-version" in headers or path.startswith("/v1/messages")
+        body = body if isinstance(body, dict) else {}
+        azure = path.startswith("/openai/")
+        if azure:
+            route, deployment = _azure_route(path, request.query)
+            if route is None:
+                return web.json_response(
+                    {"error": {"code": "404", "message": "Resource not found"}}, status=404
+                )
+            if deployment is not None:
+                body.setdefault("model", deployment)
+            path, anthropic = route, False
+        if path == "/v1/models":
+            return web.json_response({"object": "list", "data": [stub_openai.model("stub-model")]})
+        if anthropic and path == "/v1/messages/count_tokens":
+            text = json.dumps(body.get("messages", []))
+            return web.json_response({"input_tokens": tokens(text)})
+        if anthropic and path == "/v1/messages":
+            return await self._answer(request, stub_anthropic.messages(body), fault)
+        if path == "/v1/chat/completions":
+            return await self._answer(request, stub_openai.chat(body, azure=azure), fault)
+        if path == "/v1/responses":
+            return await self._answer(request, stub_openai.responses(body), fault)
+        if path == "/v1/embeddings":
+            return web.json_response(stub_openai.embeddings(body))
+        if path == "/v1/completions":
+            return web.json_response(stub_openai.completions(body))
+        return web.json_response(
+            {"error": {"message": f"stub: unknown path {path}", "type": "invalid_request_error"}},
+            status=404,
+        )
+
+    async def _fault(self, request: web.Request, fault: Fault) -> web.StreamResponse:
+        if fault.kind == "status":
+            body = fault.body if fault.body is not None else {"error": {"message": "stub fault"}}
+            return web.json_response(body, status=fault.status, headers=fault.headers)
+        if fault.kind == "malformed":
+            return web.Response(text='{"id": "chatcmpl-broken", ', content_type="application/json")
+        if fault.kind == "hang":
+            await asyncio.sleep(3600)
+        transport = request.transport
+        if transport is not None:
+            transport.abort()
+        raise asyncio.CancelledError
+
+    async def _answer(
+        self, request: web.Request, reply: Reply, fault: Fault | None
+    ) -> web.StreamResponse:
+        if isinstance(reply, dict):
+            return web.json_response(reply)
+        return await self._stream(request, reply, fault)
+
+    async def _stream(
+        self, request: web.Request, chunks: list[bytes], fault: Fault | None
+    ) -> web.StreamResponse:
+        response = web.StreamResponse(
+            headers={"content-type": "text/event-stream", "x-request-id": "req_stub"}
+        )
+        await response.prepare(request)
+        for i, chunk in enumerate(chunks):
+            if fault is not None and i == fault.after_events:
+                transport = request.transport
+                if transport is not None:
+                    transport.abort()
+                return response
+            if i == len(chunks) - 1 and self.release_last_event is not None:
+                await self.release_last_event.wait()
+            elif i and self.event_delay:
+                await asyncio.sleep(self.event_delay)
+            await response.write(chunk)
+        await response.write_eof()
+        return response
+
+
+def _azure_route(path: str, query: Mapping[str, str]) -> tuple[str | None, str | None]:
+    """The OpenAI path an Azure OpenAI path stands for and the deployment it names. The
+    path is None, as Azure's 404, when a versioned route lacks ``api-version``."""
+    rest = path[len("/openai") :]
+    if rest.startswith("/v1/"):
+        return rest, None
+    if "api-version" not in query:
+        return None, None
+    parts = rest.split("/")
+    if len(parts) > 3 and parts[1] == "deployments":
+        return "/v1/" + "/".join(parts[3:]), parts[2]
+    return "/v1" + rest, None
+
+
+@contextmanager
+def run_stub(**kwargs: Any) -> Iterator[StubUpstream]:
+    """Run a :class:`StubUpstream` on its own event loop thread, for synchronous code."""
+    loop = asyncio.new_event_loop()
+    ready = threading.Event()
+    stub = StubUpstream(**kwargs)
+
+    def serve() -> None:
+        asyncio.set_event_loop(loop)
+        loop.run_until_complete(stub.start())
+        ready.set()
+        loop.run_forever()
+
+    thread = threading.Thread(target=serve, name="otel-replay-stub", daemon=True)
+    thread.start()
+    ready.wait(10)
+    try:
+        yield stub
+    finally:
+        asyncio.run_coroutine_threadsafe(stub.stop(), loop).result(10)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
+        loop.close()
