@@ -11,7 +11,6 @@ The layout is described exactly by ``schemas/cassette.schema.json``.
 
 from __future__ import annotations
 
-import gc
 import json
 import os
 import tempfile
@@ -33,6 +32,7 @@ from otel_replay.core.exchange import (
     Response,
     SSEEvent,
 )
+from otel_replay.core.gcpause import paused_gc
 from otel_replay.core.jsontext import pretty
 
 __all__ = [
@@ -418,13 +418,8 @@ def loads(text: str, path: str = "<string>") -> Cassette:
     The cyclic GC is paused while a large cassette (over 1 M characters) is decoded: the
     decoded objects hold no cycles, and the full collections their number triggers made
     loading slower per interaction as the cassette grew."""
-    if len(text) <= _GC_PAUSE_CHARS or not gc.isenabled():
+    with paused_gc(len(text) > _GC_PAUSE_CHARS):
         return _loads(text, path)
-    gc.disable()
-    try:
-        return _loads(text, path)
-    finally:
-        gc.enable()
 
 
 def _loads(text: str, path: str) -> Cassette:

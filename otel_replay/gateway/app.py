@@ -27,6 +27,7 @@ from otel_replay import providers
 from otel_replay.core import envvars as ev
 from otel_replay.core.errors import ReplayMiss, UpstreamError, root_cause
 from otel_replay.core.exchange import JSON, CanonicalRequest, Exchange, Response, SSEEvent
+from otel_replay.core.ids import new_span_id, new_trace_id
 from otel_replay.gateway.upstream import HOP_BY_HOP, NoUpstream, Upstream, UpstreamRequest
 from otel_replay.otlp.http import add_otlp_routes
 from otel_replay.providers.azure import azure_endpoint
@@ -150,8 +151,8 @@ class Call:
             stream=self.stream,
             start_ns=self.start_ns,
             end_ns=time.time_ns(),
-            trace_id=self.trace_id or secrets.token_hex(16),
-            span_id=secrets.token_hex(8),
+            trace_id=self.trace_id or new_trace_id(),
+            span_id=new_span_id(),
             parent_span_id=self.parent_span_id,
         )
 

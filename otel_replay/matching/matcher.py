@@ -21,15 +21,15 @@ requests consume successive recordings in order.
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import hashlib
 import json
 import threading
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from otel_replay.core.errors import ReplayMiss
 from otel_replay.core.exchange import COMPONENT_LABELS, COMPONENTS, JSON, CanonicalRequest
+from otel_replay.core.gcpause import paused_gc
+from otel_replay.core.ids import short_hash
 from otel_replay.matching.normalize import normalize
 
 Comparator = Callable[[CanonicalRequest, CanonicalRequest], str | None]
@@ -76,7 +76,7 @@ def _compare(name: str, recorded: CanonicalRequest, live: CanonicalRequest) -> s
 
 
 def _short(canonical: str) -> str:
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:7]
+    return short_hash(canonical)
 
 
 def _reason(name: str, was7: str, now7: str) -> str:
@@ -166,21 +166,6 @@ def _cached_digest(request: CanonicalRequest, name: str, cache: dict[str, str]) 
 _BULK = 1000
 
 
-@contextlib.contextmanager
-def _no_gc(active: bool) -> Iterator[None]:
-    """Pause the cyclic garbage collector while indexing many recordings: the index only
-    allocates acyclic values, and full collections over a large loaded cassette would
-    otherwise make indexing slower per recording the bigger the cassette."""
-    paused = active and gc.isenabled()
-    if paused:
-        gc.disable()
-    try:
-        yield
-    finally:
-        if paused:
-            gc.enable()
-
-
 class _Bucket:
     """Indices of recordings with one key, in order, and how many are consumed."""
 
@@ -210,7 +195,7 @@ class Matcher:
         self._keys: list[tuple[str, ...]] = []
         self._index: dict[_Shape, dict[tuple[str, ...], _Bucket]] = {}
         self.used: set[int] = set()
-        with _no_gc(len(recordings) > _BULK):
+        with paused_gc(len(recordings) > _BULK):
             for request in recordings:
                 self._add(request)
         self.used.update(i for i in used if 0 <= i < len(self._recordings))

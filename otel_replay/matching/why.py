@@ -9,12 +9,12 @@ of each differing component, trimmed so one huge conversation does not flood a t
 from __future__ import annotations
 
 import difflib
-import hashlib
 import json
 import re
 from collections.abc import Collection, Sequence
 
 from otel_replay.core.exchange import COMPONENT_LABELS, COMPONENTS, JSON, CanonicalRequest
+from otel_replay.core.ids import short_hash
 from otel_replay.matching.matcher import Matcher, canonical_json, compared_value
 from otel_replay.matching.normalize import normalize
 
@@ -73,7 +73,7 @@ def _recording_report(recorded: CanonicalRequest, live: CanonicalRequest, index:
 
 
 def _hash7(value: JSON) -> str:
-    return hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()[:7]
+    return short_hash(canonical_json(value))
 
 
 def _pretty(value: JSON) -> list[str]:

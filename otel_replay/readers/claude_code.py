@@ -18,6 +18,7 @@ from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 
 from otel_replay import providers
 from otel_replay.core.exchange import JSON, Exchange
+from otel_replay.core.ids import hex_id
 from otel_replay.readers import view
 
 __all__ = ["ClaudeCodeReader", "event_name"]
@@ -92,7 +93,7 @@ def _exchange(
         stream=stream,
         start_ns=_time(sent),
         end_ns=_time(received),
-        trace_id=view.hex_id(sent.trace_id),
-        span_id=view.hex_id(sent.span_id),
+        trace_id=hex_id(sent.trace_id),
+        span_id=hex_id(sent.span_id),
         source="claude-code",
     )

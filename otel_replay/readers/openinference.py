@@ -18,6 +18,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from otel_replay import providers
 from otel_replay.core.exchange import JSON, Exchange, Response
+from otel_replay.core.ids import hex_id
 from otel_replay.readers import view
 from otel_replay.readers.failure import failed_response
 
@@ -150,9 +151,9 @@ def _exact(
         stream=stream,
         start_ns=span.start_time_unix_nano,
         end_ns=span.end_time_unix_nano,
-        trace_id=view.hex_id(span.trace_id),
-        span_id=view.hex_id(span.span_id),
-        parent_span_id=view.hex_id(span.parent_span_id),
+        trace_id=hex_id(span.trace_id),
+        span_id=hex_id(span.span_id),
+        parent_span_id=hex_id(span.parent_span_id),
         source="openinference",
     )
 

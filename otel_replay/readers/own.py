@@ -22,16 +22,13 @@ from otel_replay.core.exchange import (
     Response,
     SSEEvent,
 )
+from otel_replay.core.ids import hex_id
 from otel_replay.otlp.codec import attributes_to_dict
 from otel_replay.spans.encode import FORMAT_ATTRIBUTE, P
 
 __all__ = ["span_to_exchange"]
 
 log = logging.getLogger(__name__)
-
-
-def _hex(raw: bytes) -> str | None:
-    return raw.hex() if raw else None
 
 
 def _loads(attrs: dict[str, Any], key: str) -> JSON:
@@ -118,9 +115,9 @@ def span_to_exchange(span: Span, resource: Resource | None = None) -> Exchange |
             stream=bool(attrs.get(P + "stream", False)),
             start_ns=span.start_time_unix_nano,
             end_ns=span.end_time_unix_nano,
-            trace_id=_hex(span.trace_id),
-            span_id=_hex(span.span_id),
-            parent_span_id=_hex(span.parent_span_id),
+            trace_id=hex_id(span.trace_id),
+            span_id=hex_id(span.span_id),
+            parent_span_id=hex_id(span.parent_span_id),
             source=str(attrs.get(P + "source", "otel-replay")),
         )
     except (KeyError, ValueError, TypeError, AttributeError) as exc:

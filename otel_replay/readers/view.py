@@ -18,6 +18,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from otel_replay import providers
 from otel_replay.core.exchange import JSON, CanonicalRequest, Exchange, Response
+from otel_replay.core.ids import hex_id
 from otel_replay.providers.base import OutputView
 from otel_replay.providers.parts import tool_call_part
 
@@ -47,10 +48,6 @@ def span_attributes(span: Span) -> dict[str, Any]:
     from otel_replay.otlp.codec import attributes_to_dict
 
     return dict(attributes_to_dict(span.attributes))
-
-
-def hex_id(raw: bytes) -> str | None:
-    return raw.hex() if raw else None
 
 
 def as_str(value: Any) -> str | None:

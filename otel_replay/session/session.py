@@ -8,7 +8,6 @@ derived from this run's traces, the misses file, the report) and returns the sum
 from __future__ import annotations
 
 import contextlib
-import gc
 import json
 import logging
 import os
@@ -25,6 +24,7 @@ from otel_replay.cassette.model import Cassette, dump, load, write_atomic
 from otel_replay.core import envvars
 from otel_replay.core.errors import CassetteError, ConfigError, ReplayMiss
 from otel_replay.core.exchange import ALL_KNOWN, Exchange
+from otel_replay.core.gcpause import paused_gc
 from otel_replay.matching.matcher import Matcher
 from otel_replay.otlp.store import TraceStore, sibling
 from otel_replay.redaction.redact import Redactor
@@ -337,18 +337,10 @@ class Session:
         assert trace_file is not None
         return trace_file
 
-    @contextlib.contextmanager
-    def _gc_paused(self) -> Iterator[None]:
+    def _gc_paused(self) -> contextlib.AbstractContextManager[None]:
         """The cyclic GC is paused while a long run is built: building allocates no
         cycles, and full collections over the run's exchanges made each one slower."""
-        pause = len(self.live) > _GC_PAUSE_EXCHANGES and gc.isenabled()
-        if pause:
-            gc.disable()
-        try:
-            yield
-        finally:
-            if pause:
-                gc.enable()
+        return paused_gc(len(self.live) > _GC_PAUSE_EXCHANGES)
 
     def _source(self) -> dict[str, Any]:
         source: dict[str, Any] = {"recorded_at": _now(), "otel_replay": __version__}

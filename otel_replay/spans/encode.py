@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -38,6 +37,7 @@ from otel_replay.core.exchange import (
     Exchange,
     SSEEvent,
 )
+from otel_replay.core.ids import id_bytes
 from otel_replay.otlp import codec, tracejson
 
 __all__ = [
@@ -313,12 +313,6 @@ def _canonical_dict(request: CanonicalRequest) -> dict[str, JSON]:
     }
 
 
-def _id_bytes(hex_id: str | None, size: int) -> bytes:
-    if hex_id:
-        return bytes.fromhex(hex_id)
-    return os.urandom(size)
-
-
 def _fill(
     attrs: _Sink,
     ex: Exchange,
@@ -373,8 +367,8 @@ def exchange_to_span(
     """
     op_name, name = _span_name(ex)
     span = Span(
-        trace_id=_id_bytes(ex.trace_id, 16),
-        span_id=_id_bytes(ex.span_id, 8),
+        trace_id=id_bytes(ex.trace_id, 16),
+        span_id=id_bytes(ex.span_id, 8),
         name=name,
         kind=Span.SPAN_KIND_CLIENT,
         start_time_unix_nano=ex.start_ns,
@@ -423,7 +417,7 @@ def _span_json(
     if type(name) is not str:
         raise _Unusual("name")
     doc: dict[str, Any] = {}
-    trace_id, span_id = _id_bytes(ex.trace_id, 16), _id_bytes(ex.span_id, 8)
+    trace_id, span_id = id_bytes(ex.trace_id, 16), id_bytes(ex.span_id, 8)
     if trace_id:
         doc["traceId"] = trace_id.hex()
     if span_id:
