@@ -22,6 +22,7 @@ from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span
 
 from benchmarks._common import Results, Server, drive, sized
+from otel_replay.otlp import attributes as otlp_attributes
 from otel_replay.otlp import codec
 
 BATCH = 512
@@ -44,7 +45,7 @@ def agent_batch(seed: int, size: int = BATCH) -> ExportTraceServiceRequest:
             end_time_unix_nano=1_700_000_000_000_500_000 + i * 1000,
         )
         span.attributes.extend(
-            codec.dict_to_attributes(
+            otlp_attributes.dict_to_attributes(
                 {
                     "gen_ai.tool.name": "get_weather",
                     "gen_ai.tool.call.id": f"call_{seed}_{i}",
@@ -57,7 +58,9 @@ def agent_batch(seed: int, size: int = BATCH) -> ExportTraceServiceRequest:
             )
         )
         spans.append(span)
-    resource = Resource(attributes=codec.dict_to_attributes({"service.name": "bench-agent"}))
+    resource = Resource(
+        attributes=otlp_attributes.dict_to_attributes({"service.name": "bench-agent"})
+    )
     scope = ScopeSpans(scope=InstrumentationScope(name="bench"), spans=spans)
     return ExportTraceServiceRequest(
         resource_spans=[ResourceSpans(resource=resource, scope_spans=[scope])]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
-from otel_replay.otlp.codec import dict_to_attributes
+from otel_replay.otlp.attributes import dict_to_attributes
 from otel_replay.readers.failure import failed_response
 
 

@@ -26,7 +26,7 @@ from otel_replay.cassette.model import Cassette, dumps, loads
 from otel_replay.core.errors import TraceFormatError
 from otel_replay.core.exchange import CanonicalRequest, Exchange, Response
 from otel_replay.core.jsontext import pretty
-from otel_replay.otlp import codec, tracejson
+from otel_replay.otlp import codec, tracejson, tracejson_decode
 from otel_replay.otlp.store import TraceStore
 from otel_replay.readers import _Links, _Window, keep
 from otel_replay.redaction.redact import Redactor
@@ -181,7 +181,7 @@ def test_direct_decoder_is_lossless_and_matches_parse_dict(
         not (isinstance(v, str) and v in ("NaN", "Infinity", "-Infinity")) for v in _strings(line)
     )
     if finite and '"bytesValue"' not in line:
-        assert tracejson.traces_from_doc(json.loads(line)) is not None
+        assert tracejson_decode.traces_from_doc(json.loads(line)) is not None
 
 
 def _strings(line: str) -> Iterator[Any]:
@@ -217,7 +217,7 @@ UNUSUAL = [
 
 @pytest.mark.parametrize("doc", UNUSUAL)
 def test_unusual_forms_fall_back_to_parse_dict(doc: dict[str, Any]) -> None:
-    assert tracejson.traces_from_doc(json.loads(json.dumps(doc))) is None
+    assert tracejson_decode.traces_from_doc(json.loads(json.dumps(doc))) is None
     decoded = codec.traces_from_json(json.dumps(doc))
     assert _wire(decoded) == _wire(_reference_parse(json.loads(json.dumps(doc))))
 

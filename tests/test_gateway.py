@@ -14,7 +14,9 @@ from conftest import files_text
 
 from otel_replay.cassette.model import load
 from otel_replay.gateway.runner import GatewayConfig, GatewayThread
-from otel_replay.otlp.codec import attributes_to_dict, iter_spans, iter_trace_requests
+from otel_replay.otlp.attributes import attributes_to_dict
+from otel_replay.otlp.codec import iter_spans
+from otel_replay.otlp.files import iter_trace_requests
 from otel_replay.testing.stub import Fault, StubUpstream
 
 

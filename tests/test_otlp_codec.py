@@ -21,7 +21,9 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, ArrayValue, KeyVa
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
 from otel_replay.core.errors import TraceFormatError
+from otel_replay.otlp import attributes as otlp_attributes
 from otel_replay.otlp import codec
+from otel_replay.otlp import files as otlp_files
 
 TRACE_ID = bytes(range(1, 17))
 SPAN_ID = bytes(range(1, 9))
@@ -30,7 +32,7 @@ SPAN_ID = bytes(range(1, 9))
 def make_request(*names: str, trace_id: bytes = TRACE_ID) -> ExportTraceServiceRequest:
     request = ExportTraceServiceRequest()
     rs = request.resource_spans.add()
-    rs.resource.attributes.extend(codec.dict_to_attributes({"service.name": "agent"}))
+    rs.resource.attributes.extend(otlp_attributes.dict_to_attributes({"service.name": "agent"}))
     ss = rs.scope_spans.add()
     ss.scope.name = "test"
     for i, name in enumerate(names, 1):
@@ -146,7 +148,7 @@ def test_partial_success_validation_drops_only_bad_spans() -> None:
 
 def test_iter_spans_yields_resource_and_scope() -> None:
     [(resource, scope, span)] = list(codec.iter_spans(make_request("only")))
-    assert codec.attributes_to_dict(resource.attributes) == {"service.name": "agent"}
+    assert otlp_attributes.attributes_to_dict(resource.attributes) == {"service.name": "agent"}
     assert scope.name == "test" and span.name == "only"
 
 
@@ -161,9 +163,9 @@ def test_attribute_helpers_round_trip_every_value_type() -> None:
         "map": {"nested": {"deeper": "yes"}},
         "none": None,
     }
-    attributes = codec.dict_to_attributes(value)
-    assert codec.attributes_to_dict(attributes) == value
-    huge = codec.dict_to_attributes({"n": 2**70})[0]
+    attributes = otlp_attributes.dict_to_attributes(value)
+    assert otlp_attributes.attributes_to_dict(attributes) == value
+    huge = otlp_attributes.dict_to_attributes({"n": 2**70})[0]
     assert huge.value.string_value == str(2**70)
 
 
@@ -239,7 +241,7 @@ def test_protobuf_json_protobuf_is_lossless(span_list: list[Span], resource: lis
 
 
 def test_infinite_doubles_round_trip() -> None:
-    attributes = codec.dict_to_attributes({"inf": math.inf, "ninf": -math.inf})
+    attributes = otlp_attributes.dict_to_attributes({"inf": math.inf, "ninf": -math.inf})
     request = make_request("x")
     request.resource_spans[0].scope_spans[0].spans[0].attributes.extend(attributes)
     assert codec.traces_from_json(codec.json_line(request)) == request
@@ -259,19 +261,19 @@ def names(requests: object) -> list[str]:
 def test_reads_json_lines(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
     write_lines(path, [make_request("a"), make_request("b", "c")])
-    assert names(codec.iter_trace_requests(path)) == ["a", "b", "c"]
+    assert names(otlp_files.iter_trace_requests(path)) == ["a", "b", "c"]
 
 
 def test_reads_a_pretty_printed_document(tmp_path: Path) -> None:
     path = tmp_path / "t.json"
     path.write_text(json.dumps(codec.to_json(make_request("a", "b")), indent=2))
-    assert names(codec.iter_trace_requests(path)) == ["a", "b"]
+    assert names(otlp_files.iter_trace_requests(path)) == ["a", "b"]
 
 
 def test_reads_protobuf_binary(tmp_path: Path) -> None:
     path = tmp_path / "t.pb"
     path.write_bytes(make_request("a", "b").SerializeToString())
-    assert names(codec.iter_trace_requests(path)) == ["a", "b"]
+    assert names(otlp_files.iter_trace_requests(path)) == ["a", "b"]
 
 
 @pytest.mark.parametrize("kind", ["lines", "pretty", "proto"])
@@ -285,10 +287,10 @@ def test_reads_gzip_by_magic_bytes(tmp_path: Path, kind: str) -> None:
         data = request.SerializeToString()
     path = tmp_path / "traces.gz"
     path.write_bytes(gzip.compress(data))
-    assert names(codec.iter_trace_requests(path)) == ["zipped"]
+    assert names(otlp_files.iter_trace_requests(path)) == ["zipped"]
     plain_name = tmp_path / "traces"
     plain_name.write_bytes(gzip.compress(data))
-    assert names(codec.iter_trace_requests(plain_name)) == ["zipped"]
+    assert names(otlp_files.iter_trace_requests(plain_name)) == ["zipped"]
 
 
 def test_truncated_last_line_goes_to_on_error(tmp_path: Path) -> None:
@@ -297,11 +299,11 @@ def test_truncated_last_line_goes_to_on_error(tmp_path: Path) -> None:
     with path.open("a") as f:
         f.write(codec.json_line(make_request("cut"))[:40])
     errors: list[TraceFormatError] = []
-    assert names(codec.iter_trace_requests(path, on_error=errors.append)) == ["a", "b"]
+    assert names(otlp_files.iter_trace_requests(path, on_error=errors.append)) == ["a", "b"]
     [error] = errors
     assert error.source == f"{path}:3"
     with pytest.raises(TraceFormatError, match=r"t\.jsonl:3"):
-        list(codec.iter_trace_requests(path))
+        list(otlp_files.iter_trace_requests(path))
 
 
 def test_bad_middle_line_is_reported_and_reading_continues(tmp_path: Path) -> None:
@@ -309,7 +311,7 @@ def test_bad_middle_line_is_reported_and_reading_continues(tmp_path: Path) -> No
     good = [codec.json_line(make_request(n)) for n in ("a", "b")]
     path.write_text(f"{good[0]}\n\n{{oops\n{good[1]}\n")
     errors: list[TraceFormatError] = []
-    assert names(codec.iter_trace_requests(path, on_error=errors.append)) == ["a", "b"]
+    assert names(otlp_files.iter_trace_requests(path, on_error=errors.append)) == ["a", "b"]
     assert [e.source for e in errors] == [f"{path}:3"]
 
 
@@ -317,7 +319,7 @@ def test_bad_first_line_of_json_lines(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
     path.write_text('{"resourceSpans": [\n' + codec.json_line(make_request("b")) + "\n")
     errors: list[TraceFormatError] = []
-    assert names(codec.iter_trace_requests(path, on_error=errors.append)) == ["b"]
+    assert names(otlp_files.iter_trace_requests(path, on_error=errors.append)) == ["b"]
     assert [e.source for e in errors] == [f"{path}:1"]
 
 
@@ -327,7 +329,7 @@ def test_corrupt_pretty_printed_document_is_one_error_at_its_line(tmp_path: Path
     text[3] = text[3] + " oops"
     path.write_text("\n".join(text))
     errors: list[TraceFormatError] = []
-    assert list(codec.iter_trace_requests(path, on_error=errors.append)) == []
+    assert list(otlp_files.iter_trace_requests(path, on_error=errors.append)) == []
     assert [e.source for e in errors] == [f"{path}:4"]
 
 
@@ -337,7 +339,7 @@ def test_truncated_gzip_yields_complete_lines_then_reports(tmp_path: Path) -> No
     data = gzip.compress(lines.encode())
     path.write_bytes(data[: len(data) - 20])
     errors: list[TraceFormatError] = []
-    got = names(codec.iter_trace_requests(path, on_error=errors.append))
+    got = names(otlp_files.iter_trace_requests(path, on_error=errors.append))
     assert got == [f"s{i}" for i in range(len(got))] and len(got) > 100
     assert errors and "cannot read" in str(errors[-1])
 
@@ -347,18 +349,18 @@ def test_other_signals_lines_are_skipped_and_logs_are_read(tmp_path: Path) -> No
     logs.resource_logs.add().scope_logs.add().log_records.add().body.string_value = "hi"
     path = tmp_path / "mixed.jsonl"
     path.write_text(codec.json_line(make_request("a")) + "\n" + codec.json_line(logs) + "\n")
-    assert names(codec.iter_trace_requests(path)) == ["a"]
-    assert list(codec.iter_log_requests(path)) == [logs]
+    assert names(otlp_files.iter_trace_requests(path)) == ["a"]
+    assert list(otlp_files.iter_log_requests(path)) == [logs]
 
 
 def test_missing_file_is_a_trace_format_error(tmp_path: Path) -> None:
     with pytest.raises(TraceFormatError, match="cannot read"):
-        list(codec.iter_trace_requests(tmp_path / "absent.jsonl"))
+        list(otlp_files.iter_trace_requests(tmp_path / "absent.jsonl"))
 
 
 def test_corrupt_protobuf_file_names_the_file(tmp_path: Path) -> None:
     path = tmp_path / "t.pb"
     path.write_bytes(make_request("a").SerializeToString()[:-4])
     errors: list[TraceFormatError] = []
-    assert list(codec.iter_trace_requests(path, on_error=errors.append)) == []
+    assert list(otlp_files.iter_trace_requests(path, on_error=errors.append)) == []
     assert errors[0].source == str(path)

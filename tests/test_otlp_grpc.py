@@ -28,6 +28,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from otel_replay.core.errors import ConfigError
 from otel_replay.otlp import codec
+from otel_replay.otlp import files as otlp_files
 from otel_replay.otlp.grpc import GrpcReceiver
 from otel_replay.otlp.store import TraceStore
 
@@ -60,7 +61,9 @@ class Running:
 
     def span_names(self) -> list[str]:
         return [
-            s.name for r in codec.iter_trace_requests(self.path) for *_, s in codec.iter_spans(r)
+            s.name
+            for r in otlp_files.iter_trace_requests(self.path)
+            for *_, s in codec.iter_spans(r)
         ]
 
 

@@ -39,6 +39,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from otel_replay.otlp import codec
+from otel_replay.otlp import files as otlp_files
 from otel_replay.otlp.http import add_otlp_routes
 from otel_replay.otlp.store import TraceStore
 
@@ -55,7 +56,9 @@ class Receiver:
 
     def span_names(self) -> list[str]:
         return [
-            s.name for r in codec.iter_trace_requests(self.path) for *_, s in codec.iter_spans(r)
+            s.name
+            for r in otlp_files.iter_trace_requests(self.path)
+            for *_, s in codec.iter_spans(r)
         ]
 
 
@@ -142,7 +145,7 @@ async def test_sdk_log_exporter_over_http(receiver: Receiver) -> None:
     exporter.shutdown()
     assert result is LogRecordExportResult.SUCCESS
     assert receiver.store.logs_received == 1
-    [request] = list(codec.iter_log_requests(receiver.path.with_name("traces.logs.jsonl")))
+    [request] = list(otlp_files.iter_log_requests(receiver.path.with_name("traces.logs.jsonl")))
     record = request.resource_logs[0].scope_logs[0].log_records[0]
     assert record.body.string_value == "hello"
 

@@ -34,7 +34,7 @@ from third_party_agents import (
 
 from otel_replay import providers
 from otel_replay.core.exchange import Exchange
-from otel_replay.otlp.codec import dict_to_attributes, python_to_any_value
+from otel_replay.otlp.attributes import dict_to_attributes, python_to_any_value
 from otel_replay.pipeline.build import build
 from otel_replay.readers import read_exchanges, read_span
 from otel_replay.testing.stub import StubUpstream

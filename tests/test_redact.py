@@ -17,7 +17,9 @@ from secrets_corpus import (
     fake,
 )
 
-from otel_replay.redaction.redact import PATTERNS_ONLY, Redactor, is_sensitive_header, parse_dotenv
+from otel_replay.redaction.headers import is_sensitive_header
+from otel_replay.redaction.names import parse_dotenv
+from otel_replay.redaction.redact import PATTERNS_ONLY, Redactor
 
 NO_DOTENV = Path("/nonexistent-otel-replay-test-dir")
 

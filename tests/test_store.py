@@ -13,7 +13,9 @@ from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
 )
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
+from otel_replay.otlp import attributes as otlp_attributes
 from otel_replay.otlp import codec
+from otel_replay.otlp import files as otlp_files
 from otel_replay.otlp.store import TraceStore, sibling
 
 SECRET = "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789"
@@ -24,7 +26,7 @@ def traces(*names: str, attr: str = "x") -> ExportTraceServiceRequest:
     ss = request.resource_spans.add().scope_spans.add()
     for i, name in enumerate(names, 1):
         span = ss.spans.add(trace_id=bytes([i] * 16), span_id=bytes([i] * 8), name=name)
-        span.attributes.extend(codec.dict_to_attributes({"attr": attr}))
+        span.attributes.extend(otlp_attributes.dict_to_attributes({"attr": attr}))
     return request
 
 
@@ -81,7 +83,7 @@ def test_appends_one_line_per_batch_and_counts(tmp_path: Path) -> None:
     lines = read_lines(tmp_path / "deep" / "dir" / "t.jsonl")
     assert len(lines) == 2
     assert lines[0]["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["traceId"] == "01" * 16
-    assert [r for r in codec.iter_trace_requests(tmp_path / "deep" / "dir" / "t.jsonl")] == [
+    assert [r for r in otlp_files.iter_trace_requests(tmp_path / "deep" / "dir" / "t.jsonl")] == [
         traces("a", "b"),
         traces("mine"),
     ]
@@ -126,7 +128,7 @@ def test_a_cut_last_line_does_not_swallow_the_next(tmp_path: Path) -> None:
     with TraceStore(path) as store:
         store.write_traces(traces("new"))
     errors: list[Exception] = []
-    got = list(codec.iter_trace_requests(path, on_error=errors.append))
+    got = list(otlp_files.iter_trace_requests(path, on_error=errors.append))
     assert got == [traces("old"), traces("new")]
     assert len(errors) == 1
 

@@ -11,13 +11,9 @@ from __future__ import annotations
 import base64
 import binascii
 import copy
-import gzip
-import io
 import json
-import zlib
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from google.protobuf import json_format
@@ -28,17 +24,13 @@ from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
 )
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import (
-    AnyValue,
-    ArrayValue,
     InstrumentationScope,
-    KeyValue,
-    KeyValueList,
 )
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from otel_replay.core.errors import TraceFormatError
-from otel_replay.otlp import tracejson
+from otel_replay.otlp import tracejson, tracejson_decode
 
 ErrorHandler = Callable[[TraceFormatError], None]
 JsonInput = bytes | bytearray | str | Mapping[str, Any]
@@ -120,18 +112,18 @@ def _walk_metrics(doc: Any, conv: _IdConv, lenient: bool) -> None:
 
 
 @dataclass(frozen=True, slots=True)
-class _Signal(Generic[M]):
+class Signal(Generic[M]):
     name: str
     cls: type[M]
     top: tuple[str, str]
     walk: Callable[[Any, _IdConv, bool], None]
 
 
-TRACES = _Signal(
+TRACES = Signal(
     "traces", ExportTraceServiceRequest, ("resourceSpans", "resource_spans"), _walk_traces
 )
-LOGS = _Signal("logs", ExportLogsServiceRequest, ("resourceLogs", "resource_logs"), _walk_logs)
-METRICS = _Signal(
+LOGS = Signal("logs", ExportLogsServiceRequest, ("resourceLogs", "resource_logs"), _walk_logs)
+METRICS = Signal(
     "metrics", ExportMetricsServiceRequest, ("resourceMetrics", "resource_metrics"), _walk_metrics
 )
 _WALKS: dict[type[Message], Callable[[Any, _IdConv, bool], None]] = {
@@ -194,21 +186,21 @@ def dumps_line(doc: Any) -> str:
     return _COMPACT.encode(doc)
 
 
-def _load_json(data: bytes | bytearray | str, source: str) -> Any:
+def load_json(data: bytes | bytearray | str, source: str) -> Any:
     try:
         return json.loads(data)
     except (ValueError, RecursionError) as exc:
         raise TraceFormatError(source, f"invalid JSON: {exc}") from exc
 
 
-def _from_doc(signal: _Signal[M], doc: Any, source: str) -> M:
+def from_doc(signal: Signal[M], doc: Any, source: str) -> M:
     """Parse a JSON document we own (it is modified in place)."""
     if not isinstance(doc, dict):
         raise TraceFormatError(
             source, f"expected a JSON object with {signal.top[0]!r}, got {type(doc).__name__}"
         )
     if signal is TRACES:
-        direct = tracejson.traces_from_doc(doc)
+        direct = tracejson_decode.traces_from_doc(doc)
         if direct is not None:
             return direct
     try:
@@ -223,13 +215,13 @@ def _from_doc(signal: _Signal[M], doc: Any, source: str) -> M:
     return msg
 
 
-def _from_json(signal: _Signal[M], data: JsonInput, source: str) -> M:
+def _from_json(signal: Signal[M], data: JsonInput, source: str) -> M:
     if isinstance(data, Mapping):
-        return _from_doc(signal, copy.deepcopy(dict(data)), source)
-    return _from_doc(signal, _load_json(data, source), source)
+        return from_doc(signal, copy.deepcopy(dict(data)), source)
+    return from_doc(signal, load_json(data, source), source)
 
 
-def _from_proto(signal: _Signal[M], data: bytes, source: str) -> M:
+def from_proto(signal: Signal[M], data: bytes, source: str) -> M:
     msg: M = signal.cls()
     try:
         msg.ParseFromString(data)
@@ -252,17 +244,17 @@ def metrics_from_json(data: JsonInput, *, source: str = "OTLP JSON") -> ExportMe
 
 
 def traces_from_proto(data: bytes, *, source: str = "OTLP protobuf") -> ExportTraceServiceRequest:
-    return _from_proto(TRACES, data, source)
+    return from_proto(TRACES, data, source)
 
 
 def logs_from_proto(data: bytes, *, source: str = "OTLP protobuf") -> ExportLogsServiceRequest:
-    return _from_proto(LOGS, data, source)
+    return from_proto(LOGS, data, source)
 
 
 def metrics_from_proto(
     data: bytes, *, source: str = "OTLP protobuf"
 ) -> ExportMetricsServiceRequest:
-    return _from_proto(METRICS, data, source)
+    return from_proto(METRICS, data, source)
 
 
 # --- counting ----------------------------------------------------------------------------
@@ -355,185 +347,3 @@ def iter_spans(
         for ss in rs.scope_spans:
             for span in ss.spans:
                 yield rs.resource, ss.scope, span
-
-
-# --- attributes --------------------------------------------------------------------------
-
-
-def any_value_to_python(value: AnyValue) -> Any:
-    """An AnyValue as a Python value: str, bool, int, float, bytes, list, dict or None."""
-    kind = value.WhichOneof("value")
-    if kind is None:
-        return None
-    if kind == "array_value":
-        return [any_value_to_python(v) for v in value.array_value.values]
-    if kind == "kvlist_value":
-        return attributes_to_dict(value.kvlist_value.values)
-    return getattr(value, kind)
-
-
-def attributes_to_dict(kvs: Iterable[KeyValue]) -> dict[str, Any]:
-    """OTLP attributes as a dict; a repeated key keeps its last value."""
-    return {kv.key: any_value_to_python(kv.value) for kv in kvs}
-
-
-def python_to_any_value(obj: Any) -> AnyValue:
-    """A Python value as an AnyValue; ints beyond int64 and unknown types become strings."""
-    if obj is None:
-        return AnyValue()
-    if isinstance(obj, bool):
-        return AnyValue(bool_value=obj)
-    if isinstance(obj, int):
-        if _INT64_MIN <= obj <= _INT64_MAX:
-            return AnyValue(int_value=obj)
-        return AnyValue(string_value=str(obj))
-    if isinstance(obj, float):
-        return AnyValue(double_value=obj)
-    if isinstance(obj, str):
-        return AnyValue(string_value=obj)
-    if isinstance(obj, bytes | bytearray | memoryview):
-        return AnyValue(bytes_value=bytes(obj))
-    if isinstance(obj, Mapping):
-        return AnyValue(kvlist_value=KeyValueList(values=dict_to_attributes(obj)))
-    if isinstance(obj, list | tuple):
-        return AnyValue(array_value=ArrayValue(values=[python_to_any_value(v) for v in obj]))
-    return AnyValue(string_value=str(obj))
-
-
-def dict_to_attributes(d: Mapping[str, Any]) -> list[KeyValue]:
-    """The reverse of ``attributes_to_dict``."""
-    return [KeyValue(key=str(k), value=python_to_any_value(v)) for k, v in d.items()]
-
-
-# --- files -------------------------------------------------------------------------------
-
-
-def iter_trace_requests(
-    path: str | Path, *, on_error: ErrorHandler | None = None
-) -> Iterator[ExportTraceServiceRequest]:
-    """Requests from an OTLP JSON lines file, one OTLP JSON document or OTLP protobuf,
-    optionally gzip-compressed. A bad line goes to ``on_error`` (default: raise) naming
-    ``path:line``, and reading continues; lines of another signal are skipped."""
-    return _iter_requests(TRACES, Path(path), on_error)
-
-
-def iter_log_requests(
-    path: str | Path, *, on_error: ErrorHandler | None = None
-) -> Iterator[ExportLogsServiceRequest]:
-    """``iter_trace_requests`` for logs files."""
-    return _iter_requests(LOGS, Path(path), on_error)
-
-
-def _raise(exc: TraceFormatError) -> None:
-    raise exc
-
-
-_READ_ERRORS = (OSError, EOFError, zlib.error)
-
-
-def _open(path: Path) -> io.BufferedReader | gzip.GzipFile:
-    try:
-        with open(path, "rb") as probe:
-            compressed = probe.read(2) == b"\x1f\x8b"
-        return gzip.open(path, "rb") if compressed else open(path, "rb")
-    except OSError as exc:
-        raise TraceFormatError(path, f"cannot read: {exc.strerror or exc}") from exc
-
-
-_JSON_SUFFIXES = (".json", ".jsonl", ".ndjson")
-
-
-def _looks_like_json(head: bytes, path: Path | None = None) -> bool:
-    """Text is JSON (lines), even when its first line is garbage; OTLP protobuf soon has
-    small tag and length bytes, which JSON text never contains. A ``.json``/``.jsonl``
-    name settles it."""
-    if path is not None and path.name.removesuffix(".gz").endswith(_JSON_SUFFIXES):
-        return True
-    return not any(b < 0x20 and b not in (9, 10, 13) for b in head[:4096])
-
-
-def _iter_requests(signal: _Signal[M], path: Path, on_error: ErrorHandler | None) -> Iterator[M]:
-    handle = on_error or _raise
-    with _open(path) as stream:
-        try:
-            is_json = _looks_like_json(stream.peek(4096), path)
-            data = b"" if is_json else stream.read()
-        except _READ_ERRORS as exc:
-            handle(TraceFormatError(path, f"cannot read: {exc}"))
-            return
-        if is_json:
-            yield from _iter_json(signal, path, enumerate(stream, 1), handle)
-            return
-        try:
-            request = _from_proto(signal, data, str(path))
-        except TraceFormatError as exc:
-            handle(exc)
-            return
-        yield request
-
-
-def _iter_json(
-    signal: _Signal[M], path: Path, lines: Iterator[tuple[int, bytes]], handle: ErrorHandler
-) -> Iterator[M]:
-    """JSON lines; or, when the first line is not a JSON value, one multi-line document."""
-    lineno = 0
-    try:
-        for lineno, raw in lines:
-            if not raw.strip():
-                continue
-            try:
-                doc: Any = json.loads(raw)
-            except (ValueError, RecursionError):
-                yield from _iter_document(signal, path, lineno, raw, lines, handle)
-                return
-            yield from _one(signal, doc, f"{path}:{lineno}", handle)
-            break
-        for lineno, raw in lines:
-            if raw.strip():
-                source = f"{path}:{lineno}"
-                try:
-                    doc = _load_json(raw, source)
-                except TraceFormatError as exc:
-                    handle(exc)
-                    continue
-                yield from _one(signal, doc, source, handle)
-    except _READ_ERRORS as exc:
-        handle(TraceFormatError(f"{path}:{lineno + 1}", f"cannot read: {exc}"))
-
-
-def _one(signal: _Signal[M], doc: Any, source: str, handle: ErrorHandler) -> Iterator[M]:
-    if isinstance(doc, dict) and signal.top[0] not in doc and signal.top[1] not in doc:
-        return  # another signal's line (a Collector file exporter may share one file)
-    try:
-        request = _from_doc(signal, doc, source)
-    except TraceFormatError as exc:
-        handle(exc)
-        return
-    yield request
-
-
-def _iter_document(
-    signal: _Signal[M],
-    path: Path,
-    first_lineno: int,
-    first: bytes,
-    lines: Iterator[tuple[int, bytes]],
-    handle: ErrorHandler,
-) -> Iterator[M]:
-    """The rest of the file as one document; when that fails too and the first line does
-    not open a pretty-printed object, the file is JSON lines with a bad first line."""
-    rest = [raw for _, raw in lines]
-    try:
-        doc = json.loads(b"".join([first, *rest]))
-    except (ValueError, RecursionError) as exc:
-        if first.strip() == b"{":
-            where = first_lineno + getattr(exc, "lineno", 1) - 1
-            handle(TraceFormatError(f"{path}:{where}", f"invalid JSON: {exc}"))
-            return
-        try:
-            _load_json(first, f"{path}:{first_lineno}")
-        except TraceFormatError as line_error:
-            handle(line_error)
-        yield from _iter_json(signal, path, enumerate(rest, first_lineno + 1), handle)
-        return
-    yield from _one(signal, doc, str(path), handle)

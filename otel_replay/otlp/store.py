@@ -24,7 +24,7 @@ from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from otel_replay.otlp import codec
-from otel_replay.redaction.redact import HEADER_ATTRIBUTE_PREFIXES, scrub_header_attributes
+from otel_replay.redaction.headers import HEADER_ATTRIBUTE_PREFIXES, scrub_header_attributes
 
 # How a header attribute's key reads in an OTLP JSON line.
 _HEADER_MARKERS = tuple(f'"key":"{prefix}' for prefix in HEADER_ATTRIBUTE_PREFIXES)

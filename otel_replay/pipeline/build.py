@@ -28,7 +28,7 @@ from otel_replay.cassette.model import Cassette, default_source
 from otel_replay.cassette.writer import CassetteWriter
 from otel_replay.core.errors import ConfigError, TraceFormatError
 from otel_replay.core.exchange import JSON, Exchange, SSEEvent
-from otel_replay.otlp.codec import iter_log_requests, iter_trace_requests
+from otel_replay.otlp.files import iter_log_requests, iter_trace_requests
 from otel_replay.readers import Selection, read_exchanges
 from otel_replay.redaction.redact import Redactor
 

@@ -27,7 +27,8 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from otel_replay.core.errors import TraceFormatError
 from otel_replay.core.exchange import Exchange
-from otel_replay.otlp.codec import any_value_to_python, attributes_to_dict, iter_spans
+from otel_replay.otlp.attributes import any_value_to_python, attributes_to_dict
+from otel_replay.otlp.codec import iter_spans
 from otel_replay.readers import openinference, semconv
 from otel_replay.readers.claude_code import ClaudeCodeReader, event_name
 from otel_replay.readers.view import Event

@@ -24,7 +24,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
 from otel_replay import providers
 from otel_replay.core.exchange import JSON, Response
-from otel_replay.otlp.codec import attributes_to_dict
+from otel_replay.otlp.attributes import attributes_to_dict
 
 __all__ = ["failed_response"]
 

@@ -23,7 +23,7 @@ from otel_replay.core.exchange import (
     SSEEvent,
 )
 from otel_replay.core.ids import hex_id
-from otel_replay.otlp.codec import attributes_to_dict
+from otel_replay.otlp.attributes import attributes_to_dict
 from otel_replay.spans.encode import FORMAT_ATTRIBUTE, P
 
 __all__ = ["span_to_exchange"]

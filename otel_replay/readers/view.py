@@ -45,7 +45,7 @@ _FINISH = {
 
 
 def span_attributes(span: Span) -> dict[str, Any]:
-    from otel_replay.otlp.codec import attributes_to_dict
+    from otel_replay.otlp.attributes import attributes_to_dict
 
     return dict(attributes_to_dict(span.attributes))
 

@@ -22,8 +22,9 @@ import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from otel_replay.core.envvars import SECRET_NAME_SUFFIXES
 from otel_replay.core.exchange import JSON
+from otel_replay.redaction.headers import is_sensitive_header
+from otel_replay.redaction.names import is_secret_name, looks_like_settings, parse_dotenv
 
 MIN_SECRET_LENGTH = 6
 _LONG_TEXT = 64 * 1024
@@ -31,22 +32,6 @@ _LONG_TEXT = 64 * 1024
 
 PLACEHOLDER = r"\[REDACTED:[A-Za-z0-9_.:-]+\]"
 PLACEHOLDER_RE = re.compile(PLACEHOLDER)
-
-SENSITIVE_HEADERS = frozenset(
-    {
-        "authorization",
-        "proxy-authorization",
-        "x-api-key",
-        "api-key",
-        "x-goog-api-key",
-        "cookie",
-        "set-cookie",
-        "x-auth-token",
-        "x-amz-security-token",
-        "x-csrf-token",
-    }
-)
-_SENSITIVE_HEADER_SUFFIXES = ("-key", "-token", "-secret", "-password", "-signature")
 
 _B64URL = r"[A-Za-z0-9_-]"
 _NOT_OURS = r"(?!\[REDACTED:|-----BEGIN)"  # a value that is a placeholder or a PEM block
@@ -229,83 +214,6 @@ def _shape_replacement(m: re.Match[str]) -> str:
     return whole[: start - offset] + _SHAPE_PLACEHOLDERS[name] + whole[end - offset :]
 
 
-def is_secret_name(name: str) -> bool:
-    """Whether an environment variable's name marks its value as a secret."""
-    return name.upper().endswith(SECRET_NAME_SUFFIXES)
-
-
-# ``.env`` entries whose name says they configure rather than authenticate: a model name
-# or a base URL redacted at record time would make every replay without that ``.env`` miss.
-_SETTING_WORDS = frozenset(
-    {
-        "MODEL",
-        "URL",
-        "HOST",
-        "PORT",
-        "REGION",
-        "ENDPOINT",
-        "VERSION",
-        "MODE",
-        "LEVEL",
-        "ENV",
-        "ENVIRONMENT",
-        "DEBUG",
-        "PROTOCOL",
-        "TIMEOUT",
-        "PATH",
-        "DIR",
-        "LOCALE",
-        "LANG",
-        "TZ",
-        "DEPLOYMENT",
-        "TEMPERATURE",
-        "RETRIES",
-    }
-)
-_PLAIN_VALUE_RE = re.compile(r"(?i:true|false|yes|no|on|off|none|null|-?\d+(?:\.\d+)?)")
-
-
-def looks_like_settings(name: str, value: str) -> bool:
-    """Whether a ``.env`` entry is plainly configuration, not a credential: a number or
-    boolean, a URL without credentials, or a variable named like a setting."""
-    if _PLAIN_VALUE_RE.fullmatch(value.strip()):
-        return True
-    if "://" in value and "@" not in value and "?" not in value:
-        return True
-    return bool(_SETTING_WORDS.intersection(name.upper().split("_")))
-
-
-def parse_dotenv(text: str) -> dict[str, str]:
-    """``KEY=VALUE`` lines of a ``.env`` file: ``export`` prefixes, quotes and comments."""
-    values: dict[str, str] = {}
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        if line.startswith("export "):
-            line = line[len("export ") :].lstrip()
-        name, sep, value = line.partition("=")
-        name = name.strip()
-        if not sep or not name:
-            continue
-        values[name] = _dotenv_value(value.strip())
-    return values
-
-
-def _dotenv_value(value: str) -> str:
-    if value[:1] in ("'", '"'):
-        quote = value[0]
-        end = value.find(quote, 1)
-        while quote == '"' and end > 0 and value[end - 1] == "\\":
-            end = value.find(quote, end + 1)
-        inner = value[1:end] if end > 0 else value[1:]
-        if quote == '"':
-            inner = inner.replace('\\"', '"').replace("\\n", "\n").replace("\\\\", "\\")
-        return inner
-    comment = re.search(r"\s#", value)
-    return value[: comment.start()].rstrip() if comment else value
-
-
 class Redactor:
     """Replaces secrets in text and JSON with typed placeholders. Stateless once built.
 
@@ -443,45 +351,6 @@ class Redactor:
         """Headers without credential headers (dropped entirely), other values redacted."""
         items = mapping.items() if isinstance(mapping, Mapping) else mapping
         return {name: self.text(value) for name, value in items if not is_sensitive_header(name)}
-
-
-def is_sensitive_header(name: str) -> bool:
-    """Whether a header carries credentials and must never be recorded."""
-    lower = name.lower()
-    return lower in SENSITIVE_HEADERS or lower.endswith(_SENSITIVE_HEADER_SUFFIXES)
-
-
-HEADER_ATTRIBUTE_PREFIXES = ("http.request.header.", "http.response.header.")
-
-
-def scrub_header_attributes(node: JSON) -> JSON:
-    """An OTLP JSON document (or part of one) whose credential-bearing header attributes
-    (``http.request.header.api-key``, ``...authorization``: any name
-    :func:`is_sensitive_header` accepts, ``_`` read as ``-``) hold placeholders instead of
-    their values, which need not look like secrets (an Azure key is 32 hex digits)."""
-    if isinstance(node, list):
-        return [scrub_header_attributes(item) for item in node]
-    if not isinstance(node, dict):
-        return node
-    key = node.get("key")
-    if isinstance(key, str) and key.startswith(HEADER_ATTRIBUTE_PREFIXES) and "value" in node:
-        name = key.split(".header.", 1)[1]
-        if is_sensitive_header(name.replace("_", "-")):
-            placeholder = f"[REDACTED:header:{name}]"
-            return {**node, "value": _placeholders(node["value"], placeholder)}
-    return {k: scrub_header_attributes(v) for k, v in node.items()}
-
-
-def _placeholders(value: JSON, placeholder: str) -> JSON:
-    """An OTLP AnyValue (JSON form) with every string replaced by ``placeholder``."""
-    if isinstance(value, dict):
-        return {
-            k: placeholder if k == "stringValue" else _placeholders(v, placeholder)
-            for k, v in value.items()
-        }
-    if isinstance(value, list):
-        return [_placeholders(item, placeholder) for item in value]
-    return value
 
 
 PATTERNS_ONLY = Redactor()
