@@ -14,7 +14,16 @@ from pathlib import Path
 from benchmarks import _common
 from benchmarks._common import Results
 
-BENCHMARKS = ("replay", "streaming", "record", "ingest", "cassette_scale", "build", "vcr")
+BENCHMARKS = (
+    "replay",
+    "streaming",
+    "record",
+    "ingest",
+    "cassette_scale",
+    "build",
+    "vcr",
+    "redaction",
+)
 
 
 def table(results: Results) -> str:

@@ -19,6 +19,7 @@ EXPECTED_ROWS = {
     "5 cassette": 3,
     "6 build": 2,
     "7 vcrpy": 2,
+    "8 redaction": 3,
 }
 
 

@@ -20,7 +20,11 @@ import json as _json
 import os
 import re
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+import re2
 
 from otel_replay.core.exchange import JSON
 from otel_replay.redaction.headers import is_sensitive_header
@@ -34,19 +38,22 @@ PLACEHOLDER = r"\[REDACTED:[A-Za-z0-9_.:-]+\]"
 PLACEHOLDER_RE = re.compile(PLACEHOLDER)
 
 _B64URL = r"[A-Za-z0-9_-]"
-_NOT_OURS = r"(?!\[REDACTED:|-----BEGIN)"  # a value that is a placeholder or a PEM block
+# A value that is a placeholder or a PEM block is not a secret of the shape that precedes
+# it: such a match is left as it is (see ``_shape_replacement``).
+_NOT_OURS = ("[REDACTED:", "-----BEGIN")
 _AWS_NAME = r"(?i:ws_?secret_?(?:access_?)?key|ws-secret-(?:access-)?key)"
 _SECRET_ACCESS_NAME = r"(?i:ecret_?access_?key|ecret-access-key)"
 # Quotes may be JSON-escaped when the text is a raw request body.
 _AWS_VALUE = r"(?:\\?[\"'])?\s*[:=]\s*(?:\\?[\"'])?(?P<secret>[A-Za-z0-9/+]{40,})"
-_BEARER_VALUE = (
-    r"\s+" + _NOT_OURS + r"(?P<secret>(?=[A-Za-z._~+/=-]*[0-9])[A-Za-z0-9._~+/=-]{8,}"
-    r"|[A-Za-z0-9._~+/=-]{20,})"
-)
+# An opaque token after "Bearer": 8 or more token characters holding a digit, or 20 or more
+# (a longer run of letters is too long to be a word); the length and digit are checked on
+# the match (``_shape_replacement``), since the pattern language has no look-ahead.
+_BEARER_VALUE = r"\s+(?P<secret>[A-Za-z0-9._~+/=-]{8,})"
+_BEARER_WORD = 20
 _QUERY_VALUE = (
     r"(?i:api[_-]?key|apikey|key|access[_-]?token|auth[_-]?token|token|client[_-]?secret"
     r"|secret|password|passwd|sig|signature|x-amz-signature|x-amz-credential"
-    r"|x-amz-security-token|code)=" + _NOT_OURS + r"(?P<secret>[^&\s#\"'<>\\]+)"
+    r"|x-amz-security-token|code)=(?P<secret>[^&\s#\"'<>\\]+)"
 )
 
 # (kind, pattern). The whole match is the secret, unless the pattern has a group named
@@ -56,12 +63,13 @@ _QUERY_VALUE = (
 # candidates instead of trying every branch at every position. Where two patterns can
 # start at the same position the first listed wins. Shapes are not anchored at word
 # boundaries: a secret glued to other text is still redacted (over-redaction is the safe
-# failure).
+# failure). Patterns are RE2 syntax: the engine runs in time linear in the text, whatever
+# the text (no backtracking, so no look-around): a hostile body cannot stall the gateway.
 _SHAPES: tuple[tuple[str, str], ...] = (
     (
         "private-key",
         r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----[\s\S]*?"
-        r"(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----|\Z)",
+        r"(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----|\z)",
     ),
     ("anthropic-key", r"sk-ant-[a-z]{2,8}\d{2}-" + _B64URL + r"{16,}"),
     # Project, service-account and admin keys; legacy keys are 32+ letters and digits.
@@ -80,11 +88,10 @@ _SHAPES: tuple[tuple[str, str], ...] = (
     ("slack-token", r"xox[abposr]-[A-Za-z0-9-]{10,}"),
     ("slack-token", r"xapp-[A-Za-z0-9-]{10,}"),
     ("jwt", r"eyJ" + _B64URL + r"{8,}\." + _B64URL + r"{8,}\." + _B64URL + r"*"),
-    # An opaque token after "Bearer": it holds a digit or is too long to be a word.
     ("bearer-token", "Bearer" + _BEARER_VALUE),
     ("bearer-token", "bearer" + _BEARER_VALUE),
     ("bearer-token", "BEARER" + _BEARER_VALUE),
-    ("url-password", r"://[^\s/:@\"'<>\[\]]+:" + _NOT_OURS + r"(?P<secret>[^\s/@\"'<>\\]+)(?=@)"),
+    ("url-password", r"://[^\s/:@\"'<>\[\]]+:(?P<secret>[^\s/@\"'<>\\]+)@"),
     ("query-secret", r"\?" + _QUERY_VALUE),
     ("query-secret", "&" + _QUERY_VALUE),
 )
@@ -175,43 +182,63 @@ _CLEAN_MAX_SIZE = 16384
 _SCALARS = (int, float, bool)
 
 
-def _anchor_pattern(literals: Iterable[str]) -> re.Pattern[str]:
-    parts = [re.escape(a) for a in literals if a != "="]
-    return re.compile("|".join([*parts, _QUERY_ANCHOR]))
+def _anchor_pattern(literals: Iterable[str]) -> Any:
+    parts = [re2.escape(a) for a in literals if a != "="]
+    return re2.compile("|".join([*parts, _QUERY_ANCHOR]))
 
 
-def _compile_shapes() -> tuple[re.Pattern[str], dict[str, str]]:
-    """One alternation over all shapes; placeholders first so they are kept as they are.
+@dataclass(frozen=True, slots=True)
+class _Shape:
+    """One shape as the replacement sees it: its placeholder, its pattern for the
+    backtracking engine (run only on a match RE2 already found, anchored there, so its
+    cost is that of one match) and whether it is a bearer token (checked on the match)."""
 
-    Each branch ends in (or holds) a group ``kN`` whose closing makes it ``lastgroup``."""
-    branches = [PLACEHOLDER + "(?P<keep>)"]
-    placeholders: dict[str, str] = {}
-    for i, (kind, pattern) in enumerate(_SHAPES):
+    placeholder: str
+    pattern: re.Pattern[str]
+    bearer: bool
+
+
+def _compile_shapes() -> tuple[Any, dict[str, tuple[_Shape, ...]]]:
+    """One RE2 alternation over all shapes, without groups (RE2 then finds matches with
+    its DFA alone, whatever their length), placeholders first so they are kept as they
+    are; and the shapes by first character, in order, to tell which one matched."""
+    branches = [PLACEHOLDER]
+    by_first: dict[str, list[_Shape]] = {}
+    for kind, pattern in _SHAPES:
         if pattern[0] in "([.^$*+?{|" or (pattern[0] == "\\" and pattern[1].isalnum()):
             raise ValueError(f"shape for {kind} must start with a literal character")
-        name = f"k{i}"
-        if "(?P<secret>" in pattern:
-            branches.append(pattern.replace("(?P<secret>", f"(?P<{name}>"))
-        else:
-            branches.append(f"{pattern}(?P<{name}>)")
-        placeholders[name] = f"[REDACTED:{kind}]"
-    return re.compile("|".join(branches)), placeholders
+        branches.append(pattern.replace("(?P<secret>", "(?:"))
+        first = pattern[1] if pattern[0] == "\\" else pattern[0]
+        local = re.compile(pattern.replace("\\z", "\\Z"))
+        shape = _Shape(f"[REDACTED:{kind}]", local, kind == "bearer-token")
+        by_first.setdefault(first, []).append(shape)
+    compiled = re2.compile("|".join(branches))
+    return compiled, {first: tuple(shapes) for first, shapes in by_first.items()}
 
 
-_SHAPES_RE, _SHAPE_PLACEHOLDERS = _compile_shapes()
+_SHAPES_RE, _SHAPES_BY_FIRST = _compile_shapes()
 _DEFAULT_ANCHOR_RE = _anchor_pattern(_ANCHORS)
 
 
-def _shape_replacement(m: re.Match[str]) -> str:
-    name = m.lastgroup
-    if name is None or name == "keep":
-        return m.group()
-    start, end = m.span(name)
-    if start == end:  # an end marker: the whole match is the secret
-        return _SHAPE_PLACEHOLDERS[name]
-    whole = m.group()
-    offset = m.start()
-    return whole[: start - offset] + _SHAPE_PLACEHOLDERS[name] + whole[end - offset :]
+def _shape_replacement(m: Any) -> str:
+    whole: str = m.group()
+    for shape in _SHAPES_BY_FIRST.get(whole[:1], ()):
+        found = shape.pattern.match(whole)
+        if found is not None and found.end() == len(whole):
+            return _replaced(shape, whole, found)
+    return whole  # a placeholder, kept as it is
+
+
+def _replaced(shape: _Shape, whole: str, found: re.Match[str]) -> str:
+    if "secret" not in shape.pattern.groupindex:  # the whole match is the secret
+        return shape.placeholder
+    start, end = found.span("secret")
+    secret = whole[start:end]
+    if secret.startswith(_NOT_OURS):
+        return whole
+    if shape.bearer and len(secret) < _BEARER_WORD and not any(c.isdigit() for c in secret):
+        return whole  # a word after "Bearer" ("Bearer authentication"), not a token
+    return whole[:start] + shape.placeholder + whole[end:]
 
 
 class Redactor:
@@ -241,11 +268,11 @@ class Redactor:
                 by_value.setdefault(_json.dumps(value, ensure_ascii=False)[1:-1], name)
         self._names = tuple(sorted(set(by_value.values())))
         ordered = sorted(by_value, key=lambda v: (-len(v), v))
-        self._values_re: re.Pattern[str] | None = None
+        self._values_re: Any = None
         self._anchors: tuple[str, ...] = _ANCHORS
         if ordered:
-            self._values_re = re.compile(
-                f"(?P<keep>{PLACEHOLDER})|" + "|".join(re.escape(v) for v in ordered)
+            self._values_re = re2.compile(
+                f"(?P<keep>{PLACEHOLDER})|" + "|".join(re2.escape(v) for v in ordered)
             )
             self._anchors = _ANCHORS + tuple(ordered)
         self._anchor_re = _DEFAULT_ANCHOR_RE if not ordered else _anchor_pattern(self._anchors)
@@ -292,15 +319,16 @@ class Redactor:
         # "://"), so the prefilter would only add a scan before the substitution's own.
         if len(s) <= _LONG_TEXT and not self.might_hold_secret(s):
             return s
-        out = _SHAPES_RE.sub(_shape_replacement, s)
+        out: str = _SHAPES_RE.sub(_shape_replacement, s)
         if self._values_re is not None:
             out = self._values_re.sub(self._value_replacement, out)
-        return out
+        return s if out == s else out  # unchanged text is returned as the same object
 
-    def _value_replacement(self, m: re.Match[str]) -> str:
+    def _value_replacement(self, m: Any) -> str:
+        found: str = m.group()
         if m.lastgroup == "keep":
-            return m.group()
-        return f"[REDACTED:env:{self._value_names[m.group()]}]"
+            return found
+        return f"[REDACTED:env:{self._value_names[found]}]"
 
     def json(self, value: JSON) -> JSON:
         """A copy of a JSON value with every string (dict keys too) redacted.
