@@ -158,6 +158,62 @@ def _query_secret(rng: random.Random) -> Sample:
     )
 
 
+HEX = "0123456789abcdef"
+
+
+def _prefixed(kind: str, prefix: str, alphabet: str, n: int) -> Callable[[random.Random], Sample]:
+    """A vendor key: its documented prefix, then ``n`` characters of ``alphabet``."""
+    return lambda rng: _bare(kind, prefix + _with_digit(rng, alphabet, n))
+
+
+def _sendgrid(rng: random.Random) -> Sample:
+    return _bare("sendgrid-key", f"SG.{_pick(rng, B64URL, 22)}.{_pick(rng, B64URL, 43)}")
+
+
+def _digitalocean(rng: random.Random) -> Sample:
+    return _bare(
+        "digitalocean-token", rng.choice(["dop", "doo", "dor"]) + "_v1_" + _pick(rng, HEX, 64)
+    )
+
+
+def _slack_webhook(rng: random.Random) -> Sample:
+    path = f"T{_pick(rng, UPPER_DIGITS, 8)}/B{_pick(rng, UPPER_DIGITS, 10)}/{_pick(rng, ALNUM, 24)}"
+    secret = f"hooks.slack.com/services/{path}"
+    return Sample("slack-webhook", secret, f"https://{secret}", "https://[REDACTED:slack-webhook]")
+
+
+def _azure_account_key(rng: random.Random) -> Sample:
+    key = base64.b64encode(rng.randbytes(64)).decode("ascii")
+    before = "DefaultEndpointsProtocol=https;AccountName=agentstore;AccountKey="
+    after = ";EndpointSuffix=core.windows.net"
+    return Sample(
+        "azure-account-key",
+        key,
+        before + key + after,
+        before + "[REDACTED:azure-account-key]" + after,
+    )
+
+
+def _basic_auth(rng: random.Random) -> Sample:
+    secret = base64.b64encode(f"agent:{_with_digit(rng, ALNUM, 16)}".encode()).decode("ascii")
+    return Sample(
+        "basic-auth",
+        secret,
+        f"Authorization: Basic {secret}",
+        "Authorization: Basic [REDACTED:basic-auth]",
+    )
+
+
+def _token_auth(rng: random.Random) -> Sample:
+    token = _with_digit(rng, HEX, 40)
+    return Sample(
+        "token-auth",
+        token,
+        f"Authorization: Token {token}",
+        "Authorization: Token [REDACTED:token-auth]",
+    )
+
+
 GENERATORS: dict[str, Callable[[random.Random], Sample]] = {
     "openai-key": _openai,
     "anthropic-key": _anthropic,
@@ -172,6 +228,21 @@ GENERATORS: dict[str, Callable[[random.Random], Sample]] = {
     "private-key": _private_key,
     "url-password": _url_password,
     "query-secret": _query_secret,
+    "openrouter-key": _prefixed("openrouter-key", "sk-or-v1-", HEX, 64),
+    "huggingface-token": _prefixed("huggingface-token", "hf_", ALNUM, 34),
+    "groq-key": _prefixed("groq-key", "gsk_", ALNUM, 52),
+    "xai-key": _prefixed("xai-key", "xai-", ALNUM, 80),
+    "replicate-token": _prefixed("replicate-token", "r8_", ALNUM, 37),
+    "databricks-token": _prefixed("databricks-token", "dapi", HEX, 32),
+    "perplexity-key": _prefixed("perplexity-key", "pplx-", ALNUM, 48),
+    "gitlab-token": _prefixed("gitlab-token", "glpat-", B64URL, 20),
+    "npm-token": _prefixed("npm-token", "npm_", ALNUM, 36),
+    "sendgrid-key": _sendgrid,
+    "digitalocean-token": _digitalocean,
+    "slack-webhook": _slack_webhook,
+    "azure-account-key": _azure_account_key,
+    "basic-auth": _basic_auth,
+    "token-auth": _token_auth,
 }
 KINDS: tuple[str, ...] = tuple(GENERATORS)
 

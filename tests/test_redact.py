@@ -18,7 +18,7 @@ from secrets_corpus import (
 )
 
 from otel_replay.redaction.headers import is_sensitive_header
-from otel_replay.redaction.names import parse_dotenv
+from otel_replay.redaction.names import is_secret_name, parse_dotenv
 from otel_replay.redaction.redact import PATTERNS_ONLY, Redactor
 
 NO_DOTENV = Path("/nonexistent-otel-replay-test-dir")
@@ -257,3 +257,51 @@ def test_dotenv_settings_are_not_treated_as_secrets(tmp_path):
     assert redactor.text(text) == (
         "claude-haiku-4-5 http://127.0.0.1:1/v1 [REDACTED:env:MODEL_API_KEY] [REDACTED:env:WEBHOOK]"
     )
+
+
+@pytest.mark.parametrize(
+    ("name", "secret"),
+    [
+        ("OPENAI_API_KEY", True),
+        ("STRIPE_KEY_2", True),
+        ("SERVICE_TOKEN3", True),
+        ("DB_PASS", True),
+        ("DB_PASSWD", True),
+        ("GOOGLE_APPLICATION_CREDENTIALS", True),
+        ("GITHUB_PAT", True),
+        ("WEATHER_APIKEY", True),
+        ("SECRET_KEY_BASE", True),
+        ("AWS_SECRET_ACCESS_KEY", True),
+        ("my_password_file", True),
+        ("TOKEN", True),
+        ("HOME", False),
+        ("PWD", False),
+        ("OLDPWD", False),
+        ("PATH", False),
+        ("OPENAI_BASE_URL", False),
+        ("KEYBOARD_LAYOUT", False),
+        ("PYTEST_XDIST_WORKER_COUNT", False),
+        ("MONKEY", False),
+        ("PASSAGE_COUNT", False),
+    ],
+)
+def test_secret_variable_names(name, secret):
+    assert is_secret_name(name) is secret
+
+
+def test_secrets_of_numbered_and_credential_variables_are_redacted_by_name():
+    redactor = Redactor.from_environment(
+        {"STRIPE_KEY_2": "k2-value-123456", "DB_PASS": "hunter2-longer", "HOME": "/home/me"},
+        cwd=NO_DOTENV,
+    )
+    out = redactor.text("k2-value-123456 hunter2-longer /home/me")
+    assert out == "[REDACTED:env:STRIPE_KEY_2] [REDACTED:env:DB_PASS] /home/me"
+
+
+def test_corpus_covers_the_hosted_model_and_platform_keys():
+    kinds = {s.kind for s in SAMPLES}
+    assert kinds >= {
+        "huggingface-token", "groq-key", "xai-key", "replicate-token", "databricks-token",
+        "openrouter-key", "perplexity-key", "gitlab-token", "npm-token", "sendgrid-key",
+        "digitalocean-token", "basic-auth", "token-auth", "azure-account-key", "slack-webhook",
+    }  # fmt: skip

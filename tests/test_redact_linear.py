@@ -81,3 +81,12 @@ def test_secrets_among_long_runs_of_traps_never_leak(
     once = PATTERNS_ONLY.text("".join(pieces))
     assert sample.secret not in once
     assert PATTERNS_ONLY.text(once) == once
+
+
+def test_lone_surrogates_do_not_stop_redaction() -> None:
+    secret = fake("openai-key", 3)
+    text = f"\ud800 {secret.text} \udfff tail"
+    assert PATTERNS_ONLY.might_hold_secret(text)
+    assert PATTERNS_ONLY.text(text) == f"\ud800 {secret.redacted} \udfff tail"
+    plain = "\ud800 nothing here \udc00"
+    assert PATTERNS_ONLY.text(plain) is plain

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import threading
 from pathlib import Path
@@ -17,6 +18,7 @@ from otel_replay.otlp import attributes as otlp_attributes
 from otel_replay.otlp import codec
 from otel_replay.otlp import files as otlp_files
 from otel_replay.otlp.store import TraceStore, sibling
+from otel_replay.redaction.redact import Redactor
 
 SECRET = "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789"
 
@@ -151,3 +153,35 @@ def test_concurrent_writers_never_interleave(tmp_path: Path) -> None:
     lines = read_lines(path)
     assert len(lines) == 100
     assert store.spans_received == 100
+
+
+def test_secrets_in_bytes_attributes_and_log_bodies_never_reach_the_file(tmp_path: Path) -> None:
+    redactor = Redactor()
+    store = TraceStore(
+        tmp_path / "t.jsonl",
+        tmp_path / "t.logs.jsonl",
+        None,
+        redact=redactor.json,
+        redact_text=redactor.text,
+    )
+    request = traces("with-bytes")
+    span = request.resource_spans[0].scope_spans[0].spans[0]
+    span.attributes.extend(otlp_attributes.dict_to_attributes({"payload": SECRET.encode()}))
+    store.write_traces(request)
+    log_request = logs(1)
+    record = log_request.resource_logs[0].scope_logs[0].log_records[0]
+    record.body.bytes_value = f"key={SECRET}".encode()
+    store.write_logs(log_request)
+    store.close()
+    for name in ("t.jsonl", "t.logs.jsonl"):
+        text = (tmp_path / name).read_text()
+        assert SECRET not in text
+        assert base64.b64encode(SECRET.encode()).decode() not in text
+    [stored] = list(otlp_files.iter_trace_requests(tmp_path / "t.jsonl"))
+    attrs = otlp_attributes.attributes_to_dict(
+        stored.resource_spans[0].scope_spans[0].spans[0].attributes
+    )
+    assert attrs["payload"] == b"[REDACTED:openai-key]"
+    [stored_logs] = list(otlp_files.iter_log_requests(tmp_path / "t.logs.jsonl"))
+    body = stored_logs.resource_logs[0].scope_logs[0].log_records[0].body.bytes_value
+    assert body == b"[REDACTED:openai-key]"  # the whole encoded value became the placeholder

@@ -39,4 +39,18 @@ OTEL_REPLAY_MODE = "OTEL_REPLAY_MODE"
 # Read by otel-replay.
 CI = "CI"
 
-SECRET_NAME_SUFFIXES = ("_KEY", "_TOKEN", "_SECRET", "_PASSWORD")
+SECRET_NAME_SUFFIXES = (
+    "_KEY",
+    "_APIKEY",
+    "_TOKEN",
+    "_PAT",
+    "_SECRET",
+    "_PASSWORD",
+    "_PASSWD",
+    "_PASS",
+    "_CREDENTIAL",
+    "_CREDENTIALS",
+)
+"""A variable whose name ends so (after any ``_2``-style number) holds a secret."""
+SECRET_NAME_WORDS = ("SECRET", "PASSWORD")
+"""A variable whose name holds one of these anywhere (``SECRET_KEY_BASE``) holds a secret."""

@@ -8,8 +8,10 @@ batch is redacted before it is serialised, so secrets never reach the file.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
+import re
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -190,9 +192,11 @@ class TraceStore:
             # hold no quote or backslash; only a pattern running to the end of the text
             # (an unterminated PEM block) can break the line, and then the walk decides.
             clean = self._redact_text(text)
-            if clean == text or _is_json(clean):
+            if clean == text:
                 return (clean + "\n").encode("utf-8")
-        return (codec.dumps_line(self._redact(doc)) + "\n").encode("utf-8")
+            if _is_json(clean):
+                return (_bytes_placeholders(clean) + "\n").encode("utf-8")
+        return (_bytes_placeholders(codec.dumps_line(self._redact(doc))) + "\n").encode("utf-8")
 
     def close(self) -> None:
         """Close the files; a later write opens them again (appending)."""
@@ -210,6 +214,20 @@ class TraceStore:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+_BYTES_PLACEHOLDER = re.compile(r'"bytesValue":"(\[REDACTED:[A-Za-z0-9_.:-]+\])"')
+
+
+def _bytes_placeholders(line: str) -> str:
+    """A redacted line whose ``bytesValue`` fields are base64 again: a secret found in
+    bytes (redaction decodes base64) leaves its placeholder there, which OTLP JSON would
+    no longer read as bytes; it becomes the base64 of the placeholder's text."""
+    if '"bytesValue":"[' not in line:
+        return line
+    return _BYTES_PLACEHOLDER.sub(
+        lambda m: '"bytesValue":"' + base64.b64encode(m.group(1).encode()).decode() + '"', line
+    )
 
 
 def _is_json(text: str) -> bool:

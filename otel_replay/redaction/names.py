@@ -5,14 +5,23 @@ from __future__ import annotations
 
 import re
 
-from otel_replay.core.envvars import SECRET_NAME_SUFFIXES
+from otel_replay.core.envvars import SECRET_NAME_SUFFIXES, SECRET_NAME_WORDS
 
 __all__ = ["is_secret_name", "looks_like_settings", "parse_dotenv"]
 
 
+_NUMBERED = re.compile(r"_?[0-9]+$")
+
+
 def is_secret_name(name: str) -> bool:
-    """Whether an environment variable's name marks its value as a secret."""
-    return name.upper().endswith(SECRET_NAME_SUFFIXES)
+    """Whether an environment variable's name marks its value as a secret: it ends in
+    ``_KEY``, ``_TOKEN``, ``_PASS``, ``_CREDENTIALS``... (``OPENAI_API_KEY``,
+    ``DB_PASS``, ``GITHUB_PAT``), also when numbered (``STRIPE_KEY_2``), or it holds
+    ``SECRET`` or ``PASSWORD`` anywhere (``SECRET_KEY_BASE``)."""
+    upper = name.upper()
+    if any(word in upper for word in SECRET_NAME_WORDS):
+        return True
+    return ("_" + _NUMBERED.sub("", upper)).endswith(SECRET_NAME_SUFFIXES)
 
 
 # ``.env`` entries whose name says they configure rather than authenticate: a model name

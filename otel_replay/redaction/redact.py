@@ -16,10 +16,12 @@ case of text that holds no secret. Existing placeholders are never redacted agai
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json as _json
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,6 +29,7 @@ from typing import Any
 import re2
 
 from otel_replay.core.exchange import JSON
+from otel_replay.redaction.encoded import EncodedSecrets
 from otel_replay.redaction.headers import is_sensitive_header
 from otel_replay.redaction.names import is_secret_name, looks_like_settings, parse_dotenv
 
@@ -50,6 +53,7 @@ _AWS_VALUE = r"(?:\\?[\"'])?\s*[:=]\s*(?:\\?[\"'])?(?P<secret>[A-Za-z0-9/+]{40,}
 # the match (``_shape_replacement``), since the pattern language has no look-ahead.
 _BEARER_VALUE = r"\s+(?P<secret>[A-Za-z0-9._~+/=-]{8,})"
 _BEARER_WORD = 20
+_BASIC_VALUE = r"\s+(?P<secret>[A-Za-z0-9+/]{4,}={0,2})"
 _QUERY_VALUE = (
     r"(?i:api[_-]?key|apikey|key|access[_-]?token|auth[_-]?token|token|client[_-]?secret"
     r"|secret|password|passwd|sig|signature|x-amz-signature|x-amz-credential"
@@ -91,6 +95,29 @@ _SHAPES: tuple[tuple[str, str], ...] = (
     ("bearer-token", "Bearer" + _BEARER_VALUE),
     ("bearer-token", "bearer" + _BEARER_VALUE),
     ("bearer-token", "BEARER" + _BEARER_VALUE),
+    # Hosted-model and developer-platform keys: each vendor's documented prefix, then
+    # at least the length its keys have (a shorter run is left alone).
+    ("openrouter-key", r"sk-or-v1-[A-Za-z0-9]{32,}"),
+    ("huggingface-token", r"hf_[A-Za-z0-9]{30,}"),
+    ("groq-key", r"gsk_[A-Za-z0-9]{40,}"),
+    ("xai-key", r"xai-[A-Za-z0-9]{40,}"),
+    ("replicate-token", r"r8_[A-Za-z0-9]{30,}"),
+    ("databricks-token", r"dapi[a-f0-9]{32}(?:-[0-9]+)?"),
+    ("perplexity-key", r"pplx-[A-Za-z0-9]{32,}"),
+    ("gitlab-token", r"glpat-[A-Za-z0-9_-]{20,}"),
+    ("npm-token", r"npm_[A-Za-z0-9]{36,}"),
+    ("sendgrid-key", r"SG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}"),
+    ("digitalocean-token", r"do[opr]_v1_[a-f0-9]{64}"),
+    ("slack-webhook", r"hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9/_-]{20,}"),
+    ("azure-account-key", r"AccountKey=(?P<secret>[A-Za-z0-9+/]{20,}={0,2})"),
+    ("azure-account-key", r"SharedAccessKey=(?P<secret>[A-Za-z0-9+/]{20,}={0,2})"),
+    # "Basic" credentials are base64 of "user:password" (checked on the match); "Token"
+    # credentials are opaque tokens, like bearer tokens ("token" in lower case is prose).
+    ("basic-auth", "Basic" + _BASIC_VALUE),
+    ("basic-auth", "basic" + _BASIC_VALUE),
+    ("basic-auth", "BASIC" + _BASIC_VALUE),
+    ("token-auth", "Token" + _BEARER_VALUE),
+    ("token-auth", "TOKEN" + _BEARER_VALUE),
     ("url-password", r"://[^\s/:@\"'<>\[\]]+:(?P<secret>[^\s/@\"'<>\\]+)@"),
     ("query-secret", r"\?" + _QUERY_VALUE),
     ("query-secret", "&" + _QUERY_VALUE),
@@ -102,6 +129,22 @@ _ANCHORS: tuple[str, ...] = (
     "PRIVATE KEY",
     *"sk- sk_ rk_ AKIA ASIA ecret ECRET ghp_ gho_ ghu_ ghs_ ghr_ github_pat_".split(),
     *"AIza xox xapp- eyJ earer EARER :// =".split(),
+    *"hf_ gsk_ xai- r8_ dapi pplx- glpat- npm_ SG. _v1_ hooks.slack.com".split(),
+    *"asic ASIC Token TOKEN ccountKey= ccessKey=".split(),
+)
+# Literal text whose base64 forms betray an encoded secret: the anchors of three or more
+# characters (``=`` alone encodes to nothing of its own), and longer prefixes so that a
+# secret that does not start an encoded block is found too (an anchor needs six
+# characters to leave a base64 form of its own one or two bytes into a block).
+_ENCODED_ANCHORS = (
+    *(a for a in _ANCHORS if len(a) >= 3),
+    *"sk-proj- sk-svcacct- sk-admin- sk-ant-api sk-ant-admin sk-or-v1-".split(),
+    "Bearer ",
+    "Basic ",
+    "Token ",
+    *"Authorization key= KEY= token= secret= password= signature= ://".split(),
+    *"https:// http:// postgres:// postgresql:// mysql:// mongodb:// mongodb+srv://".split(),
+    *"redis:// rediss:// amqp:// amqps:// ftp:// sftp:// ssh:// git@".split(),
 )
 # The same test as one compiled search. A query secret always reads ``?name=`` or
 # ``&name=`` with a name of letters, ``_`` and ``-``, so ``=`` alone (frequent in base64
@@ -195,7 +238,28 @@ class _Shape:
 
     placeholder: str
     pattern: re.Pattern[str]
-    bearer: bool
+    check: Callable[[str], bool] | None
+
+
+def _opaque_token(value: str) -> bool:
+    """A token after "Bearer" or "Token": it holds a digit or is too long to be a word."""
+    return len(value) >= _BEARER_WORD or any(c.isdigit() for c in value)
+
+
+def _basic_credentials(value: str) -> bool:
+    """Base64 of ``user:password``, as HTTP Basic authentication sends it."""
+    try:
+        decoded = base64.b64decode(value + "=" * (-len(value) % 4), validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    return b":" in decoded
+
+
+_CHECKS: dict[str, Callable[[str], bool]] = {
+    "bearer-token": _opaque_token,
+    "token-auth": _opaque_token,
+    "basic-auth": _basic_credentials,
+}
 
 
 def _compile_shapes() -> tuple[Any, dict[str, tuple[_Shape, ...]]]:
@@ -210,7 +274,7 @@ def _compile_shapes() -> tuple[Any, dict[str, tuple[_Shape, ...]]]:
         branches.append(pattern.replace("(?P<secret>", "(?:"))
         first = pattern[1] if pattern[0] == "\\" else pattern[0]
         local = re.compile(pattern.replace("\\z", "\\Z"))
-        shape = _Shape(f"[REDACTED:{kind}]", local, kind == "bearer-token")
+        shape = _Shape(f"[REDACTED:{kind}]", local, _CHECKS.get(kind))
         by_first.setdefault(first, []).append(shape)
     compiled = re2.compile("|".join(branches))
     return compiled, {first: tuple(shapes) for first, shapes in by_first.items()}
@@ -236,9 +300,14 @@ def _replaced(shape: _Shape, whole: str, found: re.Match[str]) -> str:
     secret = whole[start:end]
     if secret.startswith(_NOT_OURS):
         return whole
-    if shape.bearer and len(secret) < _BEARER_WORD and not any(c.isdigit() for c in secret):
-        return whole  # a word after "Bearer" ("Bearer authentication"), not a token
+    if shape.check is not None and not shape.check(secret):
+        return whole  # e.g. a word after "Bearer" ("Bearer authentication"), not a token
     return whole[:start] + shape.placeholder + whole[end:]
+
+
+# Lone surrogates (from a JSON ``\ud800`` escape) cannot be encoded as UTF-8, which RE2
+# reads; no secret holds one, so the text between them is redacted piece by piece.
+_SURROGATES = re.compile("([\ud800-\udfff]+)")
 
 
 class Redactor:
@@ -252,6 +321,7 @@ class Redactor:
         "_anchor_re",
         "_anchors",
         "_clean",
+        "_encoded",
         "_literals",
         "_names",
         "_plan",
@@ -280,6 +350,7 @@ class Redactor:
         self._plan = _literal_plan(self._literals)
         self._clean: set[str] = set()
         self._value_names = by_value
+        self._encoded = EncodedSecrets(_ENCODED_ANCHORS + tuple(ordered), self._plain_text)
 
     @classmethod
     def from_environment(
@@ -309,20 +380,45 @@ class Redactor:
 
     def might_hold_secret(self, s: str) -> bool:
         """Cheap test: False means ``s`` certainly holds nothing to redact."""
+        try:
+            return self._might_hold_secret(s)
+        except UnicodeEncodeError:  # lone surrogates, which RE2 cannot read
+            return any(self._might_hold_secret(part) for part in _SURROGATES.split(s)[::2])
+
+    def _might_hold_secret(self, s: str) -> bool:
         if len(s) <= _SHORT:  # one compiled search beats many short substring tests
-            return self._anchor_re.search(s) is not None
-        return _holds_literal(s, self._plan) or _has_query_anchor(s)
+            if self._anchor_re.search(s) is not None:
+                return True
+        elif _holds_literal(s, self._plan) or _has_query_anchor(s):
+            return True
+        return self._encoded.might_hide_secret(s)
 
     def text(self, s: str) -> str:
         """``s`` with every secret replaced by its placeholder."""
+        try:
+            return self._text(s)
+        except UnicodeEncodeError:  # lone surrogates: RE2 reads the text between them
+            parts = _SURROGATES.split(s)
+            parts[::2] = [self._text(part) for part in parts[::2]]
+            out = "".join(parts)
+            return s if out == s else out
+
+    def _text(self, s: str) -> str:
         # On a long text (a whole OTLP batch) some anchor is nearly always present (a URL's
         # "://"), so the prefilter would only add a scan before the substitution's own.
         if len(s) <= _LONG_TEXT and not self.might_hold_secret(s):
             return s
+        out = self._plain_text(s)
+        if self._encoded.might_hide_secret(out):
+            out = self._encoded.redact(out)
+        return s if out == s else out  # unchanged text is returned as the same object
+
+    def _plain_text(self, s: str) -> str:
+        """``s`` with every secret written as itself replaced (no decoding)."""
         out: str = _SHAPES_RE.sub(_shape_replacement, s)
         if self._values_re is not None:
             out = self._values_re.sub(self._value_replacement, out)
-        return s if out == s else out  # unchanged text is returned as the same object
+        return out
 
     def _value_replacement(self, m: Any) -> str:
         found: str = m.group()
