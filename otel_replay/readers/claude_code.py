@@ -20,6 +20,7 @@ from otel_replay import providers
 from otel_replay.core.exchange import JSON, Exchange
 from otel_replay.core.ids import hex_id
 from otel_replay.readers import view
+from otel_replay.readers.rebuild import replay_response
 
 __all__ = ["ClaudeCodeReader", "event_name"]
 
@@ -82,13 +83,13 @@ def _exchange(
     request: dict[str, Any], sent: LogRecord, response: dict[str, Any], received: LogRecord
 ) -> Exchange:
     api = providers.get("anthropic")
-    endpoint = api.endpoint("messages")
+    endpoint = api.endpoint("messages", model=view.as_str(request.get("model")))
     stream = api.wants_stream(request)
     return Exchange(
         provider="anthropic",
         operation="messages",
         request=api.canonical(endpoint, request),
-        response=view.replay_response("anthropic", "messages", response, stream),
+        response=replay_response("anthropic", "messages", response, stream),
         raw_request=request,
         stream=stream,
         start_ns=_time(sent),
