@@ -2,10 +2,11 @@
 
 When the span carries ``input.value`` / ``output.value`` as JSON (``input.mime_type`` is
 ``application/json``) they are the exact request keyword arguments and response: full
-fidelity, read through the provider's own ``canonical``. Otherwise the flattened message
-attributes (``llm.input_messages.N.message.*``, ``llm.output_messages.N.message.*``,
-``llm.tools.N.tool.json_schema``, ``llm.invocation_parameters``, ``llm.token_count.*``)
-give the semantic-convention view.
+fidelity, read through the provider's own ``canonical`` (``read_body``). Otherwise the
+flattened message attributes (``llm.input_messages.N.message.*``,
+``llm.output_messages.N.message.*``, ``llm.tools.N.tool.json_schema``,
+``llm.invocation_parameters``, ``llm.token_count.*``) give the semantic-convention view
+(``read_messages``). Both are rows of ``readers.registry``.
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ from otel_replay.readers.view import Event
 
 __all__ = ["read_body", "read_messages"]
 
+SOURCE = "openinference"
+"""The ``source`` of the exchanges read here."""
 # Keyword arguments of the SDK call that never reach the body as such.
 _NOT_BODY = frozenset({"extra_headers", "extra_query", "extra_body", "timeout"})
 _NOT_PARAMS = frozenset({"model", "messages", "tools", "functions", "stream", "stream_options"})
@@ -152,7 +155,7 @@ def _exact(
         trace_id=hex_id(span.trace_id),
         span_id=hex_id(span.span_id),
         parent_span_id=hex_id(span.parent_span_id),
-        source="openinference",
+        source=SOURCE,
     )
 
 
@@ -223,5 +226,5 @@ def _from_messages(
         ),
         span,
         stream=bool((invocation or {}).get("stream")),
-        source="openinference",
+        source=SOURCE,
     )

@@ -115,6 +115,13 @@ READERS: tuple[Reader, ...] = (
 """Every span reader. Dispatch orders them by fidelity, then by their place here."""
 
 
+def _by_fidelity(readers: Sequence[Reader]) -> list[Reader]:
+    return sorted(readers, key=lambda r: -r.fidelity)
+
+
+_ORDERED = _by_fidelity(READERS)
+
+
 @dataclass(frozen=True, slots=True)
 class LogReader:
     """A reader of log events that pairs records into exchanges (it keeps state)."""
@@ -145,7 +152,7 @@ def read_call(
     """The model call a span carries, from the most faithful reader that applies and
     reads it."""
     carried = with_details(attrs, events)
-    for reader in sorted(readers, key=lambda r: -r.fidelity):
+    for reader in _ORDERED if readers is READERS else _by_fidelity(readers):
         if reader.applies(carried):
             exchange = reader.read(span, carried, events)
             if exchange is not None:

@@ -6,8 +6,8 @@ Understands the latest "parts" form (``gen_ai.input.messages``, ``gen_ai.output.
 OpenLLMetry's flattened ``gen_ai.prompt.N.*`` / ``gen_ai.completion.N.*`` attributes and the
 per-message events (``gen_ai.system.message`` … ``gen_ai.choice``) as span events or log
 records. Only the semantic-convention view exists here, so the request is built in the
-parts form directly (``view``), ``known`` names exactly what the span recorded, and the
-response is rebuilt in the provider's format by ``response_from_view``.
+parts form directly (``readers.messages``), ``known`` names exactly what the span
+recorded, and the response is rebuilt in the provider's format (``readers.rebuild``).
 """
 
 from __future__ import annotations

@@ -41,10 +41,6 @@ def as_list(value: Any) -> list[Any]:
     return list(value) if isinstance(value, list | tuple) else []
 
 
-def is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
 def plain(value: Any) -> JSON:
     """Attribute values as JSON: tuples (OTel arrays) become lists."""
     if isinstance(value, tuple | list):
