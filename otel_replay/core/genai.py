@@ -106,6 +106,10 @@ def oi_mime_type(side: Literal["input", "output"]) -> str:
 
 # --- general OpenTelemetry attributes a model-call span carries ----------------------------
 
+SERVICE_NAME = "service.name"
+"""A resource attribute: the service the telemetry came from."""
+EVENT_NAME = "event.name"
+"""A log record's event name, when written as an attribute."""
 SERVER_ADDRESS = "server.address"
 SERVER_PORT = "server.port"
 HTTP_STATUS = "http.response.status_code"

@@ -47,7 +47,7 @@ class Selection:
     until_ns: int | None = None
 
     def resource_ok(self, resource: Mapping[str, Any]) -> bool:
-        return not self.services or resource.get("service.name") in self.services
+        return not self.services or resource.get(genai.SERVICE_NAME) in self.services
 
     def item_ok(self, trace_id: bytes, start_ns: int) -> bool:
         if self.trace_ids and trace_id.hex() not in self.trace_ids:
@@ -142,7 +142,7 @@ def _read_logs(
             for scope_logs in resource_logs.scope_logs:
                 for record in scope_logs.log_records:
                     attrs = attributes_to_dict(record.attributes)
-                    name = getattr(record, "event_name", "") or str(attrs.get("event.name", ""))
+                    name = getattr(record, "event_name", "") or str(attrs.get(genai.EVENT_NAME, ""))
                     if name in genai.GENAI_EVENTS and record.span_id:
                         body = any_value_to_python(record.body)
                         linked.setdefault(record.span_id, []).append((name, attrs, body))

@@ -17,6 +17,7 @@ from typing import Any
 from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 
 from otel_replay import providers
+from otel_replay.core import genai
 from otel_replay.core.exchange import JSON, Exchange
 from otel_replay.core.ids import hex_id
 from otel_replay.readers import view
@@ -31,7 +32,7 @@ _MAX_SESSIONS = 4096
 
 def event_name(record: LogRecord, attrs: Mapping[str, Any]) -> str:
     """The event's short name (``api_request_body``), whichever way it was written."""
-    name = getattr(record, "event_name", "") or attrs.get("event.name") or ""
+    name = getattr(record, "event_name", "") or attrs.get(genai.EVENT_NAME) or ""
     if not name and record.body.WhichOneof("value") == "string_value":
         name = record.body.string_value
     return str(name).removeprefix("claude_code.")

@@ -255,7 +255,7 @@ def export_request(
     """Spans wrapped in one ResourceSpans / ScopeSpans, ready for a trace store or OTLP."""
     resource = Resource()
     kv = resource.attributes.add()
-    kv.key = "service.name"
+    kv.key = genai.SERVICE_NAME
     kv.value.string_value = service_name
     scope_spans = ScopeSpans(scope=InstrumentationScope(name=SCOPE_NAME, version=__version__))
     scope_spans.spans.extend(spans)
@@ -339,7 +339,7 @@ def _export_json(span: dict[str, Any], service_name: str) -> dict[str, Any]:
     version = __version__
     if version:
         scope["version"] = version
-    resource = {"attributes": [{"key": "service.name", "value": {"stringValue": service_name}}]}
+    resource = {"attributes": [{"key": genai.SERVICE_NAME, "value": {"stringValue": service_name}}]}
     return {
         "resourceSpans": [{"resource": resource, "scopeSpans": [{"scope": scope, "spans": [span]}]}]
     }
