@@ -21,6 +21,7 @@ from otel_replay.cassette.writer import CassetteWriter
 from otel_replay.core.errors import CassetteError
 from otel_replay.core.exchange import CanonicalRequest, Exchange, Response
 from otel_replay.pipeline.build import build, build_file
+from otel_replay.readers import window as dedupe
 from otel_replay.redaction.redact import Redactor
 
 CLI = [sys.executable, "-m", "otel_replay"]
@@ -60,7 +61,7 @@ def test_interactions_released_out_of_order_are_written_in_order(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A window of 2 releases a late-arriving early call after later ones.
-    monkeypatch.setattr(readers, "_Window", functools.partial(readers._Window, 2))
+    monkeypatch.setattr(readers, "Window", functools.partial(dedupe.Window, 2))
     spans = [call_span(f"q{i}", span_id=f"{i + 1:016x}", start=1_000 * (i + 1)) for i in range(6)]
     spans.append(call_span("earliest", span_id="e" * 16, start=10))
     path = write_lines(tmp_path / "traces.jsonl", *(traces(s) for s in spans))
@@ -146,7 +147,7 @@ def test_cli_build_writes_and_counts(tmp_path: Path) -> None:
 def test_parent_links_stay_bounded_in_a_long_file() -> None:
     """Links are held while an exchange in the window may need them: a long file does not
     grow them."""
-    window = readers._Window(size=4)
+    window = dedupe.Window(size=4)
     most = 0
     for i in range(2_000):
         span = make_span({}, name="tool", span_id=f"{i + 1:016x}", parent=f"{i + 2:016x}")
@@ -161,7 +162,7 @@ def test_parent_links_stay_bounded_in_a_long_file() -> None:
 def test_every_call_of_a_long_file_joins_its_layers() -> None:
     """Each call's lower layer (exported first) joins its upper one through the HTTP span
     between them, however many calls came before."""
-    window = readers._Window(size=8)
+    window = dedupe.Window(size=8)
     out: list[Exchange] = []
 
     def layer(i: int, level: int) -> Exchange:
@@ -208,8 +209,8 @@ def test_layers_in_two_files_join_across_many_calls(tmp_path: Path) -> None:
     report = build_file([folder], out)
     every_link = tmp_path / "every_link.json"
     with pytest.MonkeyPatch.context() as patch:  # the same build, never dropping a link
-        patch.setattr(readers, "_PARENT_LINKS", 10**9)
-        patch.setattr(readers._Links, "released", lambda self, oldest: None)
+        patch.setattr(dedupe, "PARENT_LINKS", 10**9)
+        patch.setattr(dedupe.Links, "released", lambda self, oldest: None)
         build_file([folder], every_link)
     assert load(out).interactions == load(every_link).interactions
     sources = [ex.source for ex in load(out).interactions]

@@ -28,7 +28,9 @@ from otel_replay.core.exchange import CanonicalRequest, Exchange, Response
 from otel_replay.core.jsontext import pretty
 from otel_replay.otlp import codec, tracejson, tracejson_decode
 from otel_replay.otlp.store import TraceStore
-from otel_replay.readers import _Links, _Window, keep
+from otel_replay.readers.window import Links as _Links
+from otel_replay.readers.window import Window as _Window
+from otel_replay.readers.window import keep
 from otel_replay.redaction.redact import Redactor
 from otel_replay.spans.encode import exchange_to_span, export_request
 

@@ -12,13 +12,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from otel_replay.core.exchange import JSON, CanonicalRequest, SSEEvent
-from otel_replay.providers.anthropic_stream import messages_body, messages_stream
-from otel_replay.providers.base import OutputView
-from otel_replay.providers.parts import (
+from otel_replay.core.genai import (
     FINISH_CONTENT_FILTER,
     FINISH_LENGTH,
     FINISH_STOP,
     FINISH_TOOL_CALL,
+)
+from otel_replay.providers.anthropic_stream import messages_body, messages_stream
+from otel_replay.providers.base import OutputView
+from otel_replay.providers.parts import (
     as_dict,
     as_int,
     as_list,
@@ -27,15 +29,18 @@ from otel_replay.providers.parts import (
     event_payloads,
     function_tool,
     generic_part,
+    message,
     parse_arguments,
     parts_of,
     raw_part,
+    reasoning_part,
     short_hash,
     strip_prefix,
     text_or_parts,
     text_part,
     tool_call_part,
     tool_calls_of,
+    tool_response_part,
 )
 
 _ENDPOINTS = {
@@ -77,16 +82,13 @@ def block_part(block: JSON) -> dict[str, Any]:
     if kind == "tool_use":
         return tool_call_part(block.get("id"), block.get("name"), block.get("input"))
     if kind == "tool_result":
-        part = {
-            "type": "tool_call_response",
-            "id": block.get("tool_use_id"),
-            "response": text_or_parts(block.get("content"), content_parts),
-        }
+        response = text_or_parts(block.get("content"), content_parts)
+        part = tool_response_part(block.get("tool_use_id"), response)
         if block.get("is_error"):
             part["is_error"] = True
         return part
     if kind == "thinking" and isinstance(block.get("thinking"), str):
-        return {"type": "reasoning", "content": block["thinking"]}
+        return reasoning_part(block["thinking"])
     return generic_part(block, drop=_DROP)
 
 
@@ -101,12 +103,8 @@ def content_parts(content: JSON) -> list[dict[str, Any]]:
 
 def _message(raw: JSON) -> dict[str, Any]:
     if not isinstance(raw, dict):
-        return {"role": "user", "parts": [raw_part(raw)]}
-    role = raw.get("role")
-    return {
-        "role": role if isinstance(role, str) else "user",
-        "parts": content_parts(raw.get("content")),
-    }
+        return message("user", [raw_part(raw)])
+    return message(raw.get("role"), content_parts(raw.get("content")))
 
 
 def _tools(raw_tools: JSON) -> JSON:
@@ -203,7 +201,7 @@ class AnthropicProvider:
     def operation(self, path: str) -> str:
         return _OPERATIONS.get(strip_prefix(path).partition("?")[0], "other")
 
-    def endpoint(self, operation: str) -> str:
+    def endpoint(self, operation: str, *, model: str | None = None) -> str:
         return _ENDPOINTS.get(operation, "/v1")
 
     def canonical(self, path: str, body: JSON) -> CanonicalRequest:

@@ -48,8 +48,9 @@ class Provider(Protocol):
         ``completions``, ``messages``, ``count_tokens``, ``models`` or ``other``."""
         ...
 
-    def endpoint(self, operation: str) -> str:
-        """The canonical path for an operation, e.g. ``chat`` -> ``/v1/chat/completions``."""
+    def endpoint(self, operation: str, *, model: str | None = None) -> str:
+        """The canonical path for an operation, e.g. ``chat`` -> ``/v1/chat/completions``;
+        ``model`` for an API whose paths hold it (``/v1beta/models/{model}:generateContent``)."""
         ...
 
     def canonical(self, path: str, body: JSON) -> CanonicalRequest:

@@ -59,7 +59,7 @@ class OpenAIProvider:
     def operation(self, path: str) -> str:
         return _OPERATIONS.get(route(path)[0], "other")
 
-    def endpoint(self, operation: str) -> str:
+    def endpoint(self, operation: str, *, model: str | None = None) -> str:
         return _ENDPOINTS.get(operation, "/v1")
 
     def canonical(self, path: str, body: JSON) -> CanonicalRequest:

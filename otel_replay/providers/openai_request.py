@@ -11,19 +11,23 @@ from typing import Any
 
 from otel_replay.core.exchange import JSON
 from otel_replay.providers.parts import (
+    SYSTEM_ROLES,
     as_dict,
     as_list,
     drop_empty_text,
     function_tool,
     generic_part,
+    message,
     raw_part,
+    reasoning_part,
     text_or_parts,
     text_part,
+    tokens_part,
     tool_call_part,
+    tool_response_part,
 )
 
 _TEXT_BLOCKS = frozenset({"text", "input_text", "output_text"})
-_SYSTEM_ROLES = frozenset({"system", "developer"})
 # Chat message keys read into parts; any other non-empty key becomes a generic part.
 _CHAT_MESSAGE_KEYS = frozenset(
     {"role", "content", "name", "tool_calls", "function_call", "tool_call_id", "annotations"}
@@ -63,23 +67,14 @@ def response_value(content: JSON) -> JSON:
     return text_or_parts(content, content_parts)
 
 
-def _message(role: JSON, parts: list[dict[str, Any]], name: JSON = None) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": role if isinstance(role, str) else "user", "parts": parts}
-    if name is not None:
-        message["name"] = name
-    return message
-
-
-def chat_message(raw: JSON) -> dict[str, Any]:
+def chatmessage(raw: JSON) -> dict[str, Any]:
     """One Chat Completions message as a semconv message."""
     if not isinstance(raw, dict):
-        return _message("user", [raw_part(raw)])
+        return message("user", [raw_part(raw)])
     role = raw.get("role")
     if role in ("tool", "function"):
-        call_id = raw.get("tool_call_id")
-        response = response_value(raw.get("content"))
-        part = {"type": "tool_call_response", "id": call_id, "response": response}
-        return _message("tool", [part], raw.get("name"))
+        part = tool_response_part(raw.get("tool_call_id"), response_value(raw.get("content")))
+        return message("tool", [part], raw.get("name"))
     parts = content_parts(raw.get("content"))
     for call in as_list(raw.get("tool_calls")):
         function = as_dict(call).get("function") if isinstance(call, dict) else None
@@ -97,7 +92,7 @@ def chat_message(raw: JSON) -> dict[str, Any]:
     for key, value in raw.items():
         if key not in _CHAT_MESSAGE_KEYS and value not in (None, [], {}, ""):
             parts.append({"type": key, key: value})
-    return _message(role, parts, raw.get("name"))
+    return message(role, parts, raw.get("name"))
 
 
 def chat_system_and_messages(raw_messages: JSON) -> tuple[JSON, JSON]:
@@ -105,16 +100,16 @@ def chat_system_and_messages(raw_messages: JSON) -> tuple[JSON, JSON]:
     if raw_messages is None:
         return None, None
     if not isinstance(raw_messages, list):
-        return None, [_message("user", [raw_part(raw_messages)])]
+        return None, [message("user", [raw_part(raw_messages)])]
     system: list[dict[str, Any]] | None = None
     index = 0
     while index < len(raw_messages):
         raw = raw_messages[index]
-        if not (isinstance(raw, dict) and raw.get("role") in _SYSTEM_ROLES):
+        if not (isinstance(raw, dict) and raw.get("role") in SYSTEM_ROLES):
             break
         system = (system or []) + content_parts(raw.get("content"))
         index += 1
-    return system, [chat_message(m) for m in raw_messages[index:]]
+    return system, [chatmessage(m) for m in raw_messages[index:]]
 
 
 def chat_tools(body: dict[str, Any]) -> JSON:
@@ -155,34 +150,30 @@ def responses_tools(body: dict[str, Any]) -> JSON:
 def responses_item(item: JSON) -> dict[str, Any]:
     """One Responses API input item as a semconv message."""
     if isinstance(item, str):
-        return _message("user", [text_part(item)])
+        return message("user", [text_part(item)])
     if not isinstance(item, dict):
-        return _message("user", [raw_part(item)])
+        return message("user", [raw_part(item)])
     kind = item.get("type") or "message"
     if kind == "message":
-        return _message(item.get("role"), content_parts(item.get("content")))
+        return message(item.get("role"), content_parts(item.get("content")))
     if kind == "function_call":
         call = tool_call_part(item.get("call_id"), item.get("name"), item.get("arguments"))
-        return _message("assistant", [call])
+        return message("assistant", [call])
     if kind == "function_call_output":
         output = response_value(item.get("output"))
-        response = {"type": "tool_call_response", "id": item.get("call_id"), "response": output}
-        return _message("tool", [response])
+        return message("tool", [tool_response_part(item.get("call_id"), output)])
     if kind == "reasoning":
         summary = [as_dict(s).get("text") for s in as_list(item.get("summary"))]
-        part: dict[str, Any] = {
-            "type": "reasoning",
-            "content": "".join(s for s in summary if isinstance(s, str)),
-        }
+        part = reasoning_part("".join(s for s in summary if isinstance(s, str)))
         if item.get("encrypted_content") is not None:
             part["encrypted_content"] = item["encrypted_content"]
-        return _message("assistant", [part])
+        return message("assistant", [part])
     role = (
         "tool"
         if str(kind).endswith("_output")
         else ("assistant" if str(kind).endswith("_call") else "user")
     )
-    return _message(role, [generic_part(item, drop=_ITEM_VOLATILE)])
+    return message(role, [generic_part(item, drop=_ITEM_VOLATILE)])
 
 
 def responses_input(raw_input: JSON) -> JSON:
@@ -207,17 +198,17 @@ def input_messages(raw_input: JSON) -> JSON:
     if raw_input is None:
         return None
     if isinstance(raw_input, str):
-        return [_message("user", [text_part(raw_input)])]
+        return [message("user", [text_part(raw_input)])]
     if isinstance(raw_input, list) and raw_input and all(isinstance(x, int) for x in raw_input):
-        return [_message("user", [{"type": "tokens", "tokens": raw_input}])]
+        return [message("user", [tokens_part(raw_input)])]
     if isinstance(raw_input, list):
         messages = []
         for item in raw_input:
             if isinstance(item, str):
-                messages.append(_message("user", [text_part(item)]))
+                messages.append(message("user", [text_part(item)]))
             elif isinstance(item, list):
-                messages.append(_message("user", [{"type": "tokens", "tokens": item}]))
+                messages.append(message("user", [tokens_part(item)]))
             else:
-                messages.append(_message("user", [raw_part(item)]))
+                messages.append(message("user", [raw_part(item)]))
         return messages
-    return [_message("user", [raw_part(raw_input)])]
+    return [message("user", [raw_part(raw_input)])]

@@ -10,18 +10,22 @@ from __future__ import annotations
 from typing import Any
 
 from otel_replay.core.exchange import JSON
-from otel_replay.providers.base import OutputView
-from otel_replay.providers.parts import (
+from otel_replay.core.genai import (
     FINISH_CONTENT_FILTER,
     FINISH_LENGTH,
     FINISH_STOP,
     FINISH_TOOL_CALL,
+)
+from otel_replay.providers.base import OutputView
+from otel_replay.providers.parts import (
     arguments_text,
     as_dict,
     as_int,
     as_list,
     generic_part,
     parts_of,
+    reasoning_part,
+    refusal_part,
     short_hash,
     text_of,
     text_part,
@@ -70,12 +74,12 @@ def view_of_chat(body: dict[str, Any]) -> OutputView:
         message = as_dict(choice.get("message"))
         parts: list[dict[str, Any]] = []
         if isinstance(message.get("reasoning_content"), str):
-            parts.append({"type": "reasoning", "content": message["reasoning_content"]})
+            parts.append(reasoning_part(message["reasoning_content"]))
         content = message.get("content", choice.get("text"))
         if isinstance(content, str):
             parts.append(text_part(content))
         if isinstance(message.get("refusal"), str):
-            parts.append({"type": "refusal", "content": message["refusal"]})
+            parts.append(refusal_part(message["refusal"]))
         for call in as_list(message.get("tool_calls")):
             function = as_dict(as_dict(call).get("function"))
             call_id = as_dict(call).get("id")
@@ -232,7 +236,7 @@ def _item_parts(item: dict[str, Any]) -> list[dict[str, Any]]:
             if block.get("type") == "output_text" and isinstance(block.get("text"), str):
                 parts.append(text_part(block["text"]))
             elif block.get("type") == "refusal":
-                parts.append({"type": "refusal", "content": block.get("refusal")})
+                parts.append(refusal_part(block.get("refusal")))
             else:
                 parts.append(generic_part(block))
         return parts
@@ -240,7 +244,7 @@ def _item_parts(item: dict[str, Any]) -> list[dict[str, Any]]:
         return [tool_call_part(item.get("call_id"), item.get("name"), item.get("arguments"))]
     if kind == "reasoning":
         texts = [as_dict(s).get("text") for s in as_list(item.get("summary"))]
-        return [{"type": "reasoning", "content": "".join(t for t in texts if isinstance(t, str))}]
+        return [reasoning_part("".join(t for t in texts if isinstance(t, str)))]
     return [generic_part(item)]
 
 

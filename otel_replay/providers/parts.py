@@ -1,8 +1,11 @@
-"""Shared helpers for the OpenTelemetry GenAI "parts" form and for SSE framing.
+"""The canonical parts form (the OpenTelemetry GenAI "parts" form), and the small JSON and
+SSE helpers the provider modules share.
 
-Both provider modules read their own wire format into the same parts
-(``text``, ``tool_call``, ``tool_call_response``, ``reasoning`` and generic parts that keep
-a provider block whole), and rebuild responses from them. What is common lives here.
+A canonical message is ``{"role": …, "parts": [...]}`` with parts of type ``text``,
+``tool_call``, ``tool_call_response``, ``reasoning``, ``refusal``, ``tokens`` and generic
+parts that keep a provider block whole. The constructors here are the only place a part's
+shape is written: the providers' request readers (body → canonical), their response views
+and the span readers (span → canonical) all build parts with them.
 """
 
 from __future__ import annotations
@@ -15,11 +18,8 @@ from typing import Any
 
 from otel_replay.core.exchange import JSON, SSEEvent
 
-# Semantic-convention finish reasons (gen_ai.output.messages[].finish_reason).
-FINISH_STOP = "stop"
-FINISH_LENGTH = "length"
-FINISH_TOOL_CALL = "tool_call"
-FINISH_CONTENT_FILTER = "content_filter"
+SYSTEM_ROLES = frozenset({"system", "developer"})
+"""Roles whose leading messages are the system instructions, not conversation."""
 
 _PIECE = re.compile(r"\s*\S+|\s+")
 
@@ -86,8 +86,37 @@ def as_int(value: JSON) -> int:
     return int(value)
 
 
-def text_part(content: str) -> dict[str, Any]:
+# --- parts ------------------------------------------------------------------------------
+
+
+def text_part(content: JSON) -> dict[str, Any]:
     return {"type": "text", "content": content}
+
+
+def reasoning_part(content: JSON) -> dict[str, Any]:
+    return {"type": "reasoning", "content": content}
+
+
+def refusal_part(content: JSON) -> dict[str, Any]:
+    return {"type": "refusal", "content": content}
+
+
+def tokens_part(tokens: JSON) -> dict[str, Any]:
+    """A prompt given as token ids."""
+    return {"type": "tokens", "tokens": tokens}
+
+
+def tool_response_part(call_id: JSON, response: JSON) -> dict[str, Any]:
+    """A tool's result (``response``: its text, or its parts) for the call ``call_id``."""
+    return {"type": "tool_call_response", "id": call_id, "response": response}
+
+
+def message(role: JSON, parts: list[dict[str, Any]], name: JSON = None) -> dict[str, Any]:
+    """A canonical message; a role that is not text reads as ``user``."""
+    out: dict[str, Any] = {"role": role if isinstance(role, str) else "user", "parts": parts}
+    if name is not None:
+        out["name"] = name
+    return out
 
 
 def drop_empty_text(parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -154,9 +183,9 @@ def text_of(parts: Iterable[JSON]) -> str | None:
     return "".join(strings) if strings else None
 
 
-def parts_of(message: JSON) -> list[dict[str, Any]]:
-    """The parts of a semconv message, tolerating odd shapes."""
-    return [p for p in as_list(as_dict(message).get("parts")) if isinstance(p, dict)]
+def parts_of(value: JSON) -> list[dict[str, Any]]:
+    """The parts of a canonical message, tolerating odd shapes."""
+    return [p for p in as_list(as_dict(value).get("parts")) if isinstance(p, dict)]
 
 
 def tool_calls_of(parts: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:

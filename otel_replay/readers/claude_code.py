@@ -17,9 +17,11 @@ from typing import Any
 from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 
 from otel_replay import providers
+from otel_replay.core import genai
 from otel_replay.core.exchange import JSON, Exchange
 from otel_replay.core.ids import hex_id
 from otel_replay.readers import view
+from otel_replay.readers.rebuild import replay_response
 
 __all__ = ["ClaudeCodeReader", "event_name"]
 
@@ -30,7 +32,7 @@ _MAX_SESSIONS = 4096
 
 def event_name(record: LogRecord, attrs: Mapping[str, Any]) -> str:
     """The event's short name (``api_request_body``), whichever way it was written."""
-    name = getattr(record, "event_name", "") or attrs.get("event.name") or ""
+    name = getattr(record, "event_name", "") or attrs.get(genai.EVENT_NAME) or ""
     if not name and record.body.WhichOneof("value") == "string_value":
         name = record.body.string_value
     return str(name).removeprefix("claude_code.")
@@ -82,13 +84,13 @@ def _exchange(
     request: dict[str, Any], sent: LogRecord, response: dict[str, Any], received: LogRecord
 ) -> Exchange:
     api = providers.get("anthropic")
-    endpoint = api.endpoint("messages")
+    endpoint = api.endpoint("messages", model=view.as_str(request.get("model")))
     stream = api.wants_stream(request)
     return Exchange(
         provider="anthropic",
         operation="messages",
         request=api.canonical(endpoint, request),
-        response=view.replay_response("anthropic", "messages", response, stream),
+        response=replay_response("anthropic", "messages", response, stream),
         raw_request=request,
         stream=stream,
         start_ns=_time(sent),

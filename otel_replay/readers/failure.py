@@ -23,6 +23,7 @@ from typing import Any
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
 from otel_replay import providers
+from otel_replay.core import genai
 from otel_replay.core.exchange import JSON, Response
 from otel_replay.otlp.attributes import attributes_to_dict
 
@@ -63,10 +64,13 @@ def failed_response(provider: str, span: Span, attrs: Mapping[str, Any]) -> Resp
     if span.status.code != Status.STATUS_CODE_ERROR:
         return None
     exceptions = [
-        attributes_to_dict(event.attributes) for event in span.events if event.name == "exception"
+        attributes_to_dict(event.attributes)
+        for event in span.events
+        if event.name == genai.EXCEPTION_EVENT
     ]
-    texts = [span.status.message, *(str(e.get("exception.message", "")) for e in exceptions)]
-    names = [attrs.get("error.type"), *(e.get("exception.type") for e in exceptions)]
+    messages = (str(e.get(genai.EXCEPTION_MESSAGE, "")) for e in exceptions)
+    texts = [span.status.message, *messages]
+    names = [attrs.get(genai.ERROR_TYPE), *(e.get(genai.EXCEPTION_TYPE) for e in exceptions)]
     status, detail = _status_from_text(texts)
     if status is None:
         found = [code for code in map(_status_of_name, names) if code is not None]

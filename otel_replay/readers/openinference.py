@@ -2,98 +2,99 @@
 
 When the span carries ``input.value`` / ``output.value`` as JSON (``input.mime_type`` is
 ``application/json``) they are the exact request keyword arguments and response: full
-fidelity, read through the provider's own ``canonical``. Otherwise the flattened message
-attributes (``llm.input_messages.N.message.*``, ``llm.output_messages.N.message.*``,
-``llm.tools.N.tool.json_schema``, ``llm.invocation_parameters``, ``llm.token_count.*``)
-give the semantic-convention view.
+fidelity, read through the provider's own ``canonical`` (``read_body``). Otherwise the
+flattened message attributes (``llm.input_messages.N.message.*``,
+``llm.output_messages.N.message.*``, ``llm.tools.N.tool.json_schema``,
+``llm.invocation_parameters``, ``llm.token_count.*``) give the semantic-convention view
+(``read_messages``). Both are rows of ``readers.registry``.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
 
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from otel_replay import providers
+from otel_replay.core import genai
 from otel_replay.core.exchange import JSON, Exchange, Response
 from otel_replay.core.ids import hex_id
 from otel_replay.readers import view
 from otel_replay.readers.failure import failed_response
+from otel_replay.readers.messages import message_from_plain
+from otel_replay.readers.operation import operation_of
+from otel_replay.readers.rebuild import (
+    ViewRequest,
+    ViewResponse,
+    exchange_from_view,
+    replay_response,
+)
+from otel_replay.readers.view import Event
 
-__all__ = ["read_span"]
+__all__ = ["read_body", "read_messages"]
 
-_KINDS = frozenset({"LLM", "EMBEDDING"})
-_JSON = "application/json"
+SOURCE = "openinference"
+"""The ``source`` of the exchanges read here."""
 # Keyword arguments of the SDK call that never reach the body as such.
 _NOT_BODY = frozenset({"extra_headers", "extra_query", "extra_body", "timeout"})
 _NOT_PARAMS = frozenset({"model", "messages", "tools", "functions", "stream", "stream_options"})
-_USAGE = {
-    "llm.token_count.prompt": "input_tokens",
-    "llm.token_count.completion": "output_tokens",
-    "llm.token_count.prompt_details.cache_read": "cache_read.input_tokens",
-    "llm.token_count.prompt_details.cache_write": "cache_creation.input_tokens",
-}
 
 
-def read_span(
-    resource: Mapping[str, Any], span: Span, attrs: Mapping[str, Any] | None = None
-) -> Exchange | None:
-    """The exchange an OpenInference LLM span describes, or None for any other span."""
-    del resource
-    attrs = view.span_attributes(span) if attrs is None else attrs
-    if attrs.get("openinference.span.kind") not in _KINDS:
+def read_body(span: Span, attrs: Mapping[str, Any], events: Sequence[Event]) -> Exchange | None:
+    """The projection of ``input.value`` / ``output.value`` holding JSON: the exact request
+    keyword arguments and response (or the error the call ended with)."""
+    del events
+    found = _call(span, attrs)
+    if found is None:
         return None
-    provider = view.provider_name(attrs.get("llm.provider")) or view.provider_name(
-        attrs.get("llm.system")
+    provider, operation, body = found
+    if not isinstance(body, dict):
+        return None
+    output = _json_body(attrs, "output")
+    if isinstance(output, dict):
+        return _exact(provider, operation, span, body, output)
+    if output is None and not view.indexed(attrs, genai.OI_OUTPUT_MESSAGES_PREFIX):
+        failed = failed_response(provider, span, attrs)
+        if failed is not None:
+            return _exact(provider, operation, span, body, None, failed)
+    return None
+
+
+def read_messages(span: Span, attrs: Mapping[str, Any], events: Sequence[Event]) -> Exchange | None:
+    """The projection of the flattened ``llm.input_messages.N.*`` / ``llm.output_messages.N.*``
+    attributes: the semantic-convention view."""
+    del events
+    found = _call(span, attrs)
+    if found is None:
+        return None
+    provider, operation, _body = found
+    return _from_messages(provider, operation, span, attrs)
+
+
+def _call(span: Span, attrs: Mapping[str, Any]) -> tuple[str, str, JSON] | None:
+    """The provider, operation and request body of an LLM or EMBEDDING span."""
+    if attrs.get(genai.OI_SPAN_KIND) not in genai.OI_MODEL_KINDS:
+        return None
+    provider = view.provider_name(attrs.get(genai.OI_PROVIDER)) or view.provider_name(
+        attrs.get(genai.OI_SYSTEM)
     )
     if provider is None:
         return None
     body = _json_body(attrs, "input")
-    operation = _operation(provider, span.name, attrs, body)
-    if operation is None:
-        return None
-    output = _json_body(attrs, "output")
-    if isinstance(body, dict) and isinstance(output, dict):
-        return _exact(provider, operation, span, body, output)
-    if (
-        isinstance(body, dict)
-        and output is None
-        and not view.indexed(attrs, "llm.output_messages.")
-    ):
-        failed = failed_response(provider, span, attrs)
-        if failed is not None:
-            return _exact(provider, operation, span, body, None, failed)
-    return _from_messages(provider, operation, span, attrs)
+    operation = operation_of(provider, attrs, span.name, body)
+    return None if operation is None else (provider, operation, body)
 
 
-def _json_body(attrs: Mapping[str, Any], side: str) -> JSON:
-    if attrs.get(f"{side}.mime_type") != _JSON or not isinstance(attrs.get(f"{side}.value"), str):
+def _json_body(attrs: Mapping[str, Any], side: Literal["input", "output"]) -> JSON:
+    text = attrs.get(genai.oi_value(side))
+    if attrs.get(genai.oi_mime_type(side)) != genai.OI_JSON or not isinstance(text, str):
         return None
     try:
-        return json.loads(attrs[f"{side}.value"])
+        return json.loads(text)
     except ValueError:
         return None
-
-
-def _operation(provider: str, name: str, attrs: Mapping[str, Any], body: JSON) -> str | None:
-    if provider == "anthropic":
-        return "messages"
-    lowered = name.lower()
-    for word, operation in (
-        ("embedding", "embeddings"),
-        ("response", "responses"),
-        ("chat", "chat"),
-        ("completion", "completions"),
-    ):
-        if word in lowered:
-            return operation
-    if attrs.get("openinference.span.kind") == "EMBEDDING":
-        return "embeddings"
-    if isinstance(body, dict) and "messages" in body:
-        return "chat"
-    return "chat" if any(k.startswith("llm.input_messages.") for k in attrs) else None
 
 
 def _request_body(kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -136,12 +137,12 @@ def _exact(
     ``failed``, the error the call ended with."""
     api = providers.get(provider)
     body = _request_body(kwargs)
-    endpoint = api.endpoint(operation)
+    endpoint = api.endpoint(operation, model=view.as_str(body.get("model")))
     stream = api.wants_stream(body)
     response = failed
     if response is None:
         response_body = _response_body(operation, output or {})
-        response = view.replay_response(provider, operation, response_body, stream)
+        response = replay_response(provider, operation, response_body, stream)
     return Exchange(
         provider=provider,
         operation=operation,
@@ -154,7 +155,7 @@ def _exact(
         trace_id=hex_id(span.trace_id),
         span_id=hex_id(span.span_id),
         parent_span_id=hex_id(span.parent_span_id),
-        source="openinference",
+        source=SOURCE,
     )
 
 
@@ -183,19 +184,22 @@ def _from_messages(
     provider: str, operation: str, span: Span, attrs: Mapping[str, Any]
 ) -> Exchange | None:
     inputs = [
-        view.message_from_plain(_plain_message(m))
-        for m in view.indexed(attrs, "llm.input_messages.")
+        message_from_plain(_plain_message(m))
+        for m in view.indexed(attrs, genai.OI_INPUT_MESSAGES_PREFIX)
     ]
     outputs = [
-        view.message_from_plain(_plain_message(m))
-        for m in view.indexed(attrs, "llm.output_messages.")
+        message_from_plain(_plain_message(m))
+        for m in view.indexed(attrs, genai.OI_OUTPUT_MESSAGES_PREFIX)
     ]
     if not outputs:
         return None
-    invocation = view.json_value(attrs.get("llm.invocation_parameters"))
+    invocation = view.json_value(attrs.get(genai.OI_INVOCATION_PARAMETERS))
     invocation = invocation if isinstance(invocation, dict) else None
-    tools = [view.json_value(t.get("tool.json_schema")) for t in view.indexed(attrs, "llm.tools.")]
-    model = (invocation or {}).get("model") or attrs.get("llm.model_name")
+    tools = [
+        view.json_value(t.get(genai.OI_TOOL_SCHEMA))
+        for t in view.indexed(attrs, genai.OI_TOOLS_PREFIX)
+    ]
+    model = (invocation or {}).get("model") or attrs.get(genai.OI_MODEL_NAME)
     known = {"endpoint", "model", "system", "messages"} if inputs else {"endpoint", "model"}
     if tools:
         known.add("tools")
@@ -203,9 +207,9 @@ def _from_messages(
         known.add("params")
     if not isinstance(model, str):
         known.discard("model")
-    finish = attrs.get("llm.finish_reason")
-    return view.exchange_from_view(
-        view.ViewRequest(
+    finish = attrs.get(genai.OI_FINISH_REASON)
+    return exchange_from_view(
+        ViewRequest(
             provider=provider,
             operation=operation,
             model=model if isinstance(model, str) else None,
@@ -214,13 +218,13 @@ def _from_messages(
             params={k: v for k, v in (invocation or {}).items() if k not in _NOT_PARAMS},
             known=frozenset(known),
         ),
-        view.ViewResponse(
+        ViewResponse(
             messages=outputs,
-            model=view.as_str(attrs.get("llm.model_name")),
-            usage={key: int(attrs[a]) for a, key in _USAGE.items() if view.is_number(attrs.get(a))},
+            model=view.as_str(attrs.get(genai.OI_MODEL_NAME)),
+            usage=genai.read_usage(attrs, genai.OI_USAGE_OF_ATTRIBUTE),
             finish_reasons=[finish] if isinstance(finish, str) else [],
         ),
         span,
         stream=bool((invocation or {}).get("stream")),
-        source="openinference",
+        source=SOURCE,
     )

@@ -13,6 +13,7 @@ from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from otel_replay import providers
+from otel_replay.core import genai
 from otel_replay.core.errors import TraceFormatError
 from otel_replay.core.exchange import (
     ALL_KNOWN,
@@ -24,7 +25,7 @@ from otel_replay.core.exchange import (
 )
 from otel_replay.core.ids import hex_id
 from otel_replay.otlp.attributes import attributes_to_dict
-from otel_replay.spans.encode import FORMAT_ATTRIBUTE, P
+from otel_replay.spans import attributes as own
 
 __all__ = ["span_to_exchange"]
 
@@ -39,7 +40,7 @@ def _loads(attrs: dict[str, Any], key: str) -> JSON:
 
 
 def _canonical(attrs: dict[str, Any], provider: str, endpoint: str, body: JSON) -> CanonicalRequest:
-    known_attr = attrs.get(P + "request.known")
+    known_attr = attrs.get(own.REQUEST_KNOWN)
     known = frozenset(known_attr) & ALL_KNOWN if isinstance(known_attr, list) else ALL_KNOWN
     if body is not None:
         try:
@@ -47,11 +48,11 @@ def _canonical(attrs: dict[str, Any], provider: str, endpoint: str, body: JSON) 
         except Exception:  # unknown provider: keep what the span states outright
             log.debug("cannot canonicalise a %s request", provider, exc_info=True)
             model = body.get("model") if isinstance(body, dict) else None
-            model = model if isinstance(model, str) else attrs.get("gen_ai.request.model")
+            model = model if isinstance(model, str) else attrs.get(genai.REQUEST_MODEL)
             return CanonicalRequest(endpoint, model=model, known=frozenset({"endpoint", "model"}))
         return replace(request, known=known) if known != request.known else request
-    if P + "request.canonical" in attrs:
-        c = _loads(attrs, P + "request.canonical")
+    if own.REQUEST_CANONICAL in attrs:
+        c = _loads(attrs, own.REQUEST_CANONICAL)
         params = c.get("params")
         return CanonicalRequest(
             endpoint,
@@ -62,29 +63,29 @@ def _canonical(attrs: dict[str, Any], provider: str, endpoint: str, body: JSON) 
             params=params if isinstance(params, dict) else {},
             known=known,
         )
-    model = attrs.get("gen_ai.request.model")
+    model = attrs.get(genai.REQUEST_MODEL)
     return CanonicalRequest(endpoint, model=model, known=frozenset({"endpoint", "model"}))
 
 
 def _response(attrs: dict[str, Any]) -> Response:
-    status = attrs.get(P + "response.status", attrs.get("http.response.status_code", 0))
+    status = attrs.get(own.RESPONSE_STATUS, attrs.get(genai.HTTP_STATUS, 0))
     body: JSON = None
-    if P + "response.body" in attrs:
-        is_json = attrs.get(P + "response.body_is_json", True)
-        body = _loads(attrs, P + "response.body") if is_json else attrs[P + "response.body"]
+    if own.RESPONSE_BODY in attrs:
+        is_json = attrs.get(own.RESPONSE_BODY_IS_JSON, True)
+        body = _loads(attrs, own.RESPONSE_BODY) if is_json else attrs[own.RESPONSE_BODY]
     events: list[SSEEvent] | None = None
-    if P + "response.events" in attrs:
+    if own.RESPONSE_EVENTS in attrs:
         events = [
             SSEEvent(data=e["data"], event=e.get("event"), t=float(e.get("t", 0.0)))
-            for e in _loads(attrs, P + "response.events")
+            for e in _loads(attrs, own.RESPONSE_EVENTS)
         ]
-    headers = _loads(attrs, P + "response.headers") if P + "response.headers" in attrs else {}
+    headers = _loads(attrs, own.RESPONSE_HEADERS) if own.RESPONSE_HEADERS in attrs else {}
     return Response(
         status=int(status),
         headers=dict(headers),
         body=body,
         events=events,
-        fault=attrs.get(P + "response.fault"),
+        fault=attrs.get(own.RESPONSE_FAULT),
     )
 
 
@@ -96,29 +97,29 @@ def span_to_exchange(span: Span, resource: Resource | None = None) -> Exchange |
     """
     del resource
     attrs = attributes_to_dict(span.attributes)
-    if FORMAT_ATTRIBUTE not in attrs:
+    if own.FORMAT_ATTRIBUTE not in attrs:
         return None
     try:
-        provider = str(attrs.get("gen_ai.provider.name", ""))
-        endpoint = str(attrs[P + "endpoint"])
-        operation = attrs.get(P + "operation")
+        provider = str(attrs.get(genai.PROVIDER_NAME, ""))
+        endpoint = str(attrs[own.ENDPOINT])
+        operation = attrs.get(own.OPERATION)
         if not isinstance(operation, str):
             operation = providers.get(provider).operation(endpoint)
-        raw = _loads(attrs, P + "request.body") if P + "request.body" in attrs else None
+        raw = _loads(attrs, own.REQUEST_BODY) if own.REQUEST_BODY in attrs else None
         return Exchange(
             provider=provider,
             operation=operation,
             request=_canonical(attrs, provider, endpoint, raw),
             response=_response(attrs),
             raw_request=raw,
-            method=str(attrs.get(P + "method", "POST")),
-            stream=bool(attrs.get(P + "stream", False)),
+            method=str(attrs.get(own.METHOD, "POST")),
+            stream=bool(attrs.get(own.STREAM, False)),
             start_ns=span.start_time_unix_nano,
             end_ns=span.end_time_unix_nano,
             trace_id=hex_id(span.trace_id),
             span_id=hex_id(span.span_id),
             parent_span_id=hex_id(span.parent_span_id),
-            source=str(attrs.get(P + "source", "otel-replay")),
+            source=str(attrs.get(own.SOURCE, own.OWN_SOURCE)),
         )
     except (KeyError, ValueError, TypeError, AttributeError) as exc:
         where = f"span {span.span_id.hex() or '?'} ({span.name})"

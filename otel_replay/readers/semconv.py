@@ -6,8 +6,8 @@ Understands the latest "parts" form (``gen_ai.input.messages``, ``gen_ai.output.
 OpenLLMetry's flattened ``gen_ai.prompt.N.*`` / ``gen_ai.completion.N.*`` attributes and the
 per-message events (``gen_ai.system.message`` … ``gen_ai.choice``) as span events or log
 records. Only the semantic-convention view exists here, so the request is built in the
-parts form directly (``view``), ``known`` names exactly what the span recorded, and the
-response is rebuilt in the provider's format by ``response_from_view``.
+parts form directly (``readers.messages``), ``known`` names exactly what the span
+recorded, and the response is rebuilt in the provider's format (``readers.rebuild``).
 """
 
 from __future__ import annotations
@@ -17,54 +17,21 @@ from typing import Any
 
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
+from otel_replay.core import genai
 from otel_replay.core.exchange import Exchange
 from otel_replay.readers import view
 from otel_replay.readers.failure import failed_response
+from otel_replay.readers.messages import (
+    message_from_choice,
+    message_from_flat,
+    message_from_plain,
+    tool_from_flat,
+)
+from otel_replay.readers.operation import operation_of
+from otel_replay.readers.rebuild import ViewRequest, ViewResponse, exchange_from_view
 from otel_replay.readers.view import Event
 
-__all__ = ["DETAILS_EVENT", "MESSAGE_EVENTS", "read_span"]
-
-DETAILS_EVENT = "gen_ai.client.inference.operation.details"
-MESSAGE_EVENTS = frozenset(
-    {
-        "gen_ai.system.message",
-        "gen_ai.user.message",
-        "gen_ai.assistant.message",
-        "gen_ai.tool.message",
-        "gen_ai.choice",
-        "gen_ai.content.prompt",
-        "gen_ai.content.completion",
-    }
-)
-
-_OPERATIONS = {
-    "chat": "chat",
-    "text_completion": "completions",
-    "completion": "completions",
-    "embeddings": "embeddings",
-    "embedding": "embeddings",
-}
-_PARAMS = {
-    "gen_ai.request.temperature": "temperature",
-    "gen_ai.request.top_p": "top_p",
-    "gen_ai.request.top_k": "top_k",
-    "gen_ai.request.max_tokens": "max_tokens",
-    "gen_ai.request.frequency_penalty": "frequency_penalty",
-    "gen_ai.request.presence_penalty": "presence_penalty",
-    "gen_ai.request.seed": "seed",
-    "gen_ai.request.stop_sequences": "stop",
-    "gen_ai.request.choice.count": "n",
-}
-_USAGE = {
-    "gen_ai.usage.input_tokens": "input_tokens",
-    "gen_ai.usage.prompt_tokens": "input_tokens",
-    "gen_ai.usage.output_tokens": "output_tokens",
-    "gen_ai.usage.completion_tokens": "output_tokens",
-    "gen_ai.usage.cache_read.input_tokens": "cache_read.input_tokens",
-    "gen_ai.usage.cache_read_input_tokens": "cache_read.input_tokens",
-    "gen_ai.usage.cache_creation.input_tokens": "cache_creation.input_tokens",
-    "gen_ai.usage.cache_creation_input_tokens": "cache_creation.input_tokens",
-}
+__all__ = ["read", "read_span"]
 
 
 def read_span(
@@ -76,20 +43,22 @@ def read_span(
     """The exchange a GenAI semconv span describes, or None when it is not a model call
     with recorded content. ``events`` are the span's events plus log records linked to it."""
     del resource
-    merged: dict[str, Any] = dict(view.span_attributes(span) if attrs is None else attrs)
-    for name, event_attrs, _body in events:
-        if name == DETAILS_EVENT:  # the latest form, carried by a log record
-            merged.update({k: v for k, v in event_attrs.items() if k not in merged})
-    provider = view.provider_name(merged.get("gen_ai.provider.name") or merged.get("gen_ai.system"))
+    return read(span, view.span_attributes(span) if attrs is None else attrs, events)
+
+
+def read(span: Span, attrs: Mapping[str, Any], events: Sequence[Event]) -> Exchange | None:
+    """The projection of the ``gen_ai.*`` attribute groups (and the deprecated events)."""
+    merged = view.with_details(attrs, events)
+    provider = view.provider_name(merged.get(genai.PROVIDER_NAME) or merged.get(genai.SYSTEM))
     if provider is None:
         return None
-    operation = _operation(provider, merged, span.name)
+    operation = operation_of(provider, merged, span.name)
     if operation is None:
         return None
-    system = view.json_value(merged.get("gen_ai.system_instructions"))
-    messages = view.json_value(merged.get("gen_ai.input.messages"))
-    output = view.json_value(merged.get("gen_ai.output.messages"))
-    tools = view.json_value(merged.get("gen_ai.tool.definitions"))
+    system = view.json_value(merged.get(genai.SYSTEM_INSTRUCTIONS))
+    messages = view.json_value(merged.get(genai.INPUT_MESSAGES))
+    output = view.json_value(merged.get(genai.OUTPUT_MESSAGES))
+    tools = view.json_value(merged.get(genai.TOOL_DEFINITIONS))
     flattened = False
     if messages is None and output is None:
         old = _deprecated(merged, events)
@@ -103,50 +72,37 @@ def read_span(
         if failed is None:
             return None
     known = {"endpoint"}
-    model = merged.get("gen_ai.request.model")
+    model = merged.get(genai.REQUEST_MODEL)
     if isinstance(model, str):
         known.add("model")
     if messages is not None or system is not None:
         known |= {"system", "messages"}
     if tools is not None:
         known.add("tools")
-    finish = merged.get("gen_ai.response.finish_reasons")
-    usage = {key: int(merged[a]) for a, key in _USAGE.items() if view.is_number(merged.get(a))}
-    return view.exchange_from_view(
-        view.ViewRequest(
+    finish = merged.get(genai.FINISH_REASONS)
+    return exchange_from_view(
+        ViewRequest(
             provider=provider,
             operation=operation,
             model=model if isinstance(model, str) else None,
             system=system,
             messages=messages,
             tools=tools,
-            params={key: view.plain(merged[a]) for a, key in _PARAMS.items() if a in merged},
+            params={k: view.plain(v) for k, v in genai.read_params(merged).items()},
             known=frozenset(known),
         ),
-        view.ViewResponse(
+        ViewResponse(
             messages=output,
-            response_id=view.as_str(merged.get("gen_ai.response.id")),
-            model=view.as_str(merged.get("gen_ai.response.model")),
-            usage=usage,
+            response_id=view.as_str(merged.get(genai.RESPONSE_ID)),
+            model=view.as_str(merged.get(genai.RESPONSE_MODEL)),
+            usage=genai.read_usage(merged, genai.USAGE_OF_ATTRIBUTE),
             finish_reasons=[str(f) for f in finish] if isinstance(finish, list | tuple) else [],
         ),
         span,
-        stream=bool(merged.get("gen_ai.is_streaming") or merged.get("llm.is_streaming")),
+        stream=bool(merged.get(genai.IS_STREAMING) or merged.get(genai.LLM_IS_STREAMING)),
         source="openllmetry" if flattened else "genai-semconv",
         failed=failed,
     )
-
-
-def _operation(provider: str, attrs: Mapping[str, Any], span_name: str) -> str | None:
-    name = attrs.get("gen_ai.operation.name") or attrs.get("llm.request.type")
-    if name is None and any(k.startswith("gen_ai.prompt.") for k in attrs):
-        name = "chat"
-    operation = _OPERATIONS.get(str(name)) if name is not None else None
-    if operation == "chat" and provider == "anthropic":
-        return "messages"
-    if operation == "chat" and "response" in span_name.lower():
-        return "responses"
-    return operation
 
 
 class _Deprecated:
@@ -161,31 +117,33 @@ class _Deprecated:
 
 def _deprecated(attrs: Mapping[str, Any], events: Sequence[Event]) -> _Deprecated:
     found = _Deprecated()
-    functions = view.indexed(attrs, "llm.request.functions.")
+    functions = view.indexed(attrs, genai.FUNCTIONS_PREFIX)
     if functions:
-        found.tools = [view.tool_from_flat(f) for f in functions]
-    prompts = view.indexed(attrs, "gen_ai.prompt.")
-    completions = view.indexed(attrs, "gen_ai.completion.")
+        found.tools = [tool_from_flat(f) for f in functions]
+    prompts = view.indexed(attrs, genai.PROMPT_PREFIX)
+    completions = view.indexed(attrs, genai.COMPLETION_PREFIX)
     if prompts or completions:
         found.flattened = True
-        found.inputs = [view.message_from_flat(p) for p in prompts] if prompts else None
-        found.outputs = [view.message_from_flat(c) for c in completions] if completions else None
+        found.inputs = [message_from_flat(p) for p in prompts] if prompts else None
+        found.outputs = [message_from_flat(c) for c in completions] if completions else None
         return found
     inputs: list[dict[str, Any]] = []
     outputs: list[dict[str, Any]] = []
     for name, event_attrs, body in events:
         payload = body if isinstance(body, dict) else view.tree(event_attrs)
-        if name == "gen_ai.choice":
-            outputs.append(view.message_from_choice(payload))
-        elif name == "gen_ai.content.prompt":
-            prompt = view.json_value(event_attrs.get("gen_ai.prompt"))
-            inputs.extend(view.message_from_plain(m) for m in view.as_list(prompt))
-        elif name == "gen_ai.content.completion":
-            completion = view.json_value(event_attrs.get("gen_ai.completion"))
-            outputs.extend(view.message_from_plain(m) for m in view.as_list(completion))
-        elif name in MESSAGE_EVENTS:
-            role = name.removeprefix("gen_ai.").removesuffix(".message")
-            inputs.append(view.message_from_plain({**payload, "role": payload.get("role", role)}))
+        if name == genai.CHOICE_EVENT:
+            outputs.append(message_from_choice(payload))
+        elif name == genai.PROMPT_EVENT:
+            prompt = view.json_value(event_attrs.get(genai.PROMPT))
+            inputs.extend(message_from_plain(m) for m in view.as_list(prompt))
+        elif name == genai.COMPLETION_EVENT:
+            completion = view.json_value(event_attrs.get(genai.COMPLETION))
+            outputs.extend(message_from_plain(m) for m in view.as_list(completion))
+        elif name in genai.MESSAGE_EVENTS:
+            role = name.removeprefix(genai.MESSAGE_EVENT_PREFIX).removesuffix(
+                genai.MESSAGE_EVENT_SUFFIX
+            )
+            inputs.append(message_from_plain({**payload, "role": payload.get("role", role)}))
     found.inputs = inputs or None
     found.outputs = outputs or None
     return found

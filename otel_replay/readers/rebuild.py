@@ -1,0 +1,149 @@
+"""The exchange for a semantic-convention view: the canonical request in the parts form
+and a response body rebuilt in the provider's own format.
+
+Readers that saw only a view of the call (messages, tools, usage; not the bodies) describe
+it as a ``ViewRequest`` and a ``ViewResponse``; ``exchange_from_view`` turns them into the
+exchange a live call would have recorded, as far as the view tells.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
+
+from otel_replay import providers
+from otel_replay.core import genai
+from otel_replay.core.exchange import JSON, CanonicalRequest, Exchange, Response
+from otel_replay.core.ids import hex_id
+from otel_replay.providers.base import OutputView
+from otel_replay.providers.parts import SYSTEM_ROLES, text_part
+from otel_replay.readers.messages import norm_message, norm_part, norm_tool
+from otel_replay.readers.view import as_list
+
+__all__ = [
+    "ViewRequest",
+    "ViewResponse",
+    "exchange_from_view",
+    "output_messages",
+    "replay_response",
+    "system_and_messages",
+]
+
+
+@dataclass(slots=True)
+class ViewRequest:
+    """A request as a semantic-convention view records it (any of the forms)."""
+
+    provider: str
+    operation: str
+    model: str | None = None
+    system: JSON = None
+    messages: JSON = None
+    tools: JSON = None
+    params: dict[str, JSON] = field(default_factory=dict)
+    known: frozenset[str] = frozenset({"endpoint"})
+
+
+@dataclass(slots=True)
+class ViewResponse:
+    """A response as a semantic-convention view records it."""
+
+    messages: JSON = None
+    response_id: str | None = None
+    model: str | None = None
+    usage: dict[str, int] = field(default_factory=dict)
+    finish_reasons: list[str] = field(default_factory=list)
+
+
+def system_and_messages(provider: str, system: JSON, messages: JSON) -> tuple[JSON, JSON]:
+    """System instructions as parts and the remaining messages, the way the provider's
+    ``canonical`` splits them: leading system/developer messages belong to ``system``."""
+    parts: list[dict[str, Any]] | None = None
+    if system is not None:
+        items = system if isinstance(system, list) else [system]
+        parts = [norm_part(p) if isinstance(p, Mapping) else text_part(p) for p in items]
+    if messages is None:
+        return parts, None
+    normalised = [norm_message(m) for m in as_list(messages)]
+    index = 0
+    while index < len(normalised) and normalised[index]["role"] in SYSTEM_ROLES:
+        parts = (parts or []) + normalised[index]["parts"]
+        index += 1
+    return parts, normalised[index:]
+
+
+def output_messages(messages: JSON, finish_reasons: Sequence[str]) -> list[dict[str, Any]]:
+    """Output messages in the parts form, with semconv finish reasons."""
+    out = []
+    for index, recorded in enumerate(as_list(messages)):
+        normalised = norm_message(recorded)
+        normalised["role"] = (
+            "assistant" if normalised["role"] in ("user", "") else normalised["role"]
+        )
+        reason = normalised.get("finish_reason")
+        if reason is None and index < len(finish_reasons):
+            reason = finish_reasons[index]
+        if isinstance(reason, str):
+            normalised["finish_reason"] = genai.finish_reason(reason)
+        out.append(normalised)
+    return out
+
+
+def exchange_from_view(
+    request: ViewRequest,
+    response: ViewResponse,
+    span: Span,
+    *,
+    stream: bool = False,
+    source: str = "genai-semconv",
+    failed: Response | None = None,
+) -> Exchange:
+    """The exchange for a semantic-convention view: the canonical request in the parts
+    form and a response body rebuilt in the provider's own format (or ``failed``, the
+    error the call ended with)."""
+    provider = providers.get(request.provider)
+    system, messages = system_and_messages(request.provider, request.system, request.messages)
+    tools = [norm_tool(t) for t in as_list(request.tools)] if request.tools is not None else None
+    canonical = CanonicalRequest(
+        endpoint=provider.endpoint(request.operation, model=request.model),
+        model=request.model,
+        system=system,
+        messages=messages,
+        tools=tools,
+        params=request.params,
+        known=request.known,
+    )
+    output = OutputView(
+        messages=output_messages(response.messages, response.finish_reasons),
+        response_id=response.response_id,
+        model=response.model or request.model,
+        usage=response.usage,
+    )
+    replayed = failed
+    if replayed is None:
+        body = provider.response_from_view(request.operation, output)
+        replayed = replay_response(request.provider, request.operation, body, stream)
+    return Exchange(
+        provider=request.provider,
+        operation=request.operation,
+        request=canonical,
+        response=replayed,
+        stream=stream,
+        start_ns=span.start_time_unix_nano,
+        end_ns=span.end_time_unix_nano,
+        trace_id=hex_id(span.trace_id),
+        span_id=hex_id(span.span_id),
+        parent_span_id=hex_id(span.parent_span_id),
+        source=source,
+    )
+
+
+def replay_response(provider: str, operation: str, body: JSON, stream: bool) -> Response:
+    """A 200 response for a rebuilt body; streamed requests get the provider's own events."""
+    if not stream:
+        return Response(status=200, headers={"content-type": "application/json"}, body=body)
+    events = providers.get(provider).stream_from_body(operation, body)
+    return Response(status=200, headers={"content-type": "text/event-stream"}, events=events)

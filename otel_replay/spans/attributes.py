@@ -1,0 +1,32 @@
+"""The project's own span attributes (``otel_replay.*``): the layout ``spans.encode``
+writes and ``readers.own`` reads back, versioned by ``SPAN_FORMAT_VERSION``."""
+
+from __future__ import annotations
+
+SPAN_FORMAT_VERSION = 1
+"""Version of the ``otel_replay.*`` attribute layout."""
+
+SCOPE_NAME = "otel-replay"
+"""The instrumentation scope of the gateway's spans."""
+OWN_SOURCE = "otel-replay"
+"""The ``source`` of an exchange the gateway recorded itself."""
+
+P = "otel_replay."
+FORMAT_ATTRIBUTE = P + "format_version"
+"""Marks a span as otel-replay's own (``readers.own`` reads it back)."""
+
+OPERATION = P + "operation"
+ENDPOINT = P + "endpoint"
+METHOD = P + "method"
+STREAM = P + "stream"
+SOURCE = P + "source"
+REPLAYED = P + "replayed"
+REQUEST_BODY = P + "request.body"
+REQUEST_CANONICAL = P + "request.canonical"
+REQUEST_KNOWN = P + "request.known"
+RESPONSE_STATUS = P + "response.status"
+RESPONSE_HEADERS = P + "response.headers"
+RESPONSE_BODY = P + "response.body"
+RESPONSE_BODY_IS_JSON = P + "response.body_is_json"
+RESPONSE_EVENTS = P + "response.events"
+RESPONSE_FAULT = P + "response.fault"
