@@ -251,3 +251,16 @@ def test_cached_engine_equals_the_uncached_definition(strings, with_user_rule):
     a, b = Numbering(), Numbering()
     assert [cached.text(s, a) for s in strings] == [substitute(plain, s, b) for s in strings]
     assert (a.seen, a.counts) == (b.seen, b.counts)
+
+
+@pytest.mark.parametrize(
+    "rule",
+    [
+        IgnoreRule("metadata.user_id"),  # not a component
+        VolatileRule("no spaces", r"x"),
+        VolatileRule("ticket", r"TICKET-(\d+"),
+    ],
+)
+def test_a_rule_that_cannot_apply_is_refused_with_the_table(rule):
+    with pytest.raises(ValueError):
+        Normalizer((*BUILTIN_RULES, rule))

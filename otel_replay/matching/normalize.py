@@ -30,7 +30,7 @@ import dataclasses
 import re
 from collections.abc import Callable, Sequence
 
-from otel_replay.core.exchange import JSON, CanonicalRequest
+from otel_replay.core.exchange import COMPONENTS, JSON, CanonicalRequest
 from otel_replay.matching.ignore import Step, drop_path, parse_path
 from otel_replay.matching.rules import BUILTIN_RULES, KEEP, IgnoreRule, Rule, Subject, VolatileRule
 
@@ -47,6 +47,7 @@ __all__ = [
 STABLE_MAX_LENGTH = 64
 STABLE_MAX_SIZE = 16384
 STABLE_LONG_MAX_CHARS = 4_000_000
+_KIND = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 
 
 class Numbering:
@@ -76,7 +77,7 @@ class RuleSet:
         extra = sorted(kinds - {"id", "uuid", "time", "email"})
         keep = [rule.pattern for rule in volatile if rule.kind == KEEP]
         if extra:  # placeholders of other kinds pass through as well
-            keep.append("<(?:" + "|".join(map(re.escape, extra)) + r"):\d+>")
+            keep.append("<(?:" + "|".join(extra) + r"):\d+>")
         branches: list[tuple[str, str]] = [(KEEP, p) for p in keep]
         branches += [(rule.kind, rule.pattern) for rule in volatile if rule.kind != KEEP]
         self.kinds: dict[str, str] = {f"r{i}": kind for i, (kind, _) in enumerate(branches)}
@@ -156,6 +157,23 @@ def substitute(rules: RuleSet, s: str, numbering: Numbering) -> str:
     return rules.regex.sub(replace, s)
 
 
+def _check(rule: Rule) -> None:
+    """Refuses a rule that cannot apply, when the table is given rather than at match time."""
+    if isinstance(rule, IgnoreRule):
+        steps = parse_path(rule.path)
+        if steps[0].key not in COMPONENTS:
+            raise ValueError(
+                f"the path {rule.path!r} must start with one of {', '.join(COMPONENTS)}"
+            )
+        return
+    if not _KIND.fullmatch(rule.kind):
+        raise ValueError(f"a volatile rule's kind must be a word, not {rule.kind!r}")
+    try:
+        re.compile(rule.pattern)
+    except re.error as exc:
+        raise ValueError(f"the {rule.kind} pattern {rule.pattern!r} is not valid: {exc}") from None
+
+
 def _same(endpoint: str) -> str:
     return endpoint
 
@@ -182,8 +200,7 @@ class Normalizer:
         self.provider = provider
         self.profile = profile
         for rule in self.rules:
-            if isinstance(rule, IgnoreRule):
-                parse_path(rule.path)  # a bad path is refused here, not at match time
+            _check(rule)
         self._sets: dict[tuple[int, ...], RuleSet] = {}
 
     def subject(self, request: CanonicalRequest, endpoint: str) -> Subject:

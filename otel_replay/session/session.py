@@ -8,6 +8,7 @@ derived from this run's traces, the misses file, the report) and returns the sum
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -46,10 +47,11 @@ def default_mode(environ: dict[str, str] | None = None) -> str:
     return "strict" if ci and ci not in ("0", "false", "no") else "auto"
 
 
+@functools.cache
 def matching_rules() -> Normalizer:
     """The rules a run matches by: the built-in table, with endpoints compared as the
     operation they stand for (Azure OpenAI's paths and ``api-version``) and rules scoped by
-    the provider whose API an endpoint is."""
+    the provider whose API an endpoint is. One engine, so its memo serves every run."""
     return Normalizer(endpoint=match_endpoint, provider=_provider_of)
 
 
