@@ -264,3 +264,12 @@ def test_cached_engine_equals_the_uncached_definition(strings, with_user_rule):
 def test_a_rule_that_cannot_apply_is_refused_with_the_table(rule):
     with pytest.raises(ValueError):
         Normalizer((*BUILTIN_RULES, rule))
+
+
+def test_why_explains_with_the_rules_it_is_given():
+    from otel_replay.matching.why import explain
+
+    assert explain(codex(2), [codex(1)]).startswith("replay miss: params changed (hash ")
+    with_rule = Normalizer((*BUILTIN_RULES, TURN_RULE))
+    report = explain(codex(2), [codex(1)], normalizer=with_rule)
+    assert report.startswith("no miss: the request matches recording #0")
