@@ -12,7 +12,7 @@ from otel_replay.cassette.model import load
 from otel_replay.core.errors import ConfigError
 from otel_replay.matching.why import explain
 from otel_replay.redaction.redact import Redactor
-from otel_replay.session.session import misses_path
+from otel_replay.session.session import matching_rules, misses_path
 
 
 def _last_miss(cassette: Path) -> dict[str, Any] | None:
@@ -63,5 +63,6 @@ def why_command(
         used = [int(i) for i in record.get("used", [])]
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"the recorded miss has an unreadable 'used' list ({exc})") from None
-    print(explain(live, [ex.request for ex in recorded.interactions], used=used))
+    requests = [ex.request for ex in recorded.interactions]
+    print(explain(live, requests, used=used, normalizer=matching_rules()))
     return 0

@@ -10,117 +10,86 @@ Only what the recording knows is compared (``CanonicalRequest.known``). ``params
 one extra rule: a recording that does not know ``params`` in full (one rebuilt from a
 trace, which records temperature or max_tokens but not every field) still has the params
 its source did record, and those are compared — the live request must carry the same
-value for each of them; params the recording lacks are ignored.
+value for each of them; params the recording lacks are ignored. Both rules live in one
+projection per component (``projection``), from which the index keys and every reason
+are derived.
 
-``Matcher`` normalises and indexes the recordings once. A lookup hashes the live request's
+``Matcher`` normalises (with the ``Normalizer`` it is given) and indexes the recordings
+once. A lookup hashes the live request's
 components once per distinct "shape" of recording (which components it knows and, for
 partial params, which param names) and finds the first unused recording with equal
 hashes in a dict, so a hit costs the same for ten recordings or ten thousand. Identical
-requests consume successive recordings in order.
+requests consume successive recordings in order. A request whose body is byte-identical
+to a recorded one is found by its bytes first (``exact_hit_raw`` / ``exact_hit``), with
+exactly the outcome ``match`` would give.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import threading
 from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 from otel_replay.core.errors import ReplayMiss
-from otel_replay.core.exchange import COMPONENT_LABELS, COMPONENTS, JSON, CanonicalRequest
+from otel_replay.core.exchange import COMPONENTS, JSON, CanonicalRequest, Exchange
 from otel_replay.core.gcpause import paused_gc
-from otel_replay.core.ids import short_hash
-from otel_replay.matching.normalize import normalize
+from otel_replay.core.ids import SHORT_HASH_DIGITS
+from otel_replay.matching import projection
+from otel_replay.matching.diff import Difference
+from otel_replay.matching.diff import differences as path_differences
+from otel_replay.matching.exact import ExactIndex
+from otel_replay.matching.normalize import DEFAULT, Normalizer
+from otel_replay.matching.projection import Shape, canonical_json, compare, digest
+
+__all__ = [
+    "COMPARATORS",
+    "Comparator",
+    "MatchMiss",
+    "Matcher",
+    "canonical_json",
+    "compared_value",
+    "component_hash",
+    "differences",
+    "endpoint",
+    "messages",
+    "model",
+    "params",
+    "system",
+    "tools",
+]
 
 Comparator = Callable[[CanonicalRequest, CanonicalRequest], str | None]
 
 
-_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
-def canonical_json(value: JSON) -> str:
-    """The one text two values are compared by: sorted keys, compact, UTF-8 (one encoder,
-    not one per call as ``json.dumps`` with these settings makes)."""
-    return _CANONICAL.encode(value)
-
-
-def _digest(value: JSON) -> str:
-    return hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()
-
-
 def compared_value(recorded: CanonicalRequest, request: CanonicalRequest, name: str) -> JSON:
-    """What of ``request``'s component ``name`` is compared against ``recorded``.
-
-    The component itself, except for ``params`` when the recording does not know them in
-    full: then only the param names the recording has."""
-    value = request.component(name)
-    if name == "params" and "params" not in recorded.known:
-        params = value if isinstance(value, dict) else {}
-        return {k: params.get(k) for k in recorded.params}
-    return value
+    """What of ``request``'s component ``name`` is compared against ``recorded``: the
+    component itself, except for ``params`` when the recording does not know them in
+    full (then only the param names the recording has)."""
+    value = projection.project(projection.shape(recorded), request, name)
+    return request.component(name) if value is projection.SKIPPED else value
 
 
 def component_hash(request: CanonicalRequest, name: str) -> str:
     """7 hex digits of the sha256 of a component's canonical JSON."""
-    return _digest(request.component(name))[:7]
+    return digest(request.component(name))[:SHORT_HASH_DIGITS]
 
 
-def _compare(name: str, recorded: CanonicalRequest, live: CanonicalRequest) -> str | None:
-    if name != "params" and name not in recorded.known:
-        return None
-    was = canonical_json(compared_value(recorded, recorded, name))
-    now = canonical_json(compared_value(recorded, live, name))
-    if was == now:
-        return None
-    return _reason(name, _short(was), _short(now))
+def _comparator(name: str) -> Comparator:
+    def comparator(recorded: CanonicalRequest, live: CanonicalRequest) -> str | None:
+        return compare(recorded, live, name).reason()
+
+    comparator.__name__ = name
+    comparator.__doc__ = f"Why the {name} component differs, or None."
+    return comparator
 
 
-def _short(canonical: str) -> str:
-    return short_hash(canonical)
-
-
-def _reason(name: str, was7: str, now7: str) -> str:
-    return f"{COMPONENT_LABELS[name]} changed (hash {was7}→{now7})"
-
-
-def endpoint(recorded: CanonicalRequest, live: CanonicalRequest) -> str | None:
-    """Why the API path differs, or None."""
-    return _compare("endpoint", recorded, live)
-
-
-def model(recorded: CanonicalRequest, live: CanonicalRequest) -> str | None:
-    """Why the requested model differs, or None."""
-    return _compare("model", recorded, live)
-
-
-def system(recorded: CanonicalRequest, live: CanonicalRequest) -> str | None:
-    """Why the system prompt differs, or None."""
-    return _compare("system", recorded, live)
-
-
-def messages(recorded: CanonicalRequest, live: CanonicalRequest) -> str | None:
-    """Why the conversation differs (text, order, tool calls and results), or None."""
-    return _compare("messages", recorded, live)
-
-
-def tools(recorded: CanonicalRequest, live: CanonicalRequest) -> str | None:
-    """Why the tool definitions differ, or None."""
-    return _compare("tools", recorded, live)
-
-
-def params(recorded: CanonicalRequest, live: CanonicalRequest) -> str | None:
-    """Why the answer-changing params differ, or None (see the module's params rule)."""
-    return _compare("params", recorded, live)
-
-
-COMPARATORS: dict[str, Comparator] = {
-    "endpoint": endpoint,
-    "model": model,
-    "system": system,
-    "messages": messages,
-    "tools": tools,
-    "params": params,
-}
+COMPARATORS: dict[str, Comparator] = {name: _comparator(name) for name in COMPONENTS}
+endpoint = COMPARATORS["endpoint"]
+model = COMPARATORS["model"]
+system = COMPARATORS["system"]
+messages = COMPARATORS["messages"]
+tools = COMPARATORS["tools"]
+params = COMPARATORS["params"]
 
 
 def differences(recorded: CanonicalRequest, live: CanonicalRequest) -> dict[str, str]:
@@ -129,38 +98,25 @@ def differences(recorded: CanonicalRequest, live: CanonicalRequest) -> dict[str,
     return {name: reason for name, reason in found.items() if reason is not None}
 
 
-_Shape = tuple[frozenset[str], tuple[str, ...] | None]
-"""Which components a recording is compared on, and its param names when partial."""
+class MatchMiss(ReplayMiss):
+    """A miss against the nearest unused recording: ``recording`` is its index, and
+    ``differences`` lists where the live request differs from it."""
 
+    def __init__(
+        self,
+        reason: str,
+        component: str,
+        recording: int,
+        recorded: CanonicalRequest,
+        live: CanonicalRequest,
+    ) -> None:
+        super().__init__(reason, component=component)
+        self.recording = recording
+        self._pair: tuple[CanonicalRequest, CanonicalRequest] = (recorded, live)
 
-def _shape(request: CanonicalRequest) -> _Shape:
-    partial = None if "params" in request.known else tuple(sorted(request.params))
-    return request.known - {"params"}, partial
-
-
-def _key(shape: _Shape, request: CanonicalRequest, cache: dict[str, str]) -> tuple[str, ...]:
-    """Digests of the compared components of ``request`` for recordings of ``shape``."""
-    known, partial = shape
-    key: list[str] = []
-    for name in COMPONENTS:
-        if name == "params":
-            if partial is None:
-                key.append(_cached_digest(request, name, cache))
-            else:
-                p = request.params if isinstance(request.params, dict) else {}
-                key.append(_digest({k: p.get(k) for k in partial}))
-        elif name in known:
-            key.append(_cached_digest(request, name, cache))
-        else:
-            key.append("")
-    return tuple(key)
-
-
-def _cached_digest(request: CanonicalRequest, name: str, cache: dict[str, str]) -> str:
-    digest = cache.get(name)
-    if digest is None:
-        digest = cache[name] = _digest(request.component(name))
-    return digest
+    @property
+    def differences(self) -> list[Difference]:
+        return path_differences(*self._pair)
 
 
 _BULK = 1000
@@ -184,21 +140,40 @@ class _Bucket:
 class Matcher:
     """Finds, for each live request, the first unused recording equal to it.
 
-    ``recordings`` are canonical requests as recorded (normalised here, once).
-    ``used`` pre-marks recordings as consumed (``why`` uses it to reproduce a run).
-    Safe to call from several threads.
+    ``recordings`` are canonical requests as recorded (normalised here, once, by
+    ``normalizer``; the built-in rules by default). ``used`` pre-marks recordings as
+    consumed (``why`` uses it to reproduce a run). ``exact`` indexes recorded bodies for
+    ``exact_hit``/``exact_hit_raw``. Safe to call from several threads.
     """
 
-    def __init__(self, recordings: Sequence[CanonicalRequest], used: Iterable[int] = ()) -> None:
+    def __init__(
+        self,
+        recordings: Sequence[CanonicalRequest],
+        used: Iterable[int] = (),
+        *,
+        normalizer: Normalizer | None = None,
+        exact: ExactIndex | None = None,
+    ) -> None:
+        self.normalizer = normalizer or DEFAULT
+        self._exact = exact or ExactIndex()
         self._lock = threading.Lock()
         self._recordings: list[CanonicalRequest] = []
         self._keys: list[tuple[str, ...]] = []
-        self._index: dict[_Shape, dict[tuple[str, ...], _Bucket]] = {}
+        self._index: dict[Shape, dict[tuple[str, ...], _Bucket]] = {}
         self.used: set[int] = set()
         with paused_gc(len(recordings) > _BULK):
             for request in recordings:
                 self._add(request)
         self.used.update(i for i in used if 0 <= i < len(self._recordings))
+
+    @classmethod
+    def for_exchanges(
+        cls, exchanges: Sequence[Exchange], normalizer: Normalizer | None = None
+    ) -> Matcher:
+        """A matcher over recorded exchanges, their bodies indexed for the exact shortcut."""
+        return cls(
+            [ex.request for ex in exchanges], normalizer=normalizer, exact=ExactIndex(exchanges)
+        )
 
     def __len__(self) -> int:
         return len(self._recordings)
@@ -218,33 +193,47 @@ class Matcher:
             return self._add(request)
 
     def _add(self, request: CanonicalRequest) -> int:
-        normal = normalize(request)
-        shape = _shape(normal)
-        key = _key(shape, normal, {})
+        normal = self.normalizer.normalize(request)
+        of = projection.shape(normal)
+        key = projection.key(of, normal, {})
         index = len(self._recordings)
         self._recordings.append(normal)
         self._keys.append(key)
-        self._index.setdefault(shape, {}).setdefault(key, _Bucket()).indices.append(index)
+        self._index.setdefault(of, {}).setdefault(key, _Bucket()).indices.append(index)
         return index
 
-    def consume_if_next(self, index: int) -> bool:
-        """Consumes recording ``index`` when it is exactly what ``match`` would return for a
-        request equal to it: unused, the first unused of its kind, and every recording
-        compared on the same components. The caller vouches that the live request equals
-        the recording (e.g. byte-identical bodies); anything else is for ``match``."""
+    # -- the exact-bytes shortcut ---------------------------------------------------------
+    def exact_hit(self, provider: str, path: str, body: Any) -> int | None:
+        """Consumes and returns the recording ``match`` would return for a parsed body
+        identical to a recorded one, without building or normalising its canonical
+        request; None leaves the request to ``match``."""
+        return self._take(self._exact.for_body(provider, path, body))
+
+    def exact_hit_raw(self, provider: str, path: str, raw: bytes) -> int | None:
+        """``exact_hit`` for the request bytes themselves, before parsing."""
+        return self._take(self._exact.for_raw(provider, path, raw))
+
+    def _take(self, candidates: list[int]) -> int | None:
+        """The first unused candidate, consumed, when it is exactly what ``match`` would
+        return for a request equal to it: the first unused of its key, and every
+        recording compared on the same components (one shape)."""
+        if not candidates:
+            return None
         with self._lock:
-            if len(self._index) != 1 or index in self.used or index >= len(self._keys):
-                return False
+            index = next((i for i in candidates if i not in self.used), None)
+            if index is None or len(self._index) != 1:
+                return None
             (buckets,) = self._index.values()
             bucket = buckets.get(self._keys[index])
             if bucket is None or bucket.first_unused(self.used) != index:
-                return False
+                return None
             self.used.add(index)
-            return True
+            return index
 
+    # -- the component matcher ------------------------------------------------------------
     def probe(self, live: CanonicalRequest) -> int | ReplayMiss:
         """The index ``match`` would return, or the miss it would raise; consumes nothing."""
-        normal = normalize(live)
+        normal = self.normalizer.normalize(live)
         with self._lock:
             found, exhausted = self._lookup(normal)
             if found is not None:
@@ -256,7 +245,7 @@ class Matcher:
 
         Raises ``ReplayMiss`` naming the first differing component of the nearest unused
         recording, or ``more model calls than the N recorded``."""
-        normal = normalize(live)
+        normal = self.normalizer.normalize(live)
         with self._lock:
             found, exhausted = self._lookup(normal)
             if found is None:
@@ -269,8 +258,8 @@ class Matcher:
         cache: dict[str, str] = {}
         best: int | None = None
         exhausted = False
-        for shape, buckets in self._index.items():
-            bucket = buckets.get(_key(shape, normal, cache))
+        for of, buckets in self._index.items():
+            bucket = buckets.get(projection.key(of, normal, cache))
             if bucket is None:
                 continue
             index = bucket.first_unused(self.used)
@@ -284,36 +273,34 @@ class Matcher:
         total = len(self._recordings)
         if exhausted or len(self.used) >= total:
             return ReplayMiss(f"more model calls than the {total} recorded")
-        ranked = self._rank(normal, [i for i in range(total) if i not in self.used])
-        index, differing = ranked[0]
-        if not differing:  # unreachable while keys and comparators agree
-            return ReplayMiss(f"more model calls than the {total} recorded")
-        name = differing[0]
-        reason = COMPARATORS[name](self._recordings[index], normal)
-        return ReplayMiss(reason or f"{COMPONENT_LABELS[name]} changed", component=name)
+        # an unused recording with every key equal would have been found by _lookup
+        index, live_key, differing = self._rank(normal, self.unused())[0]
+        name = COMPONENTS[differing[0]]
+        reason = projection.reason(name, self._keys[index][differing[0]], live_key[differing[0]])
+        return MatchMiss(reason, name, index, self._recordings[index], normal)
 
     def _rank(
         self, normal: CanonicalRequest, candidates: Iterable[int]
-    ) -> list[tuple[int, list[str]]]:
-        """Candidates with their differing components, fewest differences first."""
+    ) -> list[tuple[int, tuple[str, ...], list[int]]]:
+        """Candidates with the live key for their shape and the positions (in
+        ``COMPONENTS``) where the keys differ, fewest differences first."""
         cache: dict[str, str] = {}
-        live_keys: dict[_Shape, tuple[str, ...]] = {}
-        ranked: list[tuple[int, list[str]]] = []
+        live_keys: dict[Shape, tuple[str, ...]] = {}
+        ranked: list[tuple[int, tuple[str, ...], list[int]]] = []
         for i in candidates:
-            shape = _shape(self._recordings[i])
-            live_key = live_keys.get(shape)
+            of = projection.shape(self._recordings[i])
+            live_key = live_keys.get(of)
             if live_key is None:
-                live_key = live_keys[shape] = _key(shape, normal, cache)
+                live_key = live_keys[of] = projection.key(of, normal, cache)
             recorded = self._keys[i]
-            ranked.append(
-                (i, [n for n, a, b in zip(COMPONENTS, recorded, live_key, strict=True) if a != b])
-            )
-        ranked.sort(key=lambda item: (len(item[1]), item[0]))
+            ranked.append((i, live_key, [n for n, a in enumerate(recorded) if a != live_key[n]]))
+        ranked.sort(key=lambda item: (len(item[2]), item[0]))
         return ranked
 
     def nearest(self, live: CanonicalRequest, k: int = 3) -> list[tuple[int, list[str]]]:
         """The ``k`` recordings (used or not) closest to ``live``, with the components
         that differ; fewest differences first, then lowest index."""
-        normal = normalize(live)
+        normal = self.normalizer.normalize(live)
         with self._lock:
-            return self._rank(normal, range(len(self._recordings)))[:k]
+            ranked = self._rank(normal, range(len(self._recordings)))[:k]
+        return [(i, [COMPONENTS[n] for n in differing]) for i, _, differing in ranked]

@@ -1,92 +1,57 @@
-"""Normalisation of volatile values, so that two runs of the same agent compare equal.
+"""The normaliser engine: one table of rules (``matching.rules``) applied to a canonical
+request, so that two runs of the same agent compare equal.
 
-Provider ids (``chatcmpl-…``, ``msg_…``, ``call_…``, ``toolu_…``, ...), UUIDs, ISO-8601
-dates and timestamps, and email addresses become placeholders numbered per kind by first
-occurrence across the whole request: ``<id:1>``, ``<uuid:1>``, ``<time:2>``,
-``<email:1>``. The same value gets the same placeholder everywhere in the request, so a
-tool-call id in an assistant message and in the tool result that answers it stay paired,
-whatever the id was on the day of the recording.
+With the built-in table, provider ids (``chatcmpl-…``, ``msg_…``, ``call_…``, ``toolu_…``,
+...), UUIDs, ISO-8601 dates and timestamps, and email addresses become placeholders
+numbered per kind by first occurrence across the whole request: ``<id:1>``, ``<uuid:1>``,
+``<time:2>``, ``<email:1>``. The same value gets the same placeholder everywhere in the
+request, so a tool-call id in an assistant message and in the tool result that answers it
+stay paired, whatever the id was on the day of the recording. The numbering lives in a
+``Numbering`` passed through every step, one per request.
 
-Components are traversed in ``COMPONENTS`` order and dict keys in sorted order, so the
-numbering does not depend on the key order of the source (a provider body or a span).
-``endpoint`` and ``model`` are left exactly as they are — a model name such as
-``gpt-4o-2024-08-06`` carries a date that is not volatile — except that an Azure OpenAI
-endpoint loses its ``api-version`` and its deployment name (the model carries it).
-Integral floats become ints (``1.0`` → ``1``), since a span attribute stores a request's
-``1`` as a double.
-Redaction placeholders (``[REDACTED:…]``) pass through unchanged. Dicts come out with
-their keys sorted (matching compares canonical JSON, so order carries no meaning).
+Ignore rules drop what they name first; then components are traversed in ``COMPONENTS``
+order and dict keys in sorted order, so the numbering does not depend on the key order of
+the source (a provider body or a span). ``endpoint`` and ``model`` keep their text — a
+model name such as ``gpt-4o-2024-08-06`` carries a date that is not volatile — except that
+the endpoint goes through the mapping the engine is given (the provider surfaces' own view
+of which operation an endpoint stands for). Integral floats become ints (``1.0`` → ``1``),
+since a span attribute stores a request's ``1`` as a double. Dicts come out with their
+keys sorted (matching compares canonical JSON, so order carries no meaning).
+
+Strings that hold no volatile value are remembered per rule set (memoisation of
+``substitute`` keyed by the string): short ones ("role", "user", a tool's name) are most
+strings of a request, and long ones (a system prompt, earlier turns) come back in every
+later request of an agent run. Long ones are kept up to a budget of characters.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Callable, Sequence
 
-from otel_replay.core.exchange import JSON, CanonicalRequest
-from otel_replay.providers.azure import match_endpoint
+from otel_replay.core.exchange import COMPONENTS, JSON, CanonicalRequest
+from otel_replay.matching.ignore import Step, drop_path, parse_path
+from otel_replay.matching.rules import BUILTIN_RULES, KEEP, IgnoreRule, Rule, Subject, VolatileRule
 
-PROVIDER_ID_PREFIXES: tuple[str, ...] = (
-    "chatcmpl",
-    "srvtoolu",
-    "toolu",
-    "call",
-    "msg",
-    "resp",
-    "req",
-    "fc",
-    "rs",
-    "run",
-)
+__all__ = [
+    "Normalizer",
+    "Numbering",
+    "RuleSet",
+    "normalize",
+    "normalize_text",
+    "normalize_value",
+    "substitute",
+]
 
-_ID_BODY = r"[A-Za-z0-9]+"
-_BRANCHES: tuple[tuple[str, str], ...] = (
-    ("keep", r"\[REDACTED:[A-Za-z0-9_.:-]+\]|<(?:id|uuid|time|email):\d+>"),
-    (
-        "uuid",
-        r"(?<![A-Za-z0-9])[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}"
-        r"-[0-9a-fA-F]{12}(?![A-Za-z0-9])",
-    ),
-    (
-        "time",
-        r"(?<![A-Za-z0-9_-])\d{4}-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])"
-        r"(?:[T ](?:[01]\d|2[0-3]):[0-5]\d(?::[0-5]\d(?:[.,]\d+)?)?"
-        r"(?:Z|[+-](?:[01]\d|2[0-3]):?[0-5]\d)?)?(?![0-9])",
-    ),
-    (
-        "email",
-        r"(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*"
-        r"\.[A-Za-z]{2,}(?![A-Za-z0-9-])",
-    ),
-    # An id's body holds a digit, or is long enough to be random: ``call_weather`` (a
-    # tool name) stays, ``call_abc123`` and ``msg_01XFDUDYJgAACzvnptvVoYEL`` do not.
-    (
-        "id",
-        r"(?<![A-Za-z0-9_-])(?:" + "|".join(PROVIDER_ID_PREFIXES) + r")[-_]"
-        r"(?:(?=[A-Za-z]*[0-9])" + _ID_BODY + r"|[A-Za-z]{20,})(?![A-Za-z0-9])",
-    ),
-)
-_VOLATILE_RE = re.compile("|".join(f"(?P<{name}>{p})" for name, p in _BRANCHES))
-
-# Every volatile value holds one of these; a string with none is left alone at once.
-_PREFILTER_RE = re.compile(r"[0-9@]|[A-Za-z]{20}")
+STABLE_MAX_LENGTH = 64
+STABLE_MAX_SIZE = 16384
+STABLE_LONG_MAX_CHARS = 4_000_000
+_KIND = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 
 
-# Strings known to hold no volatile value: short ones ("role", "user", "tool_call", a
-# tool's name...) are most strings of a request, and long ones (a system prompt, a tool's
-# description, earlier turns of the conversation) come back in every later request of an
-# agent run, so remembering them skips most regex calls. Long ones are kept up to a budget
-# of characters.
-_STABLE: set[str] = set()
-_STABLE_MAX_LENGTH = 64
-_STABLE_MAX_SIZE = 16384
-_STABLE_LONG: set[str] = set()
-_STABLE_LONG_MAX_CHARS = 4_000_000
-_stable_long_chars = 0
-
-
-class _Numbering:
-    """Placeholders for one request: per-kind counters and the values already seen."""
+class Numbering:
+    """Placeholders of one request: per-kind counters and the values already seen."""
 
     __slots__ = ("counts", "seen")
 
@@ -94,95 +59,226 @@ class _Numbering:
         self.seen: dict[str, str] = {}
         self.counts: dict[str, int] = {}
 
-    def replace(self, m: re.Match[str]) -> str:
-        kind = m.lastgroup
-        value = m.group()
-        if kind is None or kind == "keep":
-            return value
-        placeholder = self.seen.get(value)
-        if placeholder is None:
+    def placeholder(self, kind: str, value: str) -> str:
+        found = self.seen.get(value)
+        if found is None:
             n = self.counts.get(kind, 0) + 1
             self.counts[kind] = n
-            placeholder = self.seen[value] = f"<{kind}:{n}>"
-        return placeholder
+            found = self.seen[value] = f"<{kind}:{n}>"
+        return found
 
-    def text(self, s: str) -> str:
-        if s in _STABLE:
+
+class RuleSet:
+    """The volatile rules in force for one subject, compiled, with the strings known to
+    hold no match of them."""
+
+    def __init__(self, volatile: Sequence[VolatileRule], ignore: Sequence[IgnoreRule]) -> None:
+        kinds = {rule.kind for rule in volatile if rule.kind != KEEP}
+        extra = sorted(kinds - {"id", "uuid", "time", "email"})
+        keep = [rule.pattern for rule in volatile if rule.kind == KEEP]
+        if extra:  # placeholders of other kinds pass through as well
+            keep.append("<(?:" + "|".join(extra) + r"):\d+>")
+        branches: list[tuple[str, str]] = [(KEEP, p) for p in keep]
+        branches += [(rule.kind, rule.pattern) for rule in volatile if rule.kind != KEEP]
+        self.kinds: dict[str, str] = {f"r{i}": kind for i, (kind, _) in enumerate(branches)}
+        self.regex = re.compile("|".join(f"(?P<r{i}>{p})" for i, (_, p) in enumerate(branches)))
+        filters = [rule.prefilter for rule in volatile if rule.kind != KEEP]
+        self.prefilter: re.Pattern[str] | None = None
+        if filters and all(filters):
+            self.prefilter = re.compile("|".join(dict.fromkeys(f for f in filters if f)))
+        self.ignore: tuple[tuple[Step, ...], ...] = tuple(parse_path(r.path) for r in ignore)
+        self.stable: set[str] = set()
+        self.stable_long: set[str] = set()
+        self.stable_long_chars = 0
+
+    def text(self, s: str, numbering: Numbering) -> str:
+        """``substitute`` remembered for strings it leaves alone."""
+        if s in self.stable:
             return s
-        long = len(s) > _STABLE_MAX_LENGTH
-        if long and s in _STABLE_LONG:
+        long = len(s) > STABLE_MAX_LENGTH
+        if long and s in self.stable_long:
             return s
-        out = _VOLATILE_RE.sub(self.replace, s) if _PREFILTER_RE.search(s) else s
+        out = substitute(self, s, numbering)
         if out is s:
             if not long:
-                if len(_STABLE) < _STABLE_MAX_SIZE:
-                    _STABLE.add(s)
-            else:
-                _remember_long(s)
+                if len(self.stable) < STABLE_MAX_SIZE:
+                    self.stable.add(s)
+            elif self.stable_long_chars + len(s) <= STABLE_LONG_MAX_CHARS:
+                self.stable_long.add(s)
+                self.stable_long_chars += len(s)
         return out
 
-    def walk(self, value: JSON) -> JSON:
+    def walk(self, value: JSON, numbering: Numbering) -> JSON:
         kind = type(value)
         if kind is str:
-            return self.text(value)
+            return self.text(value, numbering)
         if kind is dict:
             try:
                 keys = sorted(value)
             except TypeError:
                 keys = sorted(value, key=str)
             text = self.text
-            return {(text(k) if type(k) is str else k): self.walk(value[k]) for k in keys}
+            return {
+                (text(k, numbering) if type(k) is str else k): self.walk(value[k], numbering)
+                for k in keys
+            }
         if kind is list:
-            return [self.walk(v) for v in value]
+            return [self.walk(v, numbering) for v in value]
         if kind is float:
             return int(value) if value.is_integer() else value
         if kind is int or kind is bool or value is None:
             return value
-        return self._walk_other(value)
+        return self._walk_other(value, numbering)
 
-    def _walk_other(self, value: JSON) -> JSON:
+    def _walk_other(self, value: JSON, numbering: Numbering) -> JSON:
         """Subclasses of the JSON types (tuples, ordered dicts, str enums, ...)."""
         if isinstance(value, str):
-            return self.text(str(value))
+            return self.text(str(value), numbering)
         if isinstance(value, dict):
-            return self.walk(dict(value))
+            return self.walk(dict(value), numbering)
         if isinstance(value, list | tuple):
-            return [self.walk(v) for v in value]
+            return [self.walk(v, numbering) for v in value]
         if isinstance(value, float):
-            return self.walk(float(value))
+            return self.walk(float(value), numbering)
         return value
 
 
-def _remember_long(s: str) -> None:
-    global _stable_long_chars
-    if _stable_long_chars + len(s) <= _STABLE_LONG_MAX_CHARS:
-        _STABLE_LONG.add(s)
-        _stable_long_chars += len(s)
+def substitute(rules: RuleSet, s: str, numbering: Numbering) -> str:
+    """The definition: every match of the rule set's volatile rules in ``s`` replaced by
+    its placeholder (``keep`` matches stay). Returns ``s`` itself when nothing matched."""
+    if rules.prefilter is not None and not rules.prefilter.search(s):
+        return s
+    kinds = rules.kinds
+
+    def replace(m: re.Match[str]) -> str:
+        kind = kinds.get(m.lastgroup or "", KEEP)
+        return m.group() if kind == KEEP else numbering.placeholder(kind, m.group())
+
+    return rules.regex.sub(replace, s)
+
+
+def _check(rule: Rule) -> None:
+    """Refuses a rule that cannot apply, when the table is given rather than at match time."""
+    if isinstance(rule, IgnoreRule):
+        steps = parse_path(rule.path)
+        if steps[0].key not in COMPONENTS:
+            raise ValueError(
+                f"the path {rule.path!r} must start with one of {', '.join(COMPONENTS)}"
+            )
+        return
+    if not _KIND.fullmatch(rule.kind):
+        raise ValueError(f"a volatile rule's kind must be a word, not {rule.kind!r}")
+    try:
+        re.compile(rule.pattern)
+    except re.error as exc:
+        raise ValueError(f"the {rule.kind} pattern {rule.pattern!r} is not valid: {exc}") from None
+
+
+def _same(endpoint: str) -> str:
+    return endpoint
+
+
+class Normalizer:
+    """Applies a table of rules to canonical requests.
+
+    ``endpoint`` maps an endpoint to the one matching compares (default: unchanged);
+    ``provider`` names the provider an endpoint belongs to, for rules scoped by provider
+    (default: unknown, so such rules never apply); ``profile`` is the agent profile in
+    force. Rule sets are compiled once per distinct set of rules in force.
+    """
+
+    def __init__(
+        self,
+        rules: Sequence[Rule] = BUILTIN_RULES,
+        *,
+        endpoint: Callable[[str], str] = _same,
+        provider: Callable[[str], str | None] | None = None,
+        profile: str | None = None,
+    ) -> None:
+        self.rules = tuple(rules)
+        self.endpoint = endpoint
+        self.provider = provider
+        self.profile = profile
+        for rule in self.rules:
+            _check(rule)
+        self._sets: dict[tuple[int, ...], RuleSet] = {}
+
+    def subject(self, request: CanonicalRequest, endpoint: str) -> Subject:
+        provider = self.provider(request.endpoint) if self.provider is not None else None
+        return Subject(provider, request.model, endpoint, self.profile)
+
+    def rule_set(self, subject: Subject) -> RuleSet:
+        """The compiled rules whose scope covers ``subject``."""
+        chosen = tuple(i for i, r in enumerate(self.rules) if r.scope.applies(subject))
+        found = self._sets.get(chosen)
+        if found is None:
+            picked = [self.rules[i] for i in chosen]
+            volatile = [r for r in picked if isinstance(r, VolatileRule)]
+            ignore = [r for r in picked if isinstance(r, IgnoreRule)]
+            found = self._sets[chosen] = RuleSet(volatile, ignore)
+        return found
+
+    def default_set(self) -> RuleSet:
+        """The rules that apply whatever the request (no scope)."""
+        return self.rule_set(Subject(profile=self.profile))
+
+    def normalize(self, request: CanonicalRequest) -> CanonicalRequest:
+        """The request without what the ignore rules name, and with volatile values
+        replaced by placeholders numbered by first occurrence across ``system``,
+        ``messages``, ``tools`` and ``params``, in that order."""
+        endpoint = self.endpoint(request.endpoint)
+        rules = self.rule_set(self.subject(request, endpoint))
+        parts = {
+            "system": request.system,
+            "messages": request.messages,
+            "tools": request.tools,
+            "params": request.params,
+            "model": request.model,
+            "endpoint": endpoint,
+        }
+        for steps in rules.ignore:
+            name = steps[0].key
+            if name not in parts:
+                continue
+            parts[name] = None if len(steps) == 1 else drop_path(parts[name], steps[1:])
+        numbering = Numbering()
+        system = rules.walk(parts["system"], numbering)
+        messages = rules.walk(parts["messages"], numbering)
+        tools = rules.walk(parts["tools"], numbering)
+        params = rules.walk(parts["params"], numbering)
+        return dataclasses.replace(
+            request,
+            endpoint=parts["endpoint"] if isinstance(parts["endpoint"], str) else "",
+            model=parts["model"],
+            system=system,
+            messages=messages,
+            tools=tools,
+            params=params if isinstance(params, dict) else {},
+        )
+
+    def value(self, value: JSON, numbering: Numbering | None = None) -> JSON:
+        """One JSON value under the unscoped rules (a fresh numbering unless given)."""
+        return self.default_set().walk(value, numbering or Numbering())
+
+    def text(self, s: str, numbering: Numbering | None = None) -> str:
+        """One string under the unscoped rules (a fresh numbering unless given)."""
+        return self.default_set().text(s, numbering or Numbering())
+
+
+DEFAULT = Normalizer()
+"""The built-in table with endpoints unchanged; shared, so its memo serves every caller."""
+
+
+def normalize(request: CanonicalRequest) -> CanonicalRequest:
+    """``DEFAULT.normalize``."""
+    return DEFAULT.normalize(request)
 
 
 def normalize_value(value: JSON) -> JSON:
     """One JSON value normalised on its own (numbering starts afresh)."""
-    return _Numbering().walk(value)
+    return DEFAULT.value(value)
 
 
 def normalize_text(s: str) -> str:
     """One string normalised on its own (numbering starts afresh)."""
-    return _Numbering().text(s)
-
-
-def normalize(request: CanonicalRequest) -> CanonicalRequest:
-    """The request with volatile values replaced by placeholders numbered by first
-    occurrence across ``system``, ``messages``, ``tools`` and ``params``, in that order."""
-    numbering = _Numbering()
-    system = numbering.walk(request.system)
-    messages = numbering.walk(request.messages)
-    tools = numbering.walk(request.tools)
-    params = numbering.walk(request.params)
-    return dataclasses.replace(
-        request,
-        endpoint=match_endpoint(request.endpoint),
-        system=system,
-        messages=messages,
-        tools=tools,
-        params=params if isinstance(params, dict) else {},
-    )
+    return DEFAULT.text(s)

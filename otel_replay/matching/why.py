@@ -14,9 +14,10 @@ import re
 from collections.abc import Collection, Sequence
 
 from otel_replay.core.exchange import COMPONENT_LABELS, COMPONENTS, JSON, CanonicalRequest
-from otel_replay.core.ids import short_hash
-from otel_replay.matching.matcher import Matcher, canonical_json, compared_value
-from otel_replay.matching.normalize import normalize
+from otel_replay.core.ids import SHORT_HASH_DIGITS
+from otel_replay.matching.matcher import Matcher
+from otel_replay.matching.normalize import Normalizer
+from otel_replay.matching.projection import compare
 
 MAX_DIFF_LINES = 40
 MAX_LINE_CHARS = 160
@@ -29,9 +30,11 @@ def explain(
     recordings: Sequence[CanonicalRequest],
     used: Collection[int] = (),
     k: int = 3,
+    normalizer: Normalizer | None = None,
 ) -> str:
-    """The report for ``live`` against ``recordings`` (``used`` marks consumed ones)."""
-    matcher = Matcher(recordings, used=used)
+    """The report for ``live`` against ``recordings`` (``used`` marks consumed ones),
+    normalised by ``normalizer`` (the built-in rules by default)."""
+    matcher = Matcher(recordings, used=used, normalizer=normalizer)
     outcome = matcher.probe(live)
     if isinstance(outcome, int):
         head = f"no miss: the request matches recording #{outcome} (unused)"
@@ -43,7 +46,7 @@ def explain(
         lines.append("the cassette holds no recordings")
         return "\n".join(lines) + "\n"
     lines.append(f"nearest recordings ({len(nearest)} of {len(matcher)}):")
-    normal = normalize(live)
+    normal = matcher.normalizer.normalize(live)
     recorded = matcher.recordings
     for index, _differing in nearest:
         state = "used" if index in matcher.used else "unused"
@@ -56,24 +59,20 @@ def explain(
 def _recording_report(recorded: CanonicalRequest, live: CanonicalRequest, index: int) -> list[str]:
     lines: list[str] = []
     diffs: list[str] = []
+    n = SHORT_HASH_DIGITS
     for name in COMPONENTS:
         label = COMPONENT_LABELS[name].ljust(_LABEL_WIDTH)
-        if name != "params" and name not in recorded.known:
+        compared = compare(recorded, live, name)
+        if not compared.recorded:
             lines.append(f"  {label}  not recorded")
             continue
-        was = compared_value(recorded, recorded, name)
-        now = compared_value(recorded, live, name)
-        was7, now7 = _hash7(was), _hash7(now)
-        if was7 == now7 and canonical_json(was) == canonical_json(now):
+        was7, now7 = compared.was_digest[:n], compared.now_digest[:n]
+        if compared.equal:
             lines.append(f"  {label}  equal    {was7}")
             continue
         lines.append(f"  {label}  differs  {was7}→{now7}")
-        diffs.extend(_diff(COMPONENT_LABELS[name], index, was, now))
+        diffs.extend(_diff(COMPONENT_LABELS[name], index, compared.was, compared.now))
     return lines + diffs
-
-
-def _hash7(value: JSON) -> str:
-    return short_hash(canonical_json(value))
 
 
 def _pretty(value: JSON) -> list[str]:

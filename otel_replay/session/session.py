@@ -8,6 +8,7 @@ derived from this run's traces, the misses file, the report) and returns the sum
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -19,14 +20,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from otel_replay import providers
 from otel_replay._version import __version__
 from otel_replay.cassette.model import Cassette, dump, load, write_atomic
 from otel_replay.core import envvars
 from otel_replay.core.errors import CassetteError, ConfigError, ReplayMiss
-from otel_replay.core.exchange import ALL_KNOWN, Exchange
+from otel_replay.core.exchange import Exchange
 from otel_replay.core.gcpause import paused_gc
 from otel_replay.matching.matcher import Matcher
+from otel_replay.matching.normalize import Normalizer
 from otel_replay.otlp.store import TraceStore, sibling
+from otel_replay.providers.azure import match_endpoint
 from otel_replay.redaction.redact import Redactor
 from otel_replay.spans.encode import exchange_to_trace_json
 
@@ -41,6 +45,18 @@ def default_mode(environ: dict[str, str] | None = None) -> str:
     env = os.environ if environ is None else environ
     ci = env.get(envvars.CI, "").strip().lower()
     return "strict" if ci and ci not in ("0", "false", "no") else "auto"
+
+
+@functools.cache
+def matching_rules() -> Normalizer:
+    """The rules a run matches by: the built-in table, with endpoints compared as the
+    operation they stand for (Azure OpenAI's paths and ``api-version``) and rules scoped by
+    the provider whose API an endpoint is. One engine, so its memo serves every run."""
+    return Normalizer(endpoint=match_endpoint, provider=_provider_of)
+
+
+def _provider_of(endpoint: str) -> str:
+    return providers.provider_for(endpoint.partition("?")[0], {}).name
 
 
 def misses_path(cassette: Path) -> Path:
@@ -129,8 +145,7 @@ class Session:
             if trace_file
             else TraceStore(None, redact=redact, redact_text=redact_text)
         )
-        self.matcher = Matcher([ex.request for ex in self.cassette.interactions])
-        self._exact = _exact_index(self.cassette.interactions)
+        self.matcher = Matcher.for_exchanges(self.cassette.interactions, matching_rules())
         self.replayed = 0
         self.hits: list[int] = []
         self.live: list[Exchange] = []
@@ -154,33 +169,12 @@ class Session:
     def exact_hit(self, provider: str, path: str, body: Any) -> int | None:
         """The recording a body identical to a recorded one replays, without building and
         normalising its canonical request; None sends the request through ``matcher``."""
-        if not self._exact or not isinstance(body, dict):
-            return None
-        try:
-            key = exact_key(provider, path, body)
-        except (TypeError, ValueError):
-            return None
-        return self._take(self._exact.get(key))
+        return self.matcher.exact_hit(provider, path, body)
 
     def exact_hit_raw(self, provider: str, path: str, raw: bytes) -> int | None:
         """``exact_hit`` for the request bytes themselves, before parsing: SDKs send
         compact JSON in a stable key order, so a repeated request is the recorded text."""
-        if not self._exact or not raw.startswith(b"{"):
-            return None
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            return None
-        return self._take(self._exact.get(f"{provider} {path} {text}"))
-
-    def _take(self, candidates: list[int] | None) -> int | None:
-        if not candidates:
-            return None
-        used = self.matcher.used
-        for index in candidates:
-            if index not in used:
-                return index if self.matcher.consume_if_next(index) else None
-        return None
+        return self.matcher.exact_hit_raw(provider, path, raw)
 
     @property
     def writes_replayed_spans(self) -> bool:
@@ -370,25 +364,6 @@ class Session:
         ]
         text = json.dumps({"cassette": str(self.cassette_path), "misses": records}, indent=2)
         _atomic_write(misses_path(self.cassette_path), self.redactor.text(text) + "\n")
-
-
-def exact_key(provider: str, endpoint: str, body: dict[str, Any]) -> str:
-    """Provider, endpoint and the body as compact JSON text (the form SDKs send): equal
-    keys mean equal requests, so their canonical requests are equal too."""
-    text = json.dumps(body, separators=(",", ":"), ensure_ascii=False)
-    return f"{provider} {endpoint} {text}"
-
-
-def _exact_index(interactions: list[Exchange]) -> dict[str, list[int]]:
-    index: dict[str, list[int]] = {}
-    for i, ex in enumerate(interactions):
-        if isinstance(ex.raw_request, dict) and ex.request.known == ALL_KNOWN:
-            try:
-                key = exact_key(ex.provider, ex.request.endpoint, ex.raw_request)
-            except (TypeError, ValueError):
-                continue
-            index.setdefault(key, []).append(i)
-    return index
 
 
 def _transport_fault(exchange: Exchange) -> bool:

@@ -1,0 +1,114 @@
+"""Ignore paths: parsing ``params.metadata.user_id`` / ``messages[*].parts[0].id`` and
+dropping what they name from a JSON value.
+
+A path is dot-separated keys with ``[n]`` / ``[*]`` list indices; a key may hold ``*``
+wildcards (``fnmatch``). The first key names a canonical request's component. When a
+path goes on below a string that holds a JSON object or array, it continues inside that
+document, which is written back as compact JSON with the named values left out.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from fnmatch import fnmatchcase
+
+from otel_replay.core.exchange import JSON
+
+__all__ = ["Step", "drop_path", "parse_path"]
+
+_TOKEN = re.compile(r"\.?([^.\[\]]+)|\[(\d+|\*)\]")
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One step of a path: a dict key pattern, or a list index (None for ``[*]``)."""
+
+    key: str | None = None
+    index: int | None = None
+    any_index: bool = False
+
+    def keys(self, value: dict[str, JSON]) -> list[str]:
+        key = self.key
+        if key is None:
+            return []
+        if "*" not in key:
+            return [key] if key in value else []
+        return [k for k in value if isinstance(k, str) and fnmatchcase(k, key)]
+
+    def indices(self, value: list[JSON]) -> list[int]:
+        if self.key is not None:
+            return []
+        if self.any_index:
+            return list(range(len(value)))
+        assert self.index is not None
+        return [self.index] if 0 <= self.index < len(value) else []
+
+
+def parse_path(path: str) -> tuple[Step, ...]:
+    """The steps of ``path``; ValueError names what cannot be read."""
+    steps: list[Step] = []
+    pos = 0
+    while pos < len(path):
+        found = _TOKEN.match(path, pos)
+        if found is None or (found.group(1) is not None and pos > 0 and path[pos] != "."):
+            raise ValueError(f"cannot read the path {path!r} at character {pos + 1}")
+        key, index = found.group(1), found.group(2)
+        if key is not None:
+            steps.append(Step(key=key))
+        elif index == "*":
+            steps.append(Step(any_index=True))
+        else:
+            steps.append(Step(index=int(index)))
+        pos = found.end()
+    if not steps or steps[0].key is None:
+        raise ValueError(f"the path {path!r} must start with a component name")
+    return tuple(steps)
+
+
+def drop_path(value: JSON, steps: tuple[Step, ...]) -> JSON:
+    """``value`` without what ``steps`` name; the same object when nothing is named."""
+    if not steps:
+        return value
+    if isinstance(value, str):
+        return _drop_in_text(value, steps)
+    step, rest = steps[0], steps[1:]
+    if isinstance(value, dict):
+        keys = step.keys(value)
+        if not keys:
+            return value
+        if not rest:
+            return {k: v for k, v in value.items() if k not in keys}
+        return _replace(value, {k: drop_path(value[k], rest) for k in keys})
+    if isinstance(value, list):
+        indices = step.indices(value)
+        if not indices:
+            return value
+        if not rest:
+            gone = set(indices)
+            return [v for i, v in enumerate(value) if i not in gone]
+        changed = {i: drop_path(value[i], rest) for i in indices}
+        if all(changed[i] is value[i] for i in indices):
+            return value
+        return [changed.get(i, v) for i, v in enumerate(value)]
+    return value
+
+
+def _replace(value: dict[str, JSON], changed: dict[str, JSON]) -> dict[str, JSON]:
+    if all(changed[k] is value[k] for k in changed):
+        return value
+    return {k: changed.get(k, v) for k, v in value.items()}
+
+
+def _drop_in_text(text: str, steps: tuple[Step, ...]) -> JSON:
+    if text.lstrip()[:1] not in ("{", "["):
+        return text
+    try:
+        document = json.loads(text)
+    except ValueError:
+        return text
+    kept = drop_path(document, steps)
+    if kept is document:
+        return text
+    return json.dumps(kept, separators=(",", ":"), ensure_ascii=False)

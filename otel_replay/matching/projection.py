@@ -1,0 +1,142 @@
+"""One projection per component: what of a request is compared against a recording.
+
+A recording's *shape* says which components it is compared on (those it knows) and, when
+it does not know ``params`` in full (one rebuilt from a trace, which records temperature
+or max_tokens but not every field), the param names it does have. ``project`` gives, for
+a recording's shape, the value of one component of any request that is compared: the
+component itself, or only the recording's param names for a partial recording, or
+``SKIPPED`` for a component the recording does not know. Both the matcher's index keys
+(digests of projections) and every comparison (miss reasons, ``why``, ``differences``)
+come from this one function, so they cannot disagree.
+
+Equality is equality of canonical JSON (sorted keys, compact), and a reason's hashes are
+the first 7 hex digits of its sha256, so a reason can be checked by hand.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+
+from otel_replay.core.exchange import COMPONENT_LABELS, COMPONENTS, JSON, CanonicalRequest
+from otel_replay.core.ids import SHORT_HASH_DIGITS
+
+__all__ = [
+    "SKIPPED",
+    "Compared",
+    "Shape",
+    "canonical_json",
+    "compare",
+    "digest",
+    "key",
+    "project",
+    "reason",
+    "shape",
+]
+
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def canonical_json(value: JSON) -> str:
+    """The one text two values are compared by: sorted keys, compact, UTF-8 (one encoder,
+    not one per call as ``json.dumps`` with these settings makes)."""
+    return _CANONICAL.encode(value)
+
+
+def digest(value: JSON) -> str:
+    """The sha256 (hex) of a value's canonical JSON; its first 7 digits are its short hash."""
+    return hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()
+
+
+class _Skipped:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "SKIPPED"
+
+
+SKIPPED = _Skipped()
+"""The projection of a component the recording does not know: not compared."""
+
+
+@dataclass(frozen=True, slots=True)
+class Shape:
+    """Which components a recording is compared on, and its param names when partial."""
+
+    known: frozenset[str]
+    partial: tuple[str, ...] | None
+
+
+def shape(recorded: CanonicalRequest) -> Shape:
+    partial = None if "params" in recorded.known else tuple(sorted(recorded.params))
+    return Shape(recorded.known - {"params"}, partial)
+
+
+def project(of: Shape, request: CanonicalRequest, name: str) -> JSON:
+    """What of ``request``'s component ``name`` is compared for recordings of shape ``of``."""
+    if name == "params":
+        if of.partial is None:
+            return request.params
+        params = request.params if isinstance(request.params, dict) else {}
+        return {k: params.get(k) for k in of.partial}
+    if name in of.known:
+        return request.component(name)
+    return SKIPPED
+
+
+def key(of: Shape, request: CanonicalRequest, cache: dict[str, str]) -> tuple[str, ...]:
+    """The digests of ``request``'s projections for shape ``of`` ("" where skipped); whole
+    components' digests are kept in ``cache`` across shapes."""
+    out: list[str] = []
+    for name in COMPONENTS:
+        if name == "params" and of.partial is not None:
+            out.append(digest(project(of, request, name)))
+        elif name == "params" or name in of.known:
+            found = cache.get(name)
+            if found is None:
+                found = cache[name] = digest(request.component(name))
+            out.append(found)
+        else:
+            out.append("")
+    return tuple(out)
+
+
+def reason(name: str, was: str, now: str) -> str:
+    """The miss reason for component ``name`` from the two projections' digests."""
+    n = SHORT_HASH_DIGITS
+    return f"{COMPONENT_LABELS[name]} changed (hash {was[:n]}→{now[:n]})"
+
+
+@dataclass(frozen=True, slots=True)
+class Compared:
+    """One component of a live request against a recording: both projections (SKIPPED
+    when not recorded) and their digests."""
+
+    name: str
+    was: JSON
+    now: JSON
+    was_digest: str = ""
+    now_digest: str = ""
+
+    @property
+    def recorded(self) -> bool:
+        return self.was is not SKIPPED
+
+    @property
+    def equal(self) -> bool:
+        return self.was_digest == self.now_digest
+
+    def reason(self) -> str | None:
+        """None when equal (or not recorded), else the miss reason."""
+        return None if self.equal else reason(self.name, self.was_digest, self.now_digest)
+
+
+def compare(recorded: CanonicalRequest, live: CanonicalRequest, name: str) -> Compared:
+    """Component ``name`` of ``live`` against ``recorded`` (both normalised)."""
+    of = shape(recorded)
+    was = project(of, recorded, name)
+    if was is SKIPPED:
+        return Compared(name, SKIPPED, SKIPPED)
+    now = project(of, live, name)
+    return Compared(name, was, now, digest(was), digest(now))

@@ -1,0 +1,275 @@
+"""The normaliser engine as a table: each kind of rule hits, still misses what it should,
+numbers across turns, reaches into JSON carried as a string and respects its scope. Plus
+the memo: the cached engine gives exactly what the uncached definition gives."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from otel_replay.core.errors import ReplayMiss
+from otel_replay.core.exchange import CanonicalRequest
+from otel_replay.matching.ignore import Step, drop_path, parse_path
+from otel_replay.matching.matcher import Matcher
+from otel_replay.matching.normalize import Normalizer, Numbering, RuleSet, substitute
+from otel_replay.matching.rules import (
+    BUILTIN_RULES,
+    IgnoreRule,
+    Scope,
+    Subject,
+    VolatileRule,
+)
+from otel_replay.session.session import matching_rules
+
+CODEX_META = "x-codex-turn-metadata"
+TURN_RULE = IgnoreRule(f"params.client_metadata.{CODEX_META}.turn_started_at_unix_ms")
+TICKET_RULE = VolatileRule("ticket", r"TICKET-\d+")
+
+
+def codex(started: int, *, turn: str = "t-1", ticket: str = "TICKET-1") -> CanonicalRequest:
+    """A Responses request as Codex sends it: turn metadata as a JSON string."""
+    meta = json.dumps({"turn_id": turn, "turn_started_at_unix_ms": started})
+    return CanonicalRequest(
+        endpoint="/v1/responses",
+        model="gpt-5-codex",
+        system=[{"type": "text", "content": "You are Codex."}],
+        messages=[{"role": "user", "parts": [{"type": "text", "content": f"fix {ticket}"}]}],
+        params={"client_metadata": {CODEX_META: meta}, "store": False},
+    )
+
+
+def hits(rules, recorded, live, **kw) -> bool:
+    try:
+        Matcher([recorded], normalizer=Normalizer(rules, **kw)).match(live)
+    except ReplayMiss:
+        return False
+    return True
+
+
+# name -> (rules, recorded, live, hits?)
+ROWS = {
+    "builtin: volatile id hits": (
+        BUILTIN_RULES,
+        codex(1, ticket="call_ab12"),
+        codex(1, ticket="call_zz99"),
+        True,
+    ),
+    "builtin: a changed text still misses": (BUILTIN_RULES, codex(1), codex(1, turn="t-2"), False),
+    "builtin: a changed time in a JSON string misses": (
+        BUILTIN_RULES,
+        codex(1),
+        codex(2),
+        False,
+    ),
+    "ignore into a JSON string: hits": ((*BUILTIN_RULES, TURN_RULE), codex(1), codex(2), True),
+    "ignore into a JSON string: the rest still counts": (
+        (*BUILTIN_RULES, TURN_RULE),
+        codex(1),
+        codex(2, turn="t-2"),
+        False,
+    ),
+    "user volatile regex: hits": (
+        (*BUILTIN_RULES, TICKET_RULE),
+        codex(1),
+        codex(1, ticket="TICKET-7"),
+        True,
+    ),
+    "user volatile regex: other text still misses": (
+        (*BUILTIN_RULES, TICKET_RULE),
+        codex(1),
+        codex(1, ticket="BUG-7"),
+        False,
+    ),
+    "without the user rule: misses": (BUILTIN_RULES, codex(1), codex(1, ticket="TICKET-7"), False),
+    "ignore a whole param": (
+        (*BUILTIN_RULES, IgnoreRule("params.client_metadata")),
+        codex(1),
+        codex(2, turn="t-9"),
+        True,
+    ),
+    "ignore with a key wildcard": (
+        (*BUILTIN_RULES, IgnoreRule("params.client_metadata.x-codex-*")),
+        codex(1),
+        codex(2, turn="t-9"),
+        True,
+    ),
+}
+
+
+@pytest.mark.parametrize("name", ROWS)
+def test_rule_rows(name):
+    rules, recorded, live, expected = ROWS[name]
+    assert hits(rules, recorded, live) is expected
+
+
+# scope -> (normalizer settings under which the ignore rule applies, ones where it does not)
+SCOPES = [
+    (Scope(provider="openai"), {"provider": lambda e: "openai"}, {"provider": lambda e: "x"}),
+    (Scope(provider="openai"), {"provider": lambda e: "openai"}, {}),
+    (Scope(model="gpt-5*"), {}, None),
+    (Scope(model="claude-*"), None, {}),
+    (Scope(endpoint="/v1/responses"), {}, {"endpoint": lambda e: "/v1/chat/completions"}),
+    (Scope(profile="codex"), {"profile": "codex"}, {"profile": "claude-code"}),
+    (Scope(profile="codex"), {"profile": "codex"}, {}),
+]
+
+
+@pytest.mark.parametrize(("scope", "inside", "outside"), SCOPES)
+def test_rules_apply_only_within_their_scope(scope, inside, outside):
+    rules = (*BUILTIN_RULES, IgnoreRule(TURN_RULE.path, scope))
+    if inside is not None:
+        assert hits(rules, codex(1), codex(2), **inside)
+    if outside is not None:
+        assert not hits(rules, codex(1), codex(2), **outside)
+
+
+def test_scope_against_a_subject():
+    subject = Subject(provider="openai", model="gpt-4o-mini", endpoint="/v1/chat/completions")
+    assert Scope().applies(subject)
+    assert Scope(provider="openai", model="gpt-4o*").applies(subject)
+    assert not Scope(provider="anthropic").applies(subject)
+    assert not Scope(profile="codex").applies(subject)  # an unknown value never fits
+
+
+def test_numbering_runs_across_turns_and_requests_of_a_run():
+    """A later request of the run repeats the earlier turns: they normalise the same, and
+    a user kind is numbered by first occurrence like the built-in ones."""
+    engine = Normalizer((*BUILTIN_RULES, TICKET_RULE))
+
+    def turn(call_id, ticket):
+        return [
+            {"role": "user", "parts": [{"type": "text", "content": f"{ticket} {call_id}"}]},
+            {"role": "tool", "parts": [{"type": "tool_call_response", "id": call_id}]},
+        ]
+
+    first = CanonicalRequest("/v1/chat/completions", messages=turn("call_a1", "TICKET-5"))
+    second = CanonicalRequest(
+        "/v1/chat/completions",
+        messages=[*turn("call_a1", "TICKET-5"), *turn("call_b2", "TICKET-5")],
+    )
+    one, two = engine.normalize(first), engine.normalize(second)
+    assert two.messages[:2] == one.messages
+    assert two.messages[2]["parts"][0]["content"] == "<ticket:1> <id:2>"
+    assert engine.normalize(two) == two  # placeholders of a user kind are kept as they are
+
+
+def test_numbering_is_an_object_passed_through():
+    engine = Normalizer()
+    numbering = Numbering()
+    assert engine.text("call_a1", numbering) == "<id:1>"
+    assert engine.value({"x": "call_b2", "y": "call_a1"}, numbering) == {
+        "x": "<id:2>",
+        "y": "<id:1>",
+    }
+    assert numbering.counts == {"id": 2}
+    assert engine.text("call_b2") == "<id:1>"  # a fresh numbering unless one is given
+
+
+def test_the_session_rules_compare_azure_endpoints_as_their_operation():
+    engine = matching_rules()
+    azure = CanonicalRequest("/openai/deployments/gpt4o/chat/completions?api-version=2024-10-21")
+    assert engine.normalize(azure).endpoint == "/v1/chat/completions"
+    assert Normalizer().normalize(azure).endpoint == azure.endpoint
+
+
+def test_transport_rows_are_what_the_provider_surfaces_leave_out():
+    from otel_replay import providers
+
+    body = {"model": "m", "messages": [], "stream": True, "stream_options": {"x": 1}, "seed": 1}
+    engine = matching_rules()
+    for name, path in (("openai", "/v1/chat/completions"), ("anthropic", "/v1/messages")):
+        parsed = providers.get(name).canonical(path, body).params
+        kept = engine.normalize(CanonicalRequest(path, params=dict(body))).params
+        assert set(parsed) - {"messages"} == set(kept) - {"model", "messages"}, name
+
+
+@pytest.mark.parametrize(
+    ("path", "steps"),
+    [
+        ("params.user", (Step(key="params"), Step(key="user"))),
+        (
+            "messages[*].parts[0]",
+            (Step(key="messages"), Step(any_index=True), Step(key="parts"), Step(index=0)),
+        ),
+        ("params.x-a.*", (Step(key="params"), Step(key="x-a"), Step(key="*"))),
+    ],
+)
+def test_parse_path(path, steps):
+    assert parse_path(path) == steps
+
+
+@pytest.mark.parametrize("path", ["", "[0].x", "params..x", "params.", "params[x]", "a]b"])
+def test_a_bad_path_is_refused(path):
+    with pytest.raises(ValueError):
+        parse_path(path)
+    with pytest.raises(ValueError):
+        Normalizer((IgnoreRule(path),))
+
+
+def test_drop_path_leaves_untouched_values_as_they_are():
+    value = {"a": [{"id": 1, "k": 2}, {"id": 3}], "s": '{"t": 1, "u": 2}', "n": "not json"}
+    steps = parse_path("x.a[*].id")[1:]
+    assert drop_path(value, steps) == {**value, "a": [{"k": 2}, {}]}
+    assert drop_path(value, parse_path("x.s.t")[1:])["s"] == '{"u":2}'
+    assert drop_path(value, parse_path("x.n.t")[1:]) is value
+    assert drop_path(value, parse_path("x.a[5]")[1:]) is value
+    assert drop_path(value, parse_path("x.a[1]")[1:]) == {**value, "a": [{"id": 1, "k": 2}]}
+
+
+# -- the memo: cached == uncached ---------------------------------------------------------
+
+FRAGMENTS = [
+    "call_ab12",
+    "call_weather",
+    "msg_01XFDUDYJgAACzvnptvVoYEL",
+    "3fa85f64-5717-4562-b3fc-2c963f66afa6",
+    "2024-05-01T12:00:00Z",
+    "a.b@example.com",
+    "<id:1>",
+    "[REDACTED:openai-key]",
+    "TICKET-42",
+    "hello",
+    "x" * 70,
+    " ",
+]
+texts = st.lists(st.sampled_from(FRAGMENTS), max_size=6).map("".join) | st.text(max_size=80)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(texts, min_size=1, max_size=12), st.booleans())
+def test_cached_engine_equals_the_uncached_definition(strings, with_user_rule):
+    rules = (*BUILTIN_RULES, TICKET_RULE) if with_user_rule else BUILTIN_RULES
+    engine = Normalizer(rules)
+    cached = engine.default_set()
+    for s in strings:  # warm the memo with every string first
+        cached.text(s, Numbering())
+    volatile = [r for r in rules if isinstance(r, VolatileRule)]
+    plain = RuleSet(volatile, [])
+    a, b = Numbering(), Numbering()
+    assert [cached.text(s, a) for s in strings] == [substitute(plain, s, b) for s in strings]
+    assert (a.seen, a.counts) == (b.seen, b.counts)
+
+
+@pytest.mark.parametrize(
+    "rule",
+    [
+        IgnoreRule("metadata.user_id"),  # not a component
+        VolatileRule("no spaces", r"x"),
+        VolatileRule("ticket", r"TICKET-(\d+"),
+    ],
+)
+def test_a_rule_that_cannot_apply_is_refused_with_the_table(rule):
+    with pytest.raises(ValueError):
+        Normalizer((*BUILTIN_RULES, rule))
+
+
+def test_why_explains_with_the_rules_it_is_given():
+    from otel_replay.matching.why import explain
+
+    assert explain(codex(2), [codex(1)]).startswith("replay miss: params changed (hash ")
+    with_rule = Normalizer((*BUILTIN_RULES, TURN_RULE))
+    report = explain(codex(2), [codex(1)], normalizer=with_rule)
+    assert report.startswith("no miss: the request matches recording #0")
