@@ -81,9 +81,7 @@ def _run(
     traces: PathLike | None,
     timing: str,
     report: PathLike | None,
-    upstream_openai: str | None,
-    upstream_anthropic: str | None,
-    upstream_azure: str | None,
+    upstreams: dict[str, str | None],
 ) -> Iterator[GatewayHandle]:
     if mode not in MODES:
         raise ConfigError(f"unknown mode {mode!r}; use one of {', '.join(MODES)}")
@@ -100,9 +98,7 @@ def _run(
         mode=mode,
         cassette=Path(cassette),
         traces=_path(traces),
-        upstream_openai=upstream_openai,
-        upstream_anthropic=upstream_anthropic,
-        upstream_azure=upstream_azure,
+        upstreams=upstreams,
         timing=timing,
         report=_path(report),
         environ=dict(os.environ),
@@ -147,9 +143,11 @@ def record(
         traces=traces,
         timing="fast",
         report=None,
-        upstream_openai=upstream_openai,
-        upstream_anthropic=upstream_anthropic,
-        upstream_azure=upstream_azure,
+        upstreams={
+            "openai": upstream_openai,
+            "anthropic": upstream_anthropic,
+            "azure": upstream_azure,
+        },
     ) as handle:
         yield handle
 
@@ -180,8 +178,10 @@ def replay(
         traces=traces,
         timing=timing,
         report=report,
-        upstream_openai=upstream_openai,
-        upstream_anthropic=upstream_anthropic,
-        upstream_azure=upstream_azure,
+        upstreams={
+            "openai": upstream_openai,
+            "anthropic": upstream_anthropic,
+            "azure": upstream_azure,
+        },
     ) as handle:
         yield handle

@@ -25,13 +25,7 @@ from otel_replay.providers.parts import tool_call_part
 Event = tuple[str, Mapping[str, Any], Any]
 """A GenAI event: its name, its attributes and its body (log records) or None."""
 
-_PROVIDERS = {
-    "openai": "openai",
-    "azure.ai.openai": "openai",
-    "az.ai.openai": "openai",
-    "azure": "openai",
-    "anthropic": "anthropic",
-}
+_PROVIDERS = providers.semconv_names()
 _SYSTEM_ROLES = frozenset({"system", "developer"})
 _FINISH = {
     "tool_calls": "tool_call",
