@@ -73,6 +73,12 @@ def _path(value: PathLike | None) -> Path | None:
     return None if value is None else Path(value)
 
 
+def _upstreams(openai: str | None, anthropic: str | None, azure: str | None) -> dict[str, str]:
+    """The upstream base URLs named by keyword, by their names in ``PROVIDERS``."""
+    named = {"openai": openai, "anthropic": anthropic, "azure": azure}
+    return {name: url for name, url in named.items() if url}
+
+
 @contextmanager
 def _run(
     *,
@@ -81,7 +87,7 @@ def _run(
     traces: PathLike | None,
     timing: str,
     report: PathLike | None,
-    upstreams: dict[str, str | None],
+    upstreams: dict[str, str],
 ) -> Iterator[GatewayHandle]:
     if mode not in MODES:
         raise ConfigError(f"unknown mode {mode!r}; use one of {', '.join(MODES)}")
@@ -143,11 +149,7 @@ def record(
         traces=traces,
         timing="fast",
         report=None,
-        upstreams={
-            "openai": upstream_openai,
-            "anthropic": upstream_anthropic,
-            "azure": upstream_azure,
-        },
+        upstreams=_upstreams(upstream_openai, upstream_anthropic, upstream_azure),
     ) as handle:
         yield handle
 
@@ -178,10 +180,6 @@ def replay(
         traces=traces,
         timing=timing,
         report=report,
-        upstreams={
-            "openai": upstream_openai,
-            "anthropic": upstream_anthropic,
-            "azure": upstream_azure,
-        },
+        upstreams=_upstreams(upstream_openai, upstream_anthropic, upstream_azure),
     ) as handle:
         yield handle
