@@ -73,6 +73,12 @@ def _path(value: PathLike | None) -> Path | None:
     return None if value is None else Path(value)
 
 
+def _upstreams(openai: str | None, anthropic: str | None, azure: str | None) -> dict[str, str]:
+    """The upstream base URLs named by keyword, by their names in ``PROVIDERS``."""
+    named = {"openai": openai, "anthropic": anthropic, "azure": azure}
+    return {name: url for name, url in named.items() if url}
+
+
 @contextmanager
 def _run(
     *,
@@ -81,9 +87,7 @@ def _run(
     traces: PathLike | None,
     timing: str,
     report: PathLike | None,
-    upstream_openai: str | None,
-    upstream_anthropic: str | None,
-    upstream_azure: str | None,
+    upstreams: dict[str, str],
 ) -> Iterator[GatewayHandle]:
     if mode not in MODES:
         raise ConfigError(f"unknown mode {mode!r}; use one of {', '.join(MODES)}")
@@ -100,9 +104,7 @@ def _run(
         mode=mode,
         cassette=Path(cassette),
         traces=_path(traces),
-        upstream_openai=upstream_openai,
-        upstream_anthropic=upstream_anthropic,
-        upstream_azure=upstream_azure,
+        upstreams=upstreams,
         timing=timing,
         report=_path(report),
         environ=dict(os.environ),
@@ -147,9 +149,7 @@ def record(
         traces=traces,
         timing="fast",
         report=None,
-        upstream_openai=upstream_openai,
-        upstream_anthropic=upstream_anthropic,
-        upstream_azure=upstream_azure,
+        upstreams=_upstreams(upstream_openai, upstream_anthropic, upstream_azure),
     ) as handle:
         yield handle
 
@@ -180,8 +180,6 @@ def replay(
         traces=traces,
         timing=timing,
         report=report,
-        upstream_openai=upstream_openai,
-        upstream_anthropic=upstream_anthropic,
-        upstream_azure=upstream_azure,
+        upstreams=_upstreams(upstream_openai, upstream_anthropic, upstream_azure),
     ) as handle:
         yield handle

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from otel_replay.core.errors import OtelReplayError
+from otel_replay.providers import PROVIDERS
 from otel_replay.session.session import MODES, default_mode
 
 if TYPE_CHECKING:
@@ -31,13 +32,9 @@ def _split_command(argv: list[str]) -> tuple[list[str], list[str]]:
 
 def _gateway_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--traces", type=Path, help="OTLP JSON lines file for all telemetry")
-    parser.add_argument("--upstream-openai", metavar="URL", help="real OpenAI base URL")
-    parser.add_argument("--upstream-anthropic", metavar="URL", help="real Anthropic base URL")
-    parser.add_argument(
-        "--upstream-azure",
-        metavar="URL",
-        help="real Azure OpenAI resource endpoint (default: the caller's AZURE_OPENAI_ENDPOINT)",
-    )
+    for row in PROVIDERS:
+        if row.option_help is not None:
+            parser.add_argument(f"--upstream-{row.name}", metavar="URL", help=row.option_help)
     parser.add_argument("--report", type=Path, metavar="FILE", help="write a JSON run report")
     parser.add_argument("--host", default="127.0.0.1", help="bind address (default loopback)")
 
@@ -100,7 +97,8 @@ def _parser() -> argparse.ArgumentParser:
     why = sub.add_parser("why", help="explain the last (or the given) replay miss")
     why.add_argument("--cassette", type=Path, required=True)
     why.add_argument("--request", type=Path, help="a request body (JSON) to explain")
-    why.add_argument("--provider", choices=("openai", "anthropic"), default=None)
+    apis = tuple(dict.fromkeys(row.api for row in PROVIDERS))
+    why.add_argument("--provider", choices=apis, default=None)
     why.add_argument("--path", default=None, help="API path of --request (e.g. /v1/messages)")
 
     sub.add_parser("demo", help="record and replay a built-in agent against a stub upstream")
@@ -146,9 +144,7 @@ def _config(args: argparse.Namespace, mode: str, command: list[str]) -> GatewayC
         mode=mode,
         cassette=args.cassette,
         traces=args.traces,
-        upstream_openai=args.upstream_openai,
-        upstream_anthropic=args.upstream_anthropic,
-        upstream_azure=args.upstream_azure,
+        upstreams={row.name: getattr(args, f"upstream_{row.name}", None) for row in PROVIDERS},
         host=args.host,
         port=getattr(args, "port", 0),
         grpc_port=getattr(args, "grpc_port", 0),

@@ -28,8 +28,10 @@ from contextlib import contextmanager
 from typing import Any
 
 from otel_replay.core.errors import EgressBlocked
+from otel_replay.providers import PROVIDERS
 
 __all__ = [
+    "OTHER_PROVIDER_HOSTS",
     "PROVIDER_HOSTS",
     "allow_egress",
     "block_egress",
@@ -38,10 +40,8 @@ __all__ = [
     "is_provider_host",
 ]
 
-PROVIDER_HOSTS: tuple[str, ...] = (
-    "api.openai.com",
-    "*.openai.azure.com",
-    "api.anthropic.com",
+# Model provider APIs otel-replay does not speak yet, guarded all the same.
+OTHER_PROVIDER_HOSTS: tuple[str, ...] = (
     "generativelanguage.googleapis.com",
     "*-aiplatform.googleapis.com",
     "bedrock-runtime.*.amazonaws.com",
@@ -52,7 +52,14 @@ PROVIDER_HOSTS: tuple[str, ...] = (
     "api.together.xyz",
     "api.together.ai",
 )
-"""Host patterns (``fnmatch``) of the known model provider APIs."""
+
+PROVIDER_HOSTS: tuple[str, ...] = tuple(
+    dict.fromkeys(
+        [*(host for row in PROVIDERS for host in row.egress_hosts), *OTHER_PROVIDER_HOSTS]
+    )
+)
+"""Host patterns (``fnmatch``) of the known model provider APIs: each provider's declared
+hosts, then the others."""
 
 EXEMPT_THREAD_PREFIX = "otel-replay-gateway"
 

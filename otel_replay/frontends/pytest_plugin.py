@@ -29,6 +29,7 @@ import pytest
 
 from otel_replay.core.errors import CassetteError, ConfigError, EgressBlocked, ReplayMiss
 from otel_replay.frontends.api import GatewayHandle, patched_environ
+from otel_replay.providers import PROVIDERS
 from otel_replay.session.session import MODES, Session, Summary, default_mode
 
 __all__ = ["OtelReplayUnusedWarning"]
@@ -76,8 +77,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="write a JSON report of every block",
     )
-    group.addoption("--otel-replay-upstream-openai", dest="otel_replay_openai", metavar="URL")
-    group.addoption("--otel-replay-upstream-anthropic", dest="otel_replay_anthropic", metavar="URL")
+    for row in PROVIDERS:
+        if row.option_help is not None:
+            group.addoption(
+                f"--otel-replay-upstream-{row.name}",
+                dest=f"otel_replay_{row.name}",
+                metavar="URL",
+                help=row.option_help,
+            )
     parser.addini(
         "otel_replay_cassette_dir",
         "folder beside the test file where bare cassette names live",
@@ -230,8 +237,11 @@ class OtelReplayPlugin:
         self.forced_mode: str | None = config.getoption("otel_replay_mode")
         self.unused: str = config.getoption("otel_replay_unused")
         self.report: str | None = config.getoption("otel_replay_report")
-        self.upstream_openai: str | None = config.getoption("otel_replay_openai")
-        self.upstream_anthropic: str | None = config.getoption("otel_replay_anthropic")
+        self.upstreams: dict[str, str | None] = {
+            row.name: config.getoption(f"otel_replay_{row.name}")
+            for row in PROVIDERS
+            if row.option_help is not None
+        }
         self.cassette_dir = str(config.getini("otel_replay_cassette_dir") or "cassettes")
         self.gateway: SharedGateway | None = None
         self.results: list[BlockResult] = []
@@ -298,11 +308,7 @@ class OtelReplayPlugin:
         from otel_replay.gateway.runner import GatewayConfig, upstream_bases
 
         bases = upstream_bases(
-            GatewayConfig(
-                mode=block.mode,
-                upstream_openai=self.upstream_openai,
-                upstream_anthropic=self.upstream_anthropic,
-            ),
+            GatewayConfig(mode=block.mode, upstreams=self.upstreams),
             os.environ,
         )
         env = self.gateway.begin(session, bases)

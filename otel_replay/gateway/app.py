@@ -14,10 +14,8 @@ import contextlib
 import json
 import logging
 import os
-import secrets
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import web
@@ -26,135 +24,19 @@ from multidict import CIMultiDict
 from otel_replay import providers
 from otel_replay.core import envvars as ev
 from otel_replay.core.errors import ReplayMiss, UpstreamError, root_cause
-from otel_replay.core.exchange import JSON, CanonicalRequest, Exchange, Response, SSEEvent
-from otel_replay.core.ids import new_span_id, new_trace_id
+from otel_replay.core.exchange import JSON, Exchange, Response, SSEEvent
+from otel_replay.gateway.call import Call, parse_body, parse_traceparent, redacted_body
+from otel_replay.gateway.decide import Decision, carries_own_key, decide, matches
 from otel_replay.gateway.upstream import HOP_BY_HOP, NoUpstream, Upstream, UpstreamRequest
 from otel_replay.otlp.http import add_otlp_routes
-from otel_replay.providers.azure import azure_endpoint
-from otel_replay.providers.base import Provider
-from otel_replay.redaction.redact import Redactor
+from otel_replay.providers import Route
 from otel_replay.session.session import Session
-from otel_replay.streams import sse
+from otel_replay.streams.codec import encode_all
 
 log = logging.getLogger("otel_replay.gateway")
 
-# Paths the provider APIs live under: both SDKs' /v1, and Azure OpenAI's /openai.
-_PROVIDER_PREFIXES = ("/v1/", providers.AZURE_PREFIX)
-# Response headers kept in a recording and replayed.
-_KEPT_PREFIXES = ("x-ratelimit-", "anthropic-ratelimit-")
-_KEPT = frozenset(
-    {
-        "content-type",
-        "retry-after",
-        "retry-after-ms",
-        "x-should-retry",
-        "x-request-id",
-        "request-id",
-        "openai-processing-ms",
-    }
-)
 # How long a recorded hang is replayed before the gateway gives up on the agent.
 REPLAYED_HANG_SECONDS = 600.0
-
-
-def kept_headers(headers: Mapping[str, str]) -> dict[str, str]:
-    kept: dict[str, str] = {}
-    for name, value in headers.items():
-        lower = name.lower()
-        if lower in _KEPT or lower.startswith(_KEPT_PREFIXES):
-            kept[lower] = value
-    return kept
-
-
-def parse_body(raw: bytes) -> JSON:
-    """The JSON value of a body; its text when it is not JSON; None when empty."""
-    if not raw:
-        return None
-    try:
-        return json.loads(raw)
-    except ValueError:
-        return raw.decode("utf-8", "replace")
-
-
-def redacted_body(redactor: Redactor, raw: bytes, body: JSON = None) -> JSON:
-    """``redactor.json(parse_body(raw))`` (``body``: that parse, when already done),
-    without re-serialising a clean body.
-
-    When the raw text holds no backslash, every string of the parsed value appears in it
-    verbatim, so a raw text the redactor's prefilter passes means nothing to redact."""
-    if body is None:
-        body = parse_body(raw)
-    if isinstance(body, dict | list) and b"\\" not in raw:
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            text = None
-        if text is not None and not redactor.might_hold_secret(text):
-            return body
-    return redactor.json(body)
-
-
-def parse_traceparent(value: str | None) -> tuple[str | None, str | None]:
-    """(trace_id, parent_span_id) from a W3C traceparent header, or (None, None)."""
-    if not value:
-        return None, None
-    parts = value.strip().split("-")
-    if len(parts) < 4 or len(parts[1]) != 32 or len(parts[2]) != 16:
-        return None, None
-    trace_id, span_id = parts[1].lower(), parts[2].lower()
-    if trace_id == "0" * 32 or span_id == "0" * 16:
-        return None, None
-    return trace_id, span_id
-
-
-@dataclass(slots=True)
-class Call:
-    """What the gateway knows about one incoming provider request."""
-
-    request: web.Request
-    provider: Provider
-    path: str  # the path providers read: as received, with Azure's api-version
-    upstream: str  # the upstream it is forwarded to: the provider's, or "azure"
-    operation: str
-    raw: bytes
-    body: JSON  # redacted, unless ``redacted`` is False (record mode, until recording)
-    stream: bool
-    start_ns: int
-    trace_id: str | None
-    parent_span_id: str | None
-    session: Session
-    redacted: bool = True
-    _canonical: CanonicalRequest | None = None
-
-    @property
-    def canonical(self) -> CanonicalRequest:
-        """The canonical request, computed once (matching and recording both need it)."""
-        if self._canonical is None:
-            self._redact()
-            self._canonical = self.provider.canonical(self.path, self.body)
-        return self._canonical
-
-    def _redact(self) -> None:
-        if not self.redacted:
-            self.body = redacted_body(self.session.redactor, self.raw, self.body)
-            self.redacted = True
-
-    def exchange(self, response: Response) -> Exchange:
-        self._redact()
-        return Exchange(
-            provider=self.provider.name,
-            operation=self.operation,
-            request=self.canonical,
-            response=response,
-            raw_request=self.body,
-            method=self.request.method,
-            stream=self.stream,
-            start_ns=self.start_ns,
-            end_ns=time.time_ns(),
-            trace_id=self.trace_id or new_trace_id(),
-            span_id=new_span_id(),
-            parent_span_id=self.parent_span_id,
-        )
 
 
 class Gateway:
@@ -173,19 +55,15 @@ class Gateway:
         self.timing = timing
         env = os.environ if keys is None else keys
         # auto mode forwards a miss only with exactly one of the caller's own credentials
-        credentials = {
-            "openai": (ev.OPENAI_API_KEY,),
-            "anthropic": (ev.ANTHROPIC_API_KEY,),
-            "azure": (ev.AZURE_OPENAI_API_KEY, ev.AZURE_OPENAI_AD_TOKEN),
-        }
         self._keys = {
-            upstream: tuple(
+            row.name: tuple(
                 env[name].encode()
-                for name in names
+                for name in row.credential_env
                 if env.get(name) and env[name] != ev.PLACEHOLDER_KEY
             )
-            for upstream, names in credentials.items()
+            for row in providers.PROVIDERS
         }
+        self._credentials = providers.credential_headers()
 
     def app(self) -> web.Application:
         app = web.Application(client_max_size=1024**3)
@@ -195,12 +73,11 @@ class Gateway:
 
     # -- dispatch ----------------------------------------------------------------------
     async def handle(self, request: web.Request) -> web.StreamResponse:
-        if not request.path.startswith(_PROVIDER_PREFIXES):
-            # health checks and strays: not a provider API call, so neither a miss nor live
-            return web.json_response(
-                {"error": {"message": f"otel-replay: {request.path} is not a provider API path"}},
-                status=404,
-            )
+        headers = {k.lower(): v for k, v in request.headers.items()}
+        route = providers.ROUTER.route(request.path, headers)
+        if route is None:
+            decision = decide(self.session.mode, routed=False, match=None, own_key=False)
+            return await self._carry_out(request, None, decision)
         try:
             raw = await request.read()
         except web.RequestPayloadError as exc:  # e.g. a corrupt compressed body
@@ -210,62 +87,78 @@ class Gateway:
                 status=400,
                 headers={"Connection": "close"},
             )
-        headers = {k.lower(): v for k, v in request.headers.items()}
-        provider = providers.provider_for(request.path, headers)
-        path = azure_endpoint(request.path, request.query)
-        trace_id, parent = parse_traceparent(headers.get("traceparent"))
+        call, exact = self._call(request, route, headers, raw)
+        mode = call.session.mode
+        match: int | ReplayMiss | None = exact
+        if matches(mode) and match is None:
+            try:
+                match = call.session.matcher.match(call.canonical)
+            except ReplayMiss as miss:
+                match = miss
+        own_key = isinstance(match, ReplayMiss) and self._carries_own_key(call.upstream, headers)
+        return await self._carry_out(
+            request, call, decide(mode, routed=True, match=match, own_key=own_key)
+        )
+
+    def _call(
+        self, request: web.Request, route: Route, headers: dict[str, str], raw: bytes
+    ) -> tuple[Call, int | None]:
+        """The call, and the recording its exact body hits (when the mode matches)."""
         session = self.session
+        provider = providers.get(route.api)
+        path = route.provider_path(request.path, request.query)
+        matching = matches(session.mode)
         # a body identical to a recorded (hence already redacted) one replays at once:
         # first as the bytes sent, then as the parsed body
-        exact = None
-        if session.mode != "record":
-            exact = session.exact_hit_raw(provider.name, path, raw)
+        exact = session.exact_hit_raw(provider.name, path, raw) if matching else None
         if exact is not None:
             body = session.cassette.interactions[exact].raw_request
         else:
             body = parse_body(raw)
-            if session.mode != "record":
+            if matching:
                 exact = session.exact_hit(provider.name, path, body)
-            if exact is None and session.mode != "record":
+            if exact is None and matching:
                 body = redacted_body(session.redactor, raw, body)
+        trace_id, parent = parse_traceparent(headers.get("traceparent"))
         call = Call(
             request=request,
+            route=route,
             provider=provider,
             path=path,
-            upstream=providers.upstream_for(request.path, provider.name),
             operation=provider.operation(path),
             raw=raw,
             body=body,
-            stream=False,
+            stream=provider.wants_stream(body, path, request.query),
             start_ns=time.time_ns(),
             trace_id=trace_id,
             parent_span_id=parent,
             session=session,
             # record mode redacts when it records, off the agent's critical path
-            redacted=session.mode != "record",
+            redacted=matching,
         )
-        call.stream = provider.wants_stream(call.body)
-        mode = session.mode
-        if mode == "record":
+        return call, exact
+
+    async def _carry_out(
+        self, request: web.Request, call: Call | None, decision: Decision
+    ) -> web.StreamResponse:
+        if call is None or decision.action == "not_provider":
+            # health checks and strays: not a provider API call, so neither a miss nor live
+            return web.json_response(
+                {"error": {"message": f"otel-replay: {request.path} is not a provider API path"}},
+                status=404,
+            )
+        if decision.action == "forward":
             return await self.forward(call)
-        try:
-            index = exact if exact is not None else session.matcher.match(call.canonical)
-        except ReplayMiss as miss:
-            if mode == "auto" and self._carries_own_key(call.upstream, headers):
-                return await self.forward(call)
-            return self.miss(call, miss)
-        recorded = session.cassette.interactions[index]
-        session.replayed_hit(index, self._replayed_exchange(call, recorded))
+        if decision.action == "miss":
+            assert decision.miss is not None
+            return self.miss(call, decision.miss)
+        assert decision.index is not None
+        recorded = call.session.cassette.interactions[decision.index]
+        call.session.replayed_hit(decision.index, self._replayed_exchange(call, recorded))
         return await self.replay(call, recorded.response)
 
     def _carries_own_key(self, upstream: str, headers: Mapping[str, str]) -> bool:
-        keys = self._keys.get(upstream, ())
-        offered = headers.get("x-api-key") or headers.get("api-key") or ""
-        auth = headers.get("authorization", "")
-        if auth.lower().startswith("bearer "):
-            offered = offered or auth[7:].strip()
-        given = offered.encode()
-        return bool(offered) and any(secrets.compare_digest(given, key) for key in keys)
+        return carries_own_key(headers, self._credentials, self._keys.get(upstream, ()))
 
     def _replayed_exchange(self, call: Call, recorded: Exchange) -> Exchange | None:
         if not self.session.writes_replayed_spans:
@@ -312,19 +205,20 @@ class Gateway:
             headers.pop("content-type", None)
         if events is None:
             return _body_response(response.status, headers, body)
-        headers["content-type"] = "text/event-stream; charset=utf-8"
+        codec = call.codec
+        headers["content-type"] = codec.content_type
         stream = web.StreamResponse(status=response.status, headers=headers)
         await stream.prepare(request)
         recorded_pace = self.timing == "recorded"
         started = time.monotonic()
         if not recorded_pace:
-            await stream.write(b"".join(sse.encode(e) for e in events))
+            await stream.write(encode_all(codec, events))
         else:
             for event in events:
                 delay = event.t - (time.monotonic() - started)
                 if delay > 0:
                     await asyncio.sleep(delay)
-                await stream.write(sse.encode(event))
+                await stream.write(codec.encode(event))
         if response.fault == "reset_mid_stream":
             _abort(request)
             return stream
@@ -344,7 +238,7 @@ class Gateway:
         outgoing = UpstreamRequest(
             provider=call.upstream,
             method=request.method,
-            path=request.path,
+            path=call.route.forward_path(request.path),
             query=request.query_string,
             headers={k: v for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP},
             body=call.raw,
@@ -361,8 +255,8 @@ class Gateway:
             # the agent gave up waiting: it saw a timeout, so that is what replays
             self._record(call, Response(status=0, fault="timeout"))
             raise
-        kept = kept_headers(upstream.headers)
-        if upstream.is_stream:
+        kept = providers.kept_headers(upstream.headers)
+        if call.codec.is_stream(upstream.headers.get("content-type", "")):
             return await self._forward_stream(
                 call, upstream.status, upstream.headers, kept, upstream.chunks
             )
@@ -400,7 +294,7 @@ class Gateway:
         request = call.request
         stream = web.StreamResponse(status=status, headers=_passthrough(upstream_headers))
         await stream.prepare(request)
-        parser = sse.SSEParser()
+        parser = call.codec.decoder()
         events: list[SSEEvent] = []
         fault: str | None = None
         started = time.monotonic()

@@ -19,10 +19,11 @@ from typing import Any
 
 from aiohttp import web
 
+from otel_replay import providers
 from otel_replay.core import envvars as ev
 from otel_replay.core.errors import ConfigError
 from otel_replay.gateway.app import Gateway
-from otel_replay.gateway.upstream import ANTHROPIC_DEFAULT, OPENAI_DEFAULT, HttpUpstream, Upstream
+from otel_replay.gateway.upstream import HttpUpstream, Upstream
 from otel_replay.otlp.grpc import GrpcReceiver
 from otel_replay.redaction.redact import Redactor
 from otel_replay.session.session import Session, Summary
@@ -44,21 +45,30 @@ class GatewayConfig:
     upstream: Upstream | None = None  # a test may hand in its own
     environ: Mapping[str, str] | None = None  # the caller's environment (default os.environ)
     upstream_azure: str | None = None  # Azure OpenAI resource endpoint
+    upstreams: Mapping[str, str | None] = field(default_factory=dict)
+    """Base URLs by upstream name (``PROVIDERS``); ``upstream_NAME`` fields are the same."""
+
+    def named_upstreams(self) -> dict[str, str]:
+        """The base URLs the caller named, by upstream."""
+        named = {
+            row.name: getattr(self, f"upstream_{row.name}", None) for row in providers.PROVIDERS
+        }
+        named.update(self.upstreams)
+        return {name: url for name, url in named.items() if url}
 
 
 def upstream_bases(config: GatewayConfig, environ: Mapping[str, str]) -> dict[str, str]:
-    """Upstreams default to the caller's own base URLs, else the public endpoints. Azure
-    OpenAI has no public endpoint: it is there only when named (``upstream_azure``, else
-    the caller's ``AZURE_OPENAI_ENDPOINT``)."""
-    bases = {
-        "openai": config.upstream_openai or environ.get(ev.OPENAI_BASE_URL) or OPENAI_DEFAULT,
-        "anthropic": config.upstream_anthropic
-        or environ.get(ev.ANTHROPIC_BASE_URL)
-        or ANTHROPIC_DEFAULT,
-    }
-    azure = config.upstream_azure or environ.get(ev.AZURE_OPENAI_ENDPOINT)
-    if azure:
-        bases["azure"] = azure
+    """Each upstream's base URL: the one named, else the caller's own (the variable its
+    SDK reads), else its public endpoint. An upstream without one (Azure OpenAI's endpoint
+    is per resource) is there only when named."""
+    named = config.named_upstreams()
+    bases: dict[str, str] = {}
+    for row in providers.PROVIDERS:
+        base = named.get(row.name) or environ.get(row.base_env) or row.default_base
+        if base:
+            bases[row.name] = base
+    for name, url in named.items():
+        bases.setdefault(name, url)
     return bases
 
 
@@ -70,13 +80,9 @@ def agent_environment(
     OTLP goes to the HTTP receiver unless the caller's settings ask for gRPC, in which
     case the endpoints name the gRPC port.
     """
-    env = {
-        ev.OPENAI_BASE_URL: f"{url}/v1",
-        ev.ANTHROPIC_BASE_URL: url,
-        ev.AZURE_OPENAI_ENDPOINT: url,
-        ev.OTEL_REPLAY_URL: url,
-        ev.OTEL_REPLAY_MODE: mode,
-    }
+    env = {row.base_env: url + row.agent_path for row in providers.PROVIDERS}
+    env[ev.OTEL_REPLAY_URL] = url
+    env[ev.OTEL_REPLAY_MODE] = mode
     host = url.rsplit(":", 1)[0]  # http://127.0.0.1 or http://[::1]
     grpc_url = f"{host}:{grpc_port}" if grpc_port else None
     if grpc_port:
@@ -104,7 +110,7 @@ def agent_environment(
             env[protocol_var] = protocol if protocol != "grpc" else "http/protobuf"
     if mode in ("strict", "auto"):
         # official SDKs refuse to start without a key; replay needs none
-        for key in (ev.OPENAI_API_KEY, ev.ANTHROPIC_API_KEY, ev.AZURE_OPENAI_API_KEY):
+        for key in (key for row in providers.PROVIDERS for key in row.placeholder_env):
             if not caller.get(key):
                 env[key] = ev.PLACEHOLDER_KEY
     return env

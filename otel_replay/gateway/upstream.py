@@ -20,6 +20,7 @@ from urllib.request import getproxies, proxy_bypass
 import aiohttp
 from multidict import CIMultiDict
 
+from otel_replay import providers
 from otel_replay.core.errors import ConfigError, UpstreamError
 
 # Headers that describe one hop, not the message; never forwarded either way.
@@ -40,34 +41,23 @@ HOP_BY_HOP = frozenset(
     }
 )
 
-OPENAI_DEFAULT = "https://api.openai.com/v1"
-ANTHROPIC_DEFAULT = "https://api.anthropic.com"
-# Azure OpenAI has no public default: each resource has its own endpoint.
-_AZURE_SUFFIXES = ("/openai/v1", "/openai")
-
 
 class NoUpstream(ConfigError):
-    """A live call for an upstream nobody named (Azure OpenAI, whose endpoint is per
-    resource); the message says what to set."""
+    """A live call for an upstream nobody named (one without a public endpoint, such as
+    Azure OpenAI's per-resource one); the message says what to set."""
 
     def __init__(self, upstream: str) -> None:
         self.upstream = upstream
-        if upstream == "azure":
-            hint = (
-                "no Azure OpenAI endpoint to forward to: set AZURE_OPENAI_ENDPOINT "
-                "(https://RESOURCE.openai.azure.com) before starting otel-replay, or pass "
-                "--upstream-azure URL"
-            )
-        else:
-            hint = f"no {upstream} upstream to forward to"
+        row = providers.spec(upstream)
+        hint = row.missing_base() if row is not None else f"no {upstream} upstream to forward to"
         super().__init__(hint)
 
 
 @dataclass(slots=True)
 class UpstreamRequest:
-    provider: str  # the upstream: "openai", "anthropic" or "azure"
+    provider: str  # the upstream's name in ``PROVIDERS``: "openai", "azure", ...
     method: str
-    path: str  # as the gateway received it, e.g. /v1/chat/completions
+    path: str  # as the gateway received it less its mount's strip, e.g. /v1/chat/completions
     query: str
     headers: Mapping[str, str]
     body: bytes
@@ -80,10 +70,6 @@ class UpstreamResponse:
     chunks: AsyncIterator[bytes]
     close: object = field(default=None)
 
-    @property
-    def is_stream(self) -> bool:
-        return self.headers.get("content-type", "").startswith("text/event-stream")
-
 
 class Upstream(Protocol):
     async def send(self, request: UpstreamRequest) -> UpstreamResponse: ...
@@ -92,21 +78,11 @@ class Upstream(Protocol):
 
 
 def provider_url(base: str, provider: str, path: str) -> str:
-    """Join a provider base URL and a gateway path.
-
-    OpenAI bases end in ``/v1`` (``OPENAI_BASE_URL`` convention) and the gateway path
-    starts with ``/v1``; Anthropic bases are the host root; Azure bases are the resource
-    endpoint (``AZURE_OPENAI_ENDPOINT``) and the path starts with ``/openai``, so a base
-    given as ``.../openai`` or ``.../openai/v1`` is taken back to the resource.
-    """
-    base = base.rstrip("/")
-    if provider == "azure":
-        for suffix in _AZURE_SUFFIXES:
-            if base.endswith(suffix):
-                return base[: -len(suffix)] + path
-    if provider == "openai" and base.endswith("/v1") and path.startswith("/v1"):
-        return base + path[3:]
-    return base + path
+    """Join an upstream's base URL and a gateway path, as its declaration says: an OpenAI
+    base ending in ``/v1`` meets a path starting with ``/v1``; an Azure base given as
+    ``.../openai`` or ``.../openai/v1`` is taken back to the resource."""
+    row = providers.spec(provider)
+    return row.join(base, path) if row is not None else base.rstrip("/") + path
 
 
 class HttpUpstream:
@@ -134,10 +110,10 @@ class HttpUpstream:
         return self._proxies[base]
 
     async def send(self, request: UpstreamRequest) -> UpstreamResponse:
-        base = self.bases.get(request.provider)
-        if not base and request.provider == "azure":
-            raise NoUpstream("azure")
-        base = base or self.bases["openai"]
+        row = providers.spec(request.provider)
+        base = self.bases.get(request.provider) or (row.default_base if row else None)
+        if not base:
+            raise NoUpstream(request.provider)
         url = provider_url(base, request.provider, request.path)
         if request.query:
             url = f"{url}?{request.query}"

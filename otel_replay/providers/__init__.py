@@ -1,20 +1,169 @@
-"""Provider API surfaces. One module per provider; a new provider is a new module.
+"""Provider API surfaces and the table that declares them.
 
-``provider_for(path, headers)`` picks the provider that owns a gateway request;
-``get(name)`` returns a provider by name; ``upstream_for(path, provider)`` names the
-upstream a request is forwarded to (``"azure"`` for Azure OpenAI's ``/openai/...`` paths).
+Adding a provider: one module under providers/ plus one row in PROVIDERS.
+
+The module implements the :class:`~otel_replay.providers.base.Provider` surface (reading
+requests, its errors and streams); the row (a :class:`ProviderSpec`) declares the rest once:
+the gateway paths that reach it, the environment its SDK reads, its credentials, the
+response headers kept, its stream codec, its semantic-convention names, its SDK's modules
+and its public hosts. The gateway, the upstream, the runner, the egress guard and the
+command line read only this table. An upstream serving another provider's API (Azure
+OpenAI serves OpenAI's) is a row with that ``api``.
+
+``provider_for(path, headers)`` picks the surface that owns a request; ``get(name)``
+returns a surface by name; ``ROUTER`` maps a gateway path to its (surface, upstream).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
+from otel_replay.core import envvars as ev
 from otel_replay.core.errors import ConfigError
+from otel_replay.providers.azure import AZURE_PREFIX, azure_endpoint
 from otel_replay.providers.base import OutputView, Provider
+from otel_replay.providers.parts import strip_prefix
+from otel_replay.providers.router import Route, Router
+from otel_replay.providers.spec import BEARER, CredentialHeader, Mount, ProviderSpec
 
-__all__ = ["OutputView", "Provider", "get", "provider_for", "upstream_for"]
+__all__ = [
+    "AZURE_PREFIX",
+    "PROVIDERS",
+    "ROUTER",
+    "OutputView",
+    "Provider",
+    "ProviderSpec",
+    "Route",
+    "credential_headers",
+    "get",
+    "kept_headers",
+    "provider_for",
+    "sdk_modules",
+    "semconv_names",
+    "spec",
+]
 
-AZURE_PREFIX = "/openai/"
+_BEARER = CredentialHeader("authorization", BEARER)
+_OPENAI_PATHS = ("/v1/chat/", "/v1/completions", "/v1/responses", "/v1/embeddings")
+_OPENAI_KEPT = frozenset(
+    {
+        "content-type",
+        "retry-after",
+        "retry-after-ms",
+        "x-should-retry",
+        "x-request-id",
+        "openai-processing-ms",
+    }
+)
+
+PROVIDERS: tuple[ProviderSpec, ...] = (
+    ProviderSpec(
+        name="openai",
+        api="openai",
+        title="OpenAI",
+        # both SDKs use /v1: OpenAI's own paths are OpenAI's, and so is what is left
+        mounts=(Mount("/v1/", paths=_OPENAI_PATHS),),
+        base_env=ev.OPENAI_BASE_URL,
+        agent_path="/v1",
+        default_base="https://api.openai.com/v1",
+        base_suffixes=("/v1",),
+        option_help="real OpenAI base URL",
+        credential_env=(ev.OPENAI_API_KEY,),
+        credential_headers=(_BEARER,),
+        placeholder_env=(ev.OPENAI_API_KEY,),
+        kept_headers=_OPENAI_KEPT,
+        kept_prefixes=("x-ratelimit-",),
+        semconv_names=("openai",),
+        sdk_modules=("openai",),
+        egress_hosts=("api.openai.com",),
+    ),
+    ProviderSpec(
+        name="anthropic",
+        api="anthropic",
+        title="Anthropic",
+        # /v1/messages* is always Anthropic's; its headers decide the paths both APIs have
+        mounts=(
+            Mount(
+                "/v1/",
+                paths=("/v1/messages",),
+                headers=("anthropic-version", "x-api-key"),
+                rest=False,
+            ),
+        ),
+        base_env=ev.ANTHROPIC_BASE_URL,
+        default_base="https://api.anthropic.com",
+        option_help="real Anthropic base URL",
+        credential_env=(ev.ANTHROPIC_API_KEY,),
+        credential_headers=(CredentialHeader("x-api-key"), _BEARER),
+        placeholder_env=(ev.ANTHROPIC_API_KEY,),
+        kept_headers=frozenset({"content-type", "retry-after", "x-should-retry", "request-id"}),
+        kept_prefixes=("anthropic-ratelimit-",),
+        semconv_names=("anthropic",),
+        sdk_modules=("anthropic",),
+        egress_hosts=("api.anthropic.com",),
+    ),
+    ProviderSpec(
+        name="azure",
+        api="openai",
+        title="Azure OpenAI",
+        # the resource endpoint is per customer: no public default
+        mounts=(Mount(AZURE_PREFIX, reads=azure_endpoint),),
+        base_env=ev.AZURE_OPENAI_ENDPOINT,
+        base_example="https://RESOURCE.openai.azure.com",
+        base_suffixes=("/openai/v1", "/openai"),
+        option_help="real Azure OpenAI resource endpoint (default: the caller's "
+        f"{ev.AZURE_OPENAI_ENDPOINT})",
+        credential_env=(ev.AZURE_OPENAI_API_KEY, ev.AZURE_OPENAI_AD_TOKEN),
+        credential_headers=(CredentialHeader("api-key"), _BEARER),
+        placeholder_env=(ev.AZURE_OPENAI_API_KEY,),
+        kept_headers=_OPENAI_KEPT,
+        kept_prefixes=("x-ratelimit-",),
+        semconv_names=("azure.ai.openai", "az.ai.openai", "azure"),
+        egress_hosts=("*.openai.azure.com",),
+    ),
+)
+"""Every upstream otel-replay speaks to, in the order the agent's environment lists them."""
+
+ROUTER = Router(PROVIDERS)
+_SPECS = {row.name: row for row in PROVIDERS}
+
+
+def spec(name: str) -> ProviderSpec | None:
+    """The declaration of the upstream called ``name``, if there is one."""
+    return _SPECS.get(name)
+
+
+def semconv_names() -> dict[str, str]:
+    """``gen_ai.provider.name`` / ``gen_ai.system`` values (lower case) to API surfaces."""
+    return {name: row.api for row in PROVIDERS for name in row.semconv_names}
+
+
+def sdk_modules() -> frozenset[str]:
+    """Top-level modules of the official SDKs of every provider."""
+    return frozenset(module for row in PROVIDERS for module in row.sdk_modules)
+
+
+def credential_headers() -> tuple[CredentialHeader, ...]:
+    """Every header a provider's request carries a credential in: key headers first, then
+    those with a scheme (``Authorization``, which proxies use too)."""
+    known = dict.fromkeys(header for row in PROVIDERS for header in row.credential_headers)
+    return tuple(sorted(known, key=lambda header: header.scheme is not None))
+
+
+def kept_headers(headers: Mapping[str, str]) -> dict[str, str]:
+    """The response headers a recording keeps and replays (lower-case names): those any
+    provider declares."""
+    names = frozenset().union(*(row.kept_headers for row in PROVIDERS))
+    prefixes = tuple(prefix for row in PROVIDERS for prefix in row.kept_prefixes)
+    kept: dict[str, str] = {}
+    for name, value in headers.items():
+        lower = name.lower()
+        if lower in names or lower.startswith(prefixes):
+            kept[lower] = value
+    return kept
+
+
+# -- API surfaces ------------------------------------------------------------------------
 
 
 def _registry() -> dict[str, Provider]:
@@ -42,21 +191,14 @@ def get(name: str) -> Provider:
         raise ConfigError(f"unknown provider {name!r} (known: {known})") from None
 
 
+def _route(path: str, headers: Mapping[str, str]) -> Route | None:
+    """The route of a path as received, else of the path from ``/v1`` on (a recorded
+    endpoint behind a base URL with a prefix of its own)."""
+    return ROUTER.route(path, headers) or ROUTER.route(strip_prefix(path), headers)
+
+
 def provider_for(path: str, headers: Mapping[str, str]) -> Provider:
-    """The provider that owns a request to the gateway.
-
-    Both SDKs put their API under ``/v1``; ``/v1/messages*`` and any request carrying
-    Anthropic's headers belong to Anthropic, everything else to OpenAI — Azure OpenAI's
-    ``/openai/...`` paths included.
-    """
-    providers = all_providers()
-    if path.startswith(AZURE_PREFIX):
-        return providers["openai"]
-    anthropic = providers["anthropic"]
-    return anthropic if anthropic.claims(path, headers) else providers["openai"]
-
-
-def upstream_for(path: str, provider: str) -> str:
-    """The upstream a gateway request goes to: ``"azure"`` for Azure OpenAI's paths
-    (provider ``openai``, but a resource endpoint of its own), else the provider's."""
-    return "azure" if path.startswith(AZURE_PREFIX) else provider
+    """The API surface that owns a request to the gateway (OpenAI's when no mount
+    claims it)."""
+    route = _route(path, headers)
+    return get(route.api if route is not None else PROVIDERS[0].api)

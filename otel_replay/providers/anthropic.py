@@ -1,6 +1,6 @@
 """The Anthropic API surface: Messages, token counting, models.
 
-Anthropic owns ``/v1/messages*`` and any request carrying its headers. Content blocks read
+Which requests are Anthropic's is declared in ``PROVIDERS``. Content blocks read
 into semantic-convention parts: ``text``, ``tool_use`` → ``tool_call``, ``tool_result`` →
 ``tool_call_response``, ``thinking`` → ``reasoning``; anything else stays whole as a
 generic part (``cache_control`` dropped: it changes caching, not the answer).
@@ -179,24 +179,10 @@ def _stop_reason(message: JSON, has_calls: bool) -> str:
     return "tool_use" if has_calls else "end_turn"
 
 
-_OPENAI_ONLY = ("/v1/chat/", "/v1/completions", "/v1/responses", "/v1/embeddings")
-
-
 class AnthropicProvider:
     """The Anthropic wire format."""
 
     name = "anthropic"
-
-    def claims(self, path: str, headers: Mapping[str, str]) -> bool:
-        """``/v1/messages*`` is always ours and OpenAI's own paths never are; headers
-        decide only the paths both APIs have (``/v1/models``, ...)."""
-        endpoint = strip_prefix(path)
-        if endpoint.startswith("/v1/messages"):
-            return True
-        if endpoint.startswith(_OPENAI_ONLY):
-            return False
-        names = {name.lower() for name in headers}
-        return "anthropic-version" in names or "x-api-key" in names
 
     def operation(self, path: str) -> str:
         return _OPERATIONS.get(strip_prefix(path).partition("?")[0], "other")
@@ -228,7 +214,9 @@ class AnthropicProvider:
             params={k: v for k, v in body.items() if k not in _CONSUMED},
         )
 
-    def wants_stream(self, body: JSON) -> bool:
+    def wants_stream(
+        self, body: JSON, path: str = "", query: Mapping[str, str] | None = None
+    ) -> bool:
         return isinstance(body, dict) and body.get("stream") is True
 
     def error_body(self, status: int, message: str, kind: str) -> JSON:

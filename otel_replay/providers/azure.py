@@ -14,11 +14,18 @@ import re
 from collections.abc import Mapping
 from urllib.parse import parse_qsl, urlencode
 
-from otel_replay.providers import AZURE_PREFIX
 from otel_replay.providers.parts import strip_prefix
 
-__all__ = ["azure_endpoint", "canonical_endpoint", "is_azure", "match_endpoint", "route"]
+__all__ = [
+    "AZURE_PREFIX",
+    "azure_endpoint",
+    "canonical_endpoint",
+    "is_azure",
+    "match_endpoint",
+    "route",
+]
 
+AZURE_PREFIX = "/openai/"
 API_VERSION = "api-version"
 _DEPLOYMENT = re.compile(r"/openai/deployments/([^/?]+)(/[^?]*)?")
 

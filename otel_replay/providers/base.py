@@ -2,7 +2,8 @@
 
 A provider knows its own wire format and nothing else: how to read a request body into the
 canonical request, how its errors and streams look, and how to rebuild a response from the
-semantic-convention view of a trace when the exact body was not recorded.
+semantic-convention view of a trace when the exact body was not recorded. Which requests
+reach it, its environment and its hosts are declared in the ``PROVIDERS`` table.
 """
 
 from __future__ import annotations
@@ -39,10 +40,6 @@ class Provider(Protocol):
     name: str
     """``"openai"``, ``"anthropic"``: the value of ``gen_ai.provider.name``."""
 
-    def claims(self, path: str, headers: Mapping[str, str]) -> bool:
-        """Whether a gateway request (path as received, lower-case header names) is ours."""
-        ...
-
     def operation(self, path: str) -> str:
         """The exchange operation for a path: ``chat``, ``responses``, ``embeddings``,
         ``completions``, ``messages``, ``count_tokens``, ``models`` or ``other``."""
@@ -59,8 +56,11 @@ class Provider(Protocol):
         Never raises on odd bodies: unknown shapes land in ``params`` or generic parts."""
         ...
 
-    def wants_stream(self, body: JSON) -> bool:
-        """Whether the request asks for an SSE stream."""
+    def wants_stream(
+        self, body: JSON, path: str = "", query: Mapping[str, str] | None = None
+    ) -> bool:
+        """Whether the request asks for a streamed answer: by its body, or by its path
+        and query for an API that says so there."""
         ...
 
     def error_body(self, status: int, message: str, kind: str) -> JSON:

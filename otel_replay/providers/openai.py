@@ -1,7 +1,6 @@
 """The OpenAI API surface: Chat Completions, Responses, embeddings, completions, models.
 
-OpenAI is the fallback provider: whatever Anthropic does not claim is OpenAI's, Azure
-OpenAI's paths included (``azure`` maps them onto this surface). Request reading lives in
+It also serves Azure OpenAI's paths (``azure`` maps them onto it). Request reading lives in
 ``openai_request``, the streams in ``openai_chat_stream`` and ``openai_responses_stream``,
 and the semantic-convention views in ``openai_view``; this module ties them to the
 ``Provider`` seam.
@@ -15,7 +14,6 @@ from typing import Any
 from otel_replay.core.exchange import JSON, CanonicalRequest, SSEEvent
 from otel_replay.providers import openai_request as req
 from otel_replay.providers import openai_view as views
-from otel_replay.providers.anthropic import ANTHROPIC
 from otel_replay.providers.azure import canonical_endpoint, route
 from otel_replay.providers.base import OutputView
 from otel_replay.providers.openai_chat_stream import (
@@ -51,10 +49,6 @@ class OpenAIProvider:
     """The OpenAI wire format."""
 
     name = "openai"
-
-    def claims(self, path: str, headers: Mapping[str, str]) -> bool:
-        """OpenAI is the fallback: it claims every request Anthropic does not."""
-        return not ANTHROPIC.claims(path, headers)
 
     def operation(self, path: str) -> str:
         return _OPERATIONS.get(route(path)[0], "other")
@@ -94,7 +88,9 @@ class OpenAIProvider:
             return CanonicalRequest(endpoint, model, None, messages, None, _params(body, consumed))
         return CanonicalRequest(endpoint, model, params=_params(body, frozenset({"model"})))
 
-    def wants_stream(self, body: JSON) -> bool:
+    def wants_stream(
+        self, body: JSON, path: str = "", query: Mapping[str, str] | None = None
+    ) -> bool:
         return isinstance(body, dict) and body.get("stream") is True
 
     def error_body(self, status: int, message: str, kind: str) -> JSON:

@@ -45,7 +45,7 @@ _STATUS_OF_CLASS = {
     "DeadlineExceededError": 504,
     "OverloadedError": 529,
 }
-_SDK_MODULES = frozenset({"openai", "anthropic"})
+_SDK_MODULES = providers.sdk_modules()
 _KIND_OF_STATUS = {
     400: "invalid_request_error",
     401: "authentication_error",

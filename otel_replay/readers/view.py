@@ -9,19 +9,14 @@ from typing import Any
 
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
+from otel_replay import providers
 from otel_replay.core import genai
 from otel_replay.core.exchange import JSON
 
 Event = tuple[str, Mapping[str, Any], Any]
 """A GenAI event: its name, its attributes and its body (log records) or None."""
 
-_PROVIDERS = {
-    "openai": "openai",
-    "azure.ai.openai": "openai",
-    "az.ai.openai": "openai",
-    "azure": "openai",
-    "anthropic": "anthropic",
-}
+_PROVIDERS = providers.semconv_names()
 
 
 # --- small value helpers ----------------------------------------------------------------

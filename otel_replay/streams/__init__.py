@@ -1,1 +1,1 @@
-"""Stream codecs per wire format (SSE today)."""
+"""Stream codecs, one per wire format (see ``codec``); SSE is the first."""

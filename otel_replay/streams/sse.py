@@ -1,5 +1,5 @@
-"""Server-sent events: an incremental parser for teeing a live stream, and the encoder
-that replays recorded events. Pure functions over bytes."""
+"""Server-sent events: an incremental parser for teeing a live stream, the encoder that
+replays recorded events, and both as the ``SSE`` stream codec. Pure functions over bytes."""
 
 from __future__ import annotations
 
@@ -80,3 +80,23 @@ def encode(event: SSEEvent) -> bytes:
 def parse_all(payload: bytes) -> list[SSEEvent]:
     parser = SSEParser()
     return parser.feed(payload) + parser.close()
+
+
+class SSECodec:
+    """Server-sent events (``text/event-stream``) as a :class:`StreamCodec`."""
+
+    name = "sse"
+    content_type = "text/event-stream; charset=utf-8"
+
+    def is_stream(self, content_type: str) -> bool:
+        return content_type.startswith("text/event-stream")
+
+    def decoder(self) -> SSEParser:
+        return SSEParser()
+
+    def encode(self, event: SSEEvent) -> bytes:
+        return encode(event)
+
+
+SSE = SSECodec()
+"""The SSE codec, which every current provider streams in."""

@@ -1,0 +1,121 @@
+"""One incoming provider request as the gateway sees it, and the pure helpers that read it:
+its body, its redaction, its ``traceparent``."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+
+from aiohttp import web
+
+from otel_replay.core.exchange import JSON, CanonicalRequest, Exchange, Response
+from otel_replay.core.ids import new_span_id, new_trace_id
+from otel_replay.providers import Route
+from otel_replay.providers.base import Provider
+from otel_replay.redaction.redact import Redactor
+from otel_replay.session.session import Session
+from otel_replay.streams.codec import StreamCodec
+
+__all__ = ["Call", "parse_body", "parse_traceparent", "redacted_body"]
+
+
+def parse_body(raw: bytes) -> JSON:
+    """The JSON value of a body; its text when it is not JSON; None when empty."""
+    if not raw:
+        return None
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return raw.decode("utf-8", "replace")
+
+
+def redacted_body(redactor: Redactor, raw: bytes, body: JSON = None) -> JSON:
+    """``redactor.json(parse_body(raw))`` (``body``: that parse, when already done),
+    without re-serialising a clean body.
+
+    When the raw text holds no backslash, every string of the parsed value appears in it
+    verbatim, so a raw text the redactor's prefilter passes means nothing to redact."""
+    if body is None:
+        body = parse_body(raw)
+    if isinstance(body, dict | list) and b"\\" not in raw:
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            text = None
+        if text is not None and not redactor.might_hold_secret(text):
+            return body
+    return redactor.json(body)
+
+
+def parse_traceparent(value: str | None) -> tuple[str | None, str | None]:
+    """(trace_id, parent_span_id) from a W3C traceparent header, or (None, None)."""
+    if not value:
+        return None, None
+    parts = value.strip().split("-")
+    if len(parts) < 4 or len(parts[1]) != 32 or len(parts[2]) != 16:
+        return None, None
+    trace_id, span_id = parts[1].lower(), parts[2].lower()
+    if trace_id == "0" * 32 or span_id == "0" * 16:
+        return None, None
+    return trace_id, span_id
+
+
+@dataclass(slots=True)
+class Call:
+    """What the gateway knows about one incoming provider request."""
+
+    request: web.Request
+    route: Route
+    provider: Provider
+    path: str  # the path the provider reads: as received, with Azure's api-version
+    operation: str
+    raw: bytes
+    body: JSON  # redacted, unless ``redacted`` is False (record mode, until recording)
+    stream: bool
+    start_ns: int
+    trace_id: str | None
+    parent_span_id: str | None
+    session: Session
+    redacted: bool = True
+    _canonical: CanonicalRequest | None = None
+
+    @property
+    def upstream(self) -> str:
+        """The upstream it is forwarded to: the provider's, or e.g. ``"azure"``."""
+        return self.route.upstream
+
+    @property
+    def codec(self) -> StreamCodec:
+        """The wire format its streams are in."""
+        return self.route.spec.codec
+
+    @property
+    def canonical(self) -> CanonicalRequest:
+        """The canonical request, computed once (matching and recording both need it)."""
+        if self._canonical is None:
+            self._redact()
+            self._canonical = self.provider.canonical(self.path, self.body)
+        return self._canonical
+
+    def _redact(self) -> None:
+        if not self.redacted:
+            self.body = redacted_body(self.session.redactor, self.raw, self.body)
+            self.redacted = True
+
+    def exchange(self, response: Response) -> Exchange:
+        self._redact()
+        return Exchange(
+            provider=self.provider.name,
+            operation=self.operation,
+            request=self.canonical,
+            response=response,
+            raw_request=self.body,
+            method=self.request.method,
+            stream=self.stream,
+            start_ns=self.start_ns,
+            end_ns=time.time_ns(),
+            trace_id=self.trace_id or new_trace_id(),
+            span_id=new_span_id(),
+            parent_span_id=self.parent_span_id,
+        )

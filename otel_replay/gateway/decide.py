@@ -1,0 +1,76 @@
+"""What the gateway does with one request, decided without any I/O.
+
+:func:`decide` maps the facts about a call — the mode, whether its path is a provider's,
+what matching found, whether it carries the gateway's own key — to a :class:`Decision`;
+the aiohttp handlers in ``app`` only carry it out. :func:`carries_own_key` is the auto
+mode's key check, over header values alone.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from otel_replay.core.errors import ReplayMiss
+from otel_replay.providers.spec import CredentialHeader
+
+__all__ = ["Action", "Decision", "carries_own_key", "decide", "matches"]
+
+Action = Literal["replay", "forward", "miss", "not_provider"]
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """``replay`` the recording at ``index``; ``forward`` live and record; answer a
+    ``miss``; or ``not_provider``: the path is no provider API's (neither a miss nor live)."""
+
+    action: Action
+    index: int | None = None
+    miss: ReplayMiss | None = None
+
+
+def matches(mode: str) -> bool:
+    """Whether a call is matched against the cassette in ``mode`` (record mode forwards
+    everything, so it never looks)."""
+    return mode != "record"
+
+
+def decide(mode: str, *, routed: bool, match: int | ReplayMiss | None, own_key: bool) -> Decision:
+    """The decision for one call.
+
+    ``routed``: its path is under a provider's mount. ``match``: the recording that
+    matched, or the miss (None when the mode does not match). ``own_key``: it carries
+    exactly one of the gateway's own credentials for its upstream.
+    """
+    if not routed:
+        return Decision("not_provider")
+    if not matches(mode):
+        return Decision("forward")
+    if match is None:
+        raise ValueError(f"a call in {mode} mode is decided only after matching")
+    if not isinstance(match, ReplayMiss):
+        return Decision("replay", index=match)
+    if mode == "auto" and own_key:
+        return Decision("forward", miss=match)
+    return Decision("miss", miss=match)
+
+
+def offered_credential(headers: Mapping[str, str], known: Iterable[CredentialHeader]) -> str:
+    """The credential a request offers: the first of the ``known`` headers it carries."""
+    for header in known:
+        value = header.value(headers)
+        if value:
+            return value
+    return ""
+
+
+def carries_own_key(
+    headers: Mapping[str, str], known: Iterable[CredentialHeader], keys: Iterable[bytes]
+) -> bool:
+    """Whether the credential a request offers (lower-case header names) is exactly one of
+    ``keys``, compared in constant time."""
+    offered = offered_credential(headers, known)
+    given = offered.encode()
+    return bool(offered) and any(secrets.compare_digest(given, key) for key in keys)

@@ -1,0 +1,115 @@
+"""A provider's declaration: everything outside its wire format that otel-replay needs to
+know about it, as data.
+
+One :class:`ProviderSpec` per upstream otel-replay can forward to. ``api`` names the API
+surface it speaks (the module that reads its bodies, ``gen_ai.provider.name``), so an
+upstream serving another provider's API (Azure OpenAI serves OpenAI's) is a row of its
+own with ``api="openai"``. :class:`Mount` rows say which gateway paths reach it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from otel_replay.streams.codec import StreamCodec
+from otel_replay.streams.sse import SSE
+
+__all__ = ["BEARER", "CredentialHeader", "Mount", "ProviderSpec"]
+
+BEARER = "bearer"
+
+
+@dataclass(frozen=True, slots=True)
+class CredentialHeader:
+    """A request header that carries a credential: the whole value (``x-api-key``), or
+    the token after a scheme (``authorization: Bearer TOKEN``)."""
+
+    name: str
+    scheme: str | None = None
+
+    def value(self, headers: Mapping[str, str]) -> str:
+        """The credential in ``headers`` (lower-case names), or ``""``."""
+        raw = headers.get(self.name, "")
+        if self.scheme is None:
+            return raw
+        prefix = f"{self.scheme} "
+        return raw[len(prefix) :].strip() if raw.lower().startswith(prefix) else ""
+
+
+@dataclass(frozen=True, slots=True)
+class Mount:
+    """Gateway paths that reach one upstream.
+
+    A request belongs to a mount when its path starts with ``prefix`` and the mount
+    recognises it: a path (from ``/v1`` on) starting with one of ``paths`` always does;
+    otherwise one of ``headers`` present does; otherwise a mount with ``rest`` takes what
+    is left under its prefix. ``strip`` is removed from the path before the provider reads it and
+    before it is forwarded (a named upstream under ``/u/NAME``); ``reads`` turns the
+    path and query as received into the path the provider reads.
+    """
+
+    prefix: str
+    paths: tuple[str, ...] = ()
+    headers: tuple[str, ...] = ()
+    rest: bool = True
+    strip: str = ""
+    reads: Callable[[str, Mapping[str, str]], str] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderSpec:
+    """One upstream, declared once.
+
+    ``base_env`` is the variable its SDK reads for the base URL; the agent is given the
+    gateway's URL plus ``agent_path`` there, and the caller's own value is the default
+    upstream, else ``default_base`` (None: the endpoint is per customer and must be
+    named). ``base_suffixes`` are endings of a base URL that repeat the start of the
+    gateway path (``/v1``), dropped when the two are joined.
+    """
+
+    name: str
+    """The upstream's name: ``--upstream-NAME``, the upstream request's ``provider``."""
+    api: str
+    """The API surface it speaks; also its ``gen_ai.provider.name``."""
+    title: str
+    mounts: tuple[Mount, ...]
+    base_env: str
+    agent_path: str = ""
+    default_base: str | None = None
+    base_example: str = ""
+    base_suffixes: tuple[str, ...] = ()
+    option_help: str | None = None
+    """Help of its ``--upstream-NAME`` option; None: no option of its own."""
+    credential_env: tuple[str, ...] = ()
+    """Variables holding the caller's credentials for it (auto mode's own-key check)."""
+    credential_headers: tuple[CredentialHeader, ...] = ()
+    placeholder_env: tuple[str, ...] = ()
+    """Key variables its SDK refuses to start without; given a placeholder in replay."""
+    kept_headers: frozenset[str] = frozenset()
+    kept_prefixes: tuple[str, ...] = ()
+    codec: StreamCodec = SSE
+    semconv_names: tuple[str, ...] = ()
+    """``gen_ai.provider.name`` / ``gen_ai.system`` values that mean this upstream."""
+    sdk_modules: tuple[str, ...] = ()
+    """Top-level modules of its official SDK (whose error classes a trace may name)."""
+    egress_hosts: tuple[str, ...] = ()
+    """Host patterns (``fnmatch``) of its public API."""
+
+    def join(self, base: str, path: str) -> str:
+        """The upstream URL for a gateway path forwarded to ``base``."""
+        base = base.rstrip("/")
+        for suffix in self.base_suffixes:
+            head = "/" + suffix.strip("/").split("/", 1)[0]
+            if base.endswith(suffix) and path.startswith(head):
+                return base[: -len(suffix)] + path
+        return base + path
+
+    def missing_base(self) -> str:
+        """What to set when a live call finds no base URL for this upstream."""
+        where = f" ({self.base_example})" if self.base_example else ""
+        option = f", or pass --upstream-{self.name} URL" if self.option_help else ""
+        return (
+            f"no {self.title} endpoint to forward to: set {self.base_env}{where} "
+            f"before starting otel-replay{option}"
+        )
