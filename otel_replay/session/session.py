@@ -72,7 +72,7 @@ class Session:
         self.user_traces = traces
         self.cassette = self._load_cassette()  # first: a bad cassette leaves nothing behind
         self.recordings = Recordings(self.cassette)
-        self._loaded = len(self.cassette.interactions)
+        self._loaded = len(self.recordings)
         self._temp_traces: Path | None = None
         if traces is None and mode in ("record", "auto"):
             fd, name = tempfile.mkstemp(prefix="otel-replay-", suffix=".jsonl")
@@ -97,6 +97,10 @@ class Session:
         self._trace_ids: set[str] = set()
 
     # -- cassette --------------------------------------------------------------------------
+    def recording(self, index: int) -> Exchange:
+        """Recording ``index`` of the cassette (see ``recordings`` for its parts)."""
+        return self.recordings[index]
+
     def _load_cassette(self) -> Cassette:
         path = self.cassette_path
         if self.mode == "record" or path is None:
@@ -106,10 +110,6 @@ class Session:
                 return Cassette(interactions=[], source={})
             raise CassetteError(path, "", "no such cassette; record it first (--mode record)")
         return load(path)
-
-    def recording(self, index: int) -> Exchange:
-        """Recording ``index`` of the cassette (see ``recordings`` for its parts)."""
-        return self.recordings[index]
 
     def exact_hit(self, provider: str, path: str, body: Any) -> int | None:
         """The recording a body identical to a recorded one replays, without building and
