@@ -17,7 +17,8 @@ from agents import openai_agent
 from otel_replay.cassette.model import load
 from otel_replay.core.errors import ConfigError
 from otel_replay.gateway.runner import GatewayConfig, GatewayThread, agent_environment
-from otel_replay.session.session import Summary, misses_path
+from otel_replay.reports.misses import misses_path
+from otel_replay.session.session import Summary
 from otel_replay.testing.stub import run_stub
 
 CLI = [sys.executable, "-m", "otel_replay"]

@@ -6,6 +6,7 @@ unnamed temporary file beside the target, keeping only three integers per intera
 (start time, offset, length). ``commit`` then writes the cassette in start-time order,
 atomically, with the very text ``dumps`` would write. Memory stays flat in the number of
 interactions; leaving without ``commit`` leaves the target untouched and nothing behind.
+The text of each piece is the format codec's (see ``format.StreamEncoder``).
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import IO
 
-from otel_replay.cassette.model import atomic_text, document, interaction_text
+from otel_replay.cassette.format import CassetteCodec
+from otel_replay.cassette.model import atomic_text
+from otel_replay.cassette.versions import codec_for
 from otel_replay.core.errors import CassetteError
 from otel_replay.core.exchange import JSON, Exchange
 
@@ -29,11 +32,12 @@ class CassetteWriter:
     """Collects interactions for one cassette file; use it as a context manager.
 
     Texts are redacted by the caller before ``add``: the spill file holds exactly what
-    the cassette will.
+    the cassette will. ``codec`` is the format written (default: ``FORMAT_VERSION``'s).
     """
 
-    def __init__(self, target: str | os.PathLike[str]) -> None:
+    def __init__(self, target: str | os.PathLike[str], codec: CassetteCodec | None = None) -> None:
         self.target = Path(target)
+        self._encoder = (codec or codec_for()).encoder()
         self._spill: IO[bytes] | None = None
         self._starts: array[int] | list[int] = array("Q")
         self._offsets = array("Q")
@@ -58,7 +62,7 @@ class CassetteWriter:
         """Spill one interaction. Raises ``CassetteError`` when it has no JSON form or
         the spill cannot be written."""
         try:
-            data = interaction_text(exchange).encode("utf-8")
+            data = self._encoder.interaction(exchange).encode("utf-8")
             spill = self._spill or self._open()
             spill.write(data)
         except ValueError as exc:
@@ -78,7 +82,7 @@ class CassetteWriter:
         order), crash-safely over the target."""
         try:
             with atomic_text(self.target) as out:
-                for piece in document(source, self._texts()):
+                for piece in self._encoder.pieces(source, self._texts()):
                     out.write(piece)
         except ValueError as exc:
             raise CassetteError(self.target, "", f"cannot write: {exc}") from None

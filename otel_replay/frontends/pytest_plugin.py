@@ -15,7 +15,6 @@ did with the error — and a miss is never an expected failure, ``xfail`` does n
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import warnings
@@ -30,6 +29,8 @@ import pytest
 from otel_replay.core.errors import CassetteError, ConfigError, EgressBlocked, ReplayMiss
 from otel_replay.frontends.api import GatewayHandle, patched_environ
 from otel_replay.providers import PROVIDERS
+from otel_replay.reports import write_json
+from otel_replay.reports.run import combined, suite_report
 from otel_replay.session.session import MODES, Session, Summary, default_mode
 
 __all__ = ["OtelReplayUnusedWarning"]
@@ -353,28 +354,11 @@ class OtelReplayPlugin:
         return report
 
     def totals(self) -> Summary:
-        total = Summary(mode=self.forced_mode or "mixed")
-        for result in self.results:
-            total.replayed += result.summary.replayed
-            total.live += result.summary.live
-            total.misses.extend(result.summary.misses)
-            total.spans_received += result.summary.spans_received
-        return total
+        return combined((r.summary for r in self.results), self.forced_mode or "mixed")
 
     def pytest_sessionfinish(self) -> None:
-        if self.report is None:
-            return
-        doc = {
-            "totals": self.totals().to_json(),
-            "blocked": list(self.blocked),
-            "blocks": [
-                {"test": r.nodeid, "cassette": r.cassette, "mode": r.mode, **r.summary.to_json()}
-                for r in self.results
-            ],
-        }
-        path = Path(self.report)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+        if self.report is not None:
+            write_json(Path(self.report), suite_report(self.totals(), self.results, self.blocked))
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if not self.results and not self.blocked:

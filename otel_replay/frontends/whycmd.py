@@ -12,19 +12,8 @@ from otel_replay.cassette.model import load
 from otel_replay.core.errors import ConfigError
 from otel_replay.matching.why import explain
 from otel_replay.redaction.redact import Redactor
-from otel_replay.session.session import matching_rules, misses_path
-
-
-def _last_miss(cassette: Path) -> dict[str, Any] | None:
-    path = misses_path(cassette)
-    if not path.exists():
-        return None
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        misses = data["misses"]
-        return dict(misses[-1]) if misses else None
-    except (ValueError, KeyError, TypeError, IndexError) as exc:
-        raise ConfigError(f"{path}: not a misses file ({exc})") from exc
+from otel_replay.reports.misses import last_miss
+from otel_replay.session.session import matching_rules
 
 
 def _request_file(path: Path, provider: str | None, api_path: str | None) -> dict[str, Any]:
@@ -47,7 +36,7 @@ def why_command(
     cassette: Path, request: Path | None, provider: str | None, api_path: str | None
 ) -> int:
     recorded = load(cassette)
-    record = _request_file(request, provider, api_path) if request else _last_miss(cassette)
+    record = _request_file(request, provider, api_path) if request else last_miss(cassette)
     if record is None:
         print(
             f"otel-replay why: no miss recorded for {cassette} "

@@ -112,7 +112,7 @@ class Gateway:
         # first as the bytes sent, then as the parsed body
         exact = session.exact_hit_raw(provider.name, path, raw) if matching else None
         if exact is not None:
-            body = session.cassette.interactions[exact].raw_request
+            body = session.recordings.request_body(exact)
         else:
             body = parse_body(raw)
             if matching:
@@ -153,7 +153,7 @@ class Gateway:
             assert decision.miss is not None
             return self.miss(call, decision.miss)
         assert decision.index is not None
-        recorded = call.session.cassette.interactions[decision.index]
+        recorded = call.session.recording(decision.index)
         call.session.replayed_hit(decision.index, self._replayed_exchange(call, recorded))
         return await self.replay(call, recorded.response)
 

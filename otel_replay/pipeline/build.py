@@ -24,7 +24,8 @@ from pathlib import Path
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from otel_replay.cassette.model import Cassette, default_source
+from otel_replay.cassette.model import Cassette
+from otel_replay.cassette.provenance import build_source
 from otel_replay.cassette.writer import CassetteWriter
 from otel_replay.core.errors import ConfigError, TraceFormatError
 from otel_replay.core.exchange import JSON, Exchange, SSEEvent
@@ -221,12 +222,6 @@ class _Job:
 
     def source(self) -> dict[str, JSON]:
         """Provenance: the files, the build time, skipped records and the selection."""
-        source = default_source(
-            command="build",
-            traces=[str(f) for f in self.files],
-            built_at=datetime.now(UTC).isoformat(timespec="seconds"),
-            skipped=self.reader.errors,
-        )
         selection = self.selection
         chosen: dict[str, JSON] = {
             "trace_ids": sorted(selection.trace_ids or ()),
@@ -234,9 +229,7 @@ class _Job:
             "since_ns": selection.since_ns,
             "until_ns": selection.until_ns,
         }
-        if any(chosen.values()):
-            source["selection"] = {k: v for k, v in chosen.items() if v}
-        return source
+        return build_source(self.files, self.reader.errors, chosen)
 
 
 def build(

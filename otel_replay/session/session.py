@@ -9,20 +9,18 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import json
 import logging
 import os
 import tempfile
 import threading
-import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from otel_replay import providers
-from otel_replay._version import __version__
-from otel_replay.cassette.model import Cassette, dump, load, write_atomic
+from otel_replay.cassette.model import Cassette, dump, load
+from otel_replay.cassette.provenance import extended_source, run_source
+from otel_replay.cassette.recordings import Recordings
 from otel_replay.core import envvars
 from otel_replay.core.errors import CassetteError, ConfigError, ReplayMiss
 from otel_replay.core.exchange import Exchange
@@ -32,6 +30,11 @@ from otel_replay.matching.normalize import Normalizer
 from otel_replay.otlp.store import TraceStore, sibling
 from otel_replay.providers.azure import match_endpoint
 from otel_replay.redaction.redact import Redactor
+from otel_replay.reports import write_json
+from otel_replay.reports.misses import Miss as Miss
+from otel_replay.reports.misses import write_misses
+from otel_replay.reports.run import Summary as Summary
+from otel_replay.reports.run import run_report
 from otel_replay.spans.encode import exchange_to_trace_json
 
 MODES = ("strict", "auto", "record", "off")
@@ -59,55 +62,6 @@ def _provider_of(endpoint: str) -> str:
     return providers.provider_for(endpoint.partition("?")[0], {}).name
 
 
-def misses_path(cassette: Path) -> Path:
-    """Where a run's misses are kept for ``otel-replay why``."""
-    return cassette.with_name(cassette.stem + ".misses.json")
-
-
-@dataclass(slots=True)
-class Miss:
-    message: str
-    component: str | None
-    provider: str
-    path: str
-    body: Any
-    used: list[int]
-
-
-@dataclass(slots=True)
-class Summary:
-    mode: str
-    replayed: int = 0
-    live: int = 0
-    misses: list[str] = field(default_factory=list)
-    spans_received: int = 0
-    unused: list[int] = field(default_factory=list)
-    hits: list[int] = field(default_factory=list)
-    cassette: str | None = None
-    traces: str | None = None
-
-    def line(self) -> str:
-        n, spans = len(self.misses), self.spans_received
-        return (
-            f"otel-replay: {self.replayed} replayed · {self.live} live · "
-            f"{n} {'miss' if n == 1 else 'misses'} · "
-            f"{spans} {'span' if spans == 1 else 'spans'} received"
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "mode": self.mode,
-            "replayed": self.replayed,
-            "live": self.live,
-            "misses": list(self.misses),
-            "spans_received": self.spans_received,
-            "hits": list(self.hits),
-            "unused": list(self.unused),
-            "cassette": self.cassette,
-            "traces": self.traces,
-        }
-
-
 class Session:
     """State of one gateway run."""
 
@@ -132,7 +86,8 @@ class Session:
         self.redactor = redactor or Redactor.from_environment()
         self.user_traces = traces
         self.cassette = self._load_cassette()  # first: a bad cassette leaves nothing behind
-        self._loaded = len(self.cassette.interactions)
+        self.recordings = Recordings(self.cassette)
+        self._loaded = len(self.recordings)
         self._temp_traces: Path | None = None
         if traces is None and mode in ("record", "auto"):
             fd, name = tempfile.mkstemp(prefix="otel-replay-", suffix=".jsonl")
@@ -156,6 +111,10 @@ class Session:
         self._trace_ids: set[str] = set()
 
     # -- cassette --------------------------------------------------------------------------
+    def recording(self, index: int) -> Exchange:
+        """Recording ``index`` of the cassette (see ``recordings`` for its parts)."""
+        return self.recordings[index]
+
     def _load_cassette(self) -> Cassette:
         path = self.cassette_path
         if self.mode == "record" or path is None:
@@ -242,17 +201,7 @@ class Session:
             self._remove_temp_traces()
         summary = self.summary()
         if self.report_path is not None:
-            report = summary.to_json()
-            report["miss_details"] = [
-                {
-                    "message": m.message,
-                    "component": m.component,
-                    "provider": m.provider,
-                    "path": m.path,
-                }
-                for m in self.misses
-            ]
-            _atomic_write(self.report_path, json.dumps(report, indent=2) + "\n")
+            write_json(self.report_path, run_report(summary, self.misses))
         return summary
 
     def summary(self) -> Summary:
@@ -294,8 +243,7 @@ class Session:
         if not derived:
             return
         old = self.cassette.interactions[: self._loaded]
-        source = dict(self.cassette.source) or self._source()
-        source["updated_at"] = _now()
+        source = extended_source(self.cassette.source, self._source)
         dump(Cassette(interactions=old + derived, source=source), path)
 
     def _derive(self) -> list[Exchange]:
@@ -337,46 +285,13 @@ class Session:
         return paused_gc(len(self.live) > _GC_PAUSE_EXCHANGES)
 
     def _source(self) -> dict[str, Any]:
-        source: dict[str, Any] = {"recorded_at": _now(), "otel_replay": __version__}
-        if self.command:
-            source["command"] = [self.redactor.text(part) for part in self.command]
-        if self.user_traces:
-            source["traces"] = [str(self.user_traces)]
-        return source
+        return run_source(self.command, self.user_traces, self.redactor.text)
 
     def _write_misses(self) -> None:
-        if self.cassette_path is None:
-            return
-        if not self.misses:
-            # a clean run leaves no stale miss behind for `why` to explain
-            misses_path(self.cassette_path).unlink(missing_ok=True)
-            return
-        records = [
-            {
-                "message": m.message,
-                "component": m.component,
-                "provider": m.provider,
-                "path": m.path,
-                "body": m.body,
-                "used": m.used,
-            }
-            for m in self.misses
-        ]
-        text = json.dumps({"cassette": str(self.cassette_path), "misses": records}, indent=2)
-        _atomic_write(misses_path(self.cassette_path), self.redactor.text(text) + "\n")
+        if self.cassette_path is not None:
+            write_misses(self.cassette_path, self.misses, self.redactor.text)
 
 
 def _transport_fault(exchange: Exchange) -> bool:
     """The upstream could not be reached or dropped the connection before answering."""
     return exchange.response.status == 0 and exchange.response.fault is not None
-
-
-def _now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    try:
-        write_atomic(path, text)
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot write: {exc.strerror or exc}") from None

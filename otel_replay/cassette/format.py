@@ -1,0 +1,73 @@
+"""What a cassette is, and what each version of its file format provides.
+
+A :class:`Cassette` is the loaded form every version decodes to. A format version is one
+:class:`CassetteCodec`: it decodes a parsed document of its version, and encodes a cassette
+either whole or piece by piece through a :class:`StreamEncoder` (how ``CassetteWriter``
+writes a cassette too large to hold in memory). ``versions`` lists the codecs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from otel_replay.core.exchange import JSON, Exchange
+
+__all__ = ["Cassette", "CassetteCodec", "StreamEncoder"]
+
+
+@dataclass(slots=True)
+class Cassette:
+    """Recorded interactions, in recording order, and where they came from.
+
+    ``source`` is free-form provenance: ``command``, ``recorded_at`` (ISO time),
+    ``traces`` (trace files), ``otel_replay`` (the version that wrote it), ...
+    """
+
+    interactions: list[Exchange] = field(default_factory=list)
+    source: dict[str, JSON] = field(default_factory=dict)
+
+
+class StreamEncoder(Protocol):
+    """One cassette file written piece by piece; a fresh encoder per file.
+
+    ``interaction`` is called once per exchange, in arrival order, and may remember what
+    the exchange shares with others; ``pieces`` then yields the whole file's text given the
+    interactions' texts in file order (which may differ from arrival order)."""
+
+    def interaction(self, exchange: Exchange) -> str:
+        """One interaction's text as the file holds it. Raises ValueError when a value has
+        no JSON form (NaN, infinity)."""
+        ...
+
+    def pieces(self, source: dict[str, JSON], texts: Iterable[str]) -> Iterator[str]:
+        """The file's text, in pieces: whatever leads, each text of ``texts``, the close."""
+        ...
+
+
+class CassetteCodec(Protocol):
+    """One version of the cassette file format."""
+
+    @property
+    def version(self) -> int:
+        """The ``version`` its documents carry."""
+        ...
+
+    def decode(self, doc: dict[str, Any], path: str) -> Cassette:
+        """A Cassette from a parsed document of this version; raises ``CassetteError``
+        naming ``path`` and the place."""
+        ...
+
+    def to_json(self, cassette: Cassette) -> dict[str, JSON]:
+        """The document :meth:`encode` writes, as JSON values (fixed key order)."""
+        ...
+
+    def encode(self, cassette: Cassette) -> str:
+        """The file's text: ``json.dumps(to_json(cassette), indent=2, ensure_ascii=False)``
+        and a newline. Raises ValueError when a value has no JSON form."""
+        ...
+
+    def encoder(self) -> StreamEncoder:
+        """A fresh encoder writing one file of this version piece by piece."""
+        ...

@@ -1,0 +1,258 @@
+"""Cassette format version 1: every interaction written out in full.
+
+::
+
+    {"version": 1, "source": {...}, "interactions": [{"provider": ..., "request": ...}]}
+
+The layout is described exactly by ``schemas/cassette.schema.json``. SSE events whose data
+re-serialises to exactly the same compact JSON are kept as ``json``, others as raw
+``data``; an interaction holding a lone surrogate, which UTF-8 cannot carry, is written
+with every non-ASCII character escaped.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from otel_replay.cassette.fields import Fields, Problem, check
+from otel_replay.cassette.format import Cassette
+from otel_replay.core.errors import CassetteError
+from otel_replay.core.exchange import (
+    ALL_KNOWN,
+    COMPONENTS,
+    JSON,
+    CanonicalRequest,
+    Exchange,
+    Response,
+    SSEEvent,
+)
+from otel_replay.core.jsontext import pretty
+
+__all__ = ["V1", "V1Codec", "compact", "decode_interaction"]
+
+
+def compact(value: JSON) -> str:
+    """JSON text without spaces, as SSE data carries it."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+# --- encoding -------------------------------------------------------------------------
+
+
+def _event_dict(event: SSEEvent) -> dict[str, JSON]:
+    """``json`` when the data re-serialises to exactly the same text, else raw ``data``."""
+    item: dict[str, JSON] = {"t": event.t}
+    if event.event is not None:
+        item["event"] = event.event
+    try:
+        parsed = json.loads(event.data)
+        exact = compact(parsed) == event.data
+    except ValueError:
+        exact = False
+    if exact:
+        item["json"] = parsed
+    else:
+        item["data"] = event.data
+    return item
+
+
+def _interaction_dict(ex: Exchange) -> dict[str, JSON]:
+    req, resp = ex.request, ex.response
+    request: dict[str, JSON] = {
+        "endpoint": req.endpoint,
+        "model": req.model,
+        "system": req.system,
+        "messages": req.messages,
+        "tools": req.tools,
+        "params": req.params,
+    }
+    if req.known != ALL_KNOWN:
+        request["known"] = [c for c in COMPONENTS if c in req.known]
+    response: dict[str, JSON] = {"status": resp.status, "headers": resp.headers}
+    if isinstance(resp.body, str):
+        response["text"] = resp.body
+    elif resp.body is not None:
+        response["body"] = resp.body
+    if resp.events is not None:
+        response["events"] = [_event_dict(e) for e in resp.events]
+    if resp.fault is not None:
+        response["fault"] = resp.fault
+    out: dict[str, JSON] = {"provider": ex.provider, "operation": ex.operation}
+    if ex.method != "POST":
+        out["method"] = ex.method
+    out["request"] = request
+    if ex.raw_request is not None:
+        out["raw_request"] = ex.raw_request
+    out["stream"] = ex.stream
+    out["response"] = response
+    for key in ("trace_id", "span_id", "parent_span_id"):
+        value = getattr(ex, key)
+        if value is not None:
+            out[key] = value
+    out["source"] = ex.source
+    out["start_ns"] = ex.start_ns
+    out["end_ns"] = ex.end_ns
+    return out
+
+
+_ITEM_PAD = "    "
+
+
+class _Encoder:
+    """Version 1 piece by piece: each interaction stands alone, so it keeps no state."""
+
+    def interaction(self, exchange: Exchange) -> str:
+        """One interaction's text as it reads in the cassette's list, two levels in."""
+        item = _interaction_dict(exchange)
+        text = pretty(item, _ITEM_PAD)
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate: escape this interaction, still lossless
+            escaped = json.dumps(item, indent=2, ensure_ascii=True, allow_nan=False)
+            text = escaped.replace("\n", "\n" + _ITEM_PAD)
+        return text
+
+    def pieces(self, source: dict[str, JSON], texts: Iterable[str]) -> Iterator[str]:
+        """The head, each interaction's text in order, and the close."""
+        head_doc = {"version": 1, "source": source}
+        head = json.dumps(head_doc, indent=2, ensure_ascii=False, allow_nan=False)
+        try:
+            head.encode("utf-8")
+        except UnicodeEncodeError:
+            head = json.dumps(head_doc, indent=2, ensure_ascii=True, allow_nan=False)
+        yield head[:-2] + ',\n  "interactions": '
+        opener = "[\n" + _ITEM_PAD
+        for text in texts:
+            yield opener + text
+            opener = ",\n" + _ITEM_PAD
+        yield "[]\n}\n" if opener.startswith("[") else "\n  ]\n}\n"
+
+
+# --- decoding -------------------------------------------------------------------------
+
+_TOP_KEYS = frozenset({"version", "source", "interactions"})
+_INTERACTION_KEYS = frozenset(
+    "provider operation method request raw_request stream response trace_id span_id"
+    " parent_span_id source start_ns end_ns".split()
+)
+_REQUEST_KEYS = frozenset({*COMPONENTS, "known"})
+_RESPONSE_KEYS = frozenset({"status", "headers", "body", "text", "events", "fault"})
+_EVENT_KEYS = frozenset({"t", "event", "json", "data"})
+
+
+def _decode_request(value: object, where: str) -> CanonicalRequest:
+    obj = Fields(value, where, _REQUEST_KEYS)
+    known: frozenset[str] = ALL_KNOWN
+    if "known" in obj.data:
+        names = obj.req("known", "list")
+        for i, name in enumerate(names):
+            if name not in ALL_KNOWN:
+                raise Problem(f"{where}.known[{i}]", f"not a component: {name!r}")
+        known = frozenset(names)
+    return CanonicalRequest(
+        endpoint=obj.req("endpoint", "str"),
+        model=obj.opt("model", None, "str", "null"),
+        system=obj.opt("system", None, "list", "null"),
+        messages=obj.opt("messages", None, "list", "null"),
+        tools=obj.opt("tools", None, "list", "null"),
+        params=obj.opt("params", {}, "dict"),
+        known=known,
+    )
+
+
+def _decode_event(value: object, where: str) -> SSEEvent:
+    obj = Fields(value, where, _EVENT_KEYS)
+    if ("json" in obj.data) == ("data" in obj.data):
+        raise Problem(where, "needs exactly one of 'json' and 'data'")
+    data = obj.req("data", "str") if "data" in obj.data else compact(obj.data["json"])
+    return SSEEvent(data=data, event=obj.opt("event", None, "str"), t=float(obj.req("t", "number")))
+
+
+def _decode_response(value: object, where: str) -> Response:
+    obj = Fields(value, where, _RESPONSE_KEYS)
+    if "body" in obj.data and "text" in obj.data:
+        raise Problem(where, "has both 'body' and 'text'")
+    body = obj.req("text", "str") if "text" in obj.data else obj.data.get("body")
+    events = obj.opt("events", None, "list")
+    headers = obj.opt("headers", {}, "dict")
+    for name, header in headers.items():
+        check(header, f"{where}.headers.{name}", "str")
+    return Response(
+        status=obj.req("status", "int"),
+        headers=headers,
+        body=body,
+        events=None
+        if events is None
+        else [_decode_event(e, f"{where}.events[{i}]") for i, e in enumerate(events)],
+        fault=obj.opt("fault", None, "str"),
+    )
+
+
+def decode_interaction(value: object, where: str) -> Exchange:
+    """One interaction, with every field type-checked; raises Problem naming the place."""
+    obj = Fields(value, where, _INTERACTION_KEYS)
+    return Exchange(
+        provider=obj.req("provider", "str"),
+        operation=obj.req("operation", "str"),
+        request=_decode_request(obj.req("request", "dict"), f"{where}.request"),
+        response=_decode_response(obj.req("response", "dict"), f"{where}.response"),
+        raw_request=obj.data.get("raw_request"),
+        method=obj.opt("method", "POST", "str"),
+        stream=obj.opt("stream", False, "bool"),
+        start_ns=obj.opt("start_ns", 0, "int"),
+        end_ns=obj.opt("end_ns", 0, "int"),
+        trace_id=obj.opt("trace_id", None, "str"),
+        span_id=obj.opt("span_id", None, "str"),
+        parent_span_id=obj.opt("parent_span_id", None, "str"),
+        source=obj.opt("source", "otel-replay", "str"),
+    )
+
+
+def _decode(doc: dict[str, Any]) -> Cassette:
+    for key in doc:
+        if key not in _TOP_KEYS:
+            raise Problem(key, "unknown field")
+    source = doc.get("source", {})
+    if not isinstance(source, dict):
+        raise Problem("source", "expected an object")
+    items = doc.get("interactions")
+    if not isinstance(items, list):
+        raise Problem("interactions", "expected an array")
+    interactions = [decode_interaction(item, f"interactions[{i}]") for i, item in enumerate(items)]
+    return Cassette(interactions=interactions, source=source)
+
+
+# --- the codec ------------------------------------------------------------------------
+
+
+class V1Codec:
+    """Version 1 behind the :class:`~otel_replay.cassette.format.CassetteCodec` interface."""
+
+    version = 1
+
+    def decode(self, doc: dict[str, Any], path: str) -> Cassette:
+        try:
+            return _decode(doc)
+        except Problem as problem:
+            raise CassetteError(path, problem.where, problem.problem) from None
+
+    def to_json(self, cassette: Cassette) -> dict[str, JSON]:
+        return {
+            "version": self.version,
+            "source": cassette.source,
+            "interactions": [_interaction_dict(ex) for ex in cassette.interactions],
+        }
+
+    def encode(self, cassette: Cassette) -> str:
+        encoder = _Encoder()
+        texts = [encoder.interaction(ex) for ex in cassette.interactions]
+        return "".join(encoder.pieces(cassette.source, texts))
+
+    def encoder(self) -> _Encoder:
+        return _Encoder()
+
+
+V1 = V1Codec()
+"""The version-1 codec."""

@@ -1,0 +1,94 @@
+"""What a run did: its :class:`Summary` (the summary line, the ``summary`` JSON) and the
+JSON run report ``--report FILE`` (CLI and API) and ``--otel-replay-report`` (pytest
+plugin, one entry per block) write."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from otel_replay.reports.misses import Miss
+
+__all__ = ["Block", "Summary", "combined", "run_report", "suite_report"]
+
+
+@dataclass(slots=True)
+class Summary:
+    """The counts of one run (or block), as the summary line and the report state them."""
+
+    mode: str
+    replayed: int = 0
+    live: int = 0
+    misses: list[str] = field(default_factory=list)
+    spans_received: int = 0
+    unused: list[int] = field(default_factory=list)
+    hits: list[int] = field(default_factory=list)
+    cassette: str | None = None
+    traces: str | None = None
+
+    def line(self) -> str:
+        n, spans = len(self.misses), self.spans_received
+        return (
+            f"otel-replay: {self.replayed} replayed · {self.live} live · "
+            f"{n} {'miss' if n == 1 else 'misses'} · "
+            f"{spans} {'span' if spans == 1 else 'spans'} received"
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "mode": self.mode,
+            "replayed": self.replayed,
+            "live": self.live,
+            "misses": list(self.misses),
+            "spans_received": self.spans_received,
+            "hits": list(self.hits),
+            "unused": list(self.unused),
+            "cassette": self.cassette,
+            "traces": self.traces,
+        }
+
+
+def combined(summaries: Iterable[Summary], mode: str) -> Summary:
+    """The totals of several runs: replayed, live, misses and spans added up."""
+    total = Summary(mode=mode)
+    for summary in summaries:
+        total.replayed += summary.replayed
+        total.live += summary.live
+        total.misses.extend(summary.misses)
+        total.spans_received += summary.spans_received
+    return total
+
+
+def run_report(summary: Summary, misses: Iterable[Miss]) -> dict[str, Any]:
+    """One run's report: its summary and, per miss, what missed where."""
+    report = summary.to_json()
+    report["miss_details"] = [miss.brief() for miss in misses]
+    return report
+
+
+class Block(Protocol):
+    """One block of a test session: the test, its cassette and mode, and its summary."""
+
+    @property
+    def nodeid(self) -> str: ...
+    @property
+    def cassette(self) -> str: ...
+    @property
+    def mode(self) -> str: ...
+    @property
+    def summary(self) -> Summary: ...
+
+
+def suite_report(
+    totals: Summary, blocks: Sequence[Block], blocked: Sequence[str]
+) -> dict[str, Any]:
+    """A test session's report: the totals, the egress attempts blocked, and each block."""
+    return {
+        "totals": totals.to_json(),
+        "blocked": list(blocked),
+        "blocks": [
+            {"test": b.nodeid, "cassette": b.cassette, "mode": b.mode, **b.summary.to_json()}
+            for b in blocks
+        ],
+    }
