@@ -1,1 +1,2 @@
-"""The cassette document: load, dump, migrate, and the streaming writer."""
+"""The cassette: its loaded form, one codec per file-format version, load and dump, the
+streaming writer, provenance and a read-only view of the recordings."""
