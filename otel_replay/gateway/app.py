@@ -305,8 +305,12 @@ class Gateway:
         except UpstreamError as exc:
             fault = exc.kind
         except (asyncio.CancelledError, ConnectionResetError):
+            # the agent hung up: having seen the stream's closing event it simply left
+            # (the SDK closes after [DONE]); before it, it gave up waiting, which replays
+            # as a timeout
             events.extend(parser.close(time.monotonic() - started))
-            self._record_stream(call, status, kept, events, "timeout")
+            done = call.provider.stream_done(events)
+            self._record_stream(call, status, kept, events, None if done else "timeout")
             raise
         events.extend(parser.close(time.monotonic() - started))
         # recorded before the stream's end: the agent has every event already, and its

@@ -233,6 +233,9 @@ class AnthropicProvider:
         payloads = event_payloads(events)
         return payloads[-1] if payloads else None
 
+    def stream_done(self, events: list[SSEEvent]) -> bool:
+        return bool(events) and events[-1].event in ("message_stop", "error")
+
     def response_from_view(self, operation: str, view: OutputView) -> JSON:
         if operation == "count_tokens":
             return {"input_tokens": as_int(view.usage.get("input_tokens"))}

@@ -76,6 +76,11 @@ class Provider(Protocol):
         """The non-streamed response body equivalent to a recorded event sequence."""
         ...
 
+    def stream_done(self, events: list[SSEEvent]) -> bool:
+        """Whether ``events`` end with the event that closes a stream of this provider, so
+        an agent that hangs up after it saw the whole answer, not a timeout."""
+        ...
+
     def response_from_view(self, operation: str, view: OutputView) -> JSON:
         """A non-streamed response body rebuilt from a trace's semantic-convention view:
         text, tool calls, finish reasons and usage in the provider's own format."""

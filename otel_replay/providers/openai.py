@@ -33,6 +33,10 @@ _ENDPOINTS: dict[str, str] = {
     "models": "/v1/models",
 }
 _OPERATIONS = {path: op for op, path in _ENDPOINTS.items()}
+# The Responses API's last event (it sends no [DONE]).
+_RESPONSES_CLOSING = frozenset(
+    {"response.completed", "response.failed", "response.incomplete", "error"}
+)
 _TRANSPORT = frozenset({"stream", "stream_options"})
 
 
@@ -114,6 +118,12 @@ class OpenAIProvider:
             return completions_body(events)
         payloads = event_payloads(events)
         return payloads[-1] if payloads else None
+
+    def stream_done(self, events: list[SSEEvent]) -> bool:
+        if not events:
+            return False
+        last = events[-1]
+        return last.data == "[DONE]" or last.event in _RESPONSES_CLOSING
 
     def response_from_view(self, operation: str, view: OutputView) -> JSON:
         if operation == "responses":
