@@ -29,6 +29,7 @@ import pytest
 
 from otel_replay.core.errors import CassetteError, ConfigError, EgressBlocked, ReplayMiss
 from otel_replay.frontends.api import GatewayHandle, patched_environ
+from otel_replay.frontends.rulefiles import rule_sources
 from otel_replay.session.session import MODES, Session, Summary, default_mode
 
 __all__ = ["OtelReplayUnusedWarning"]
@@ -284,7 +285,11 @@ class OtelReplayPlugin:
         if self._active is not None:
             raise ConfigError("otel_replay blocks cannot be nested")
         try:
-            session = Session(mode=block.mode, cassette=block.cassette)
+            rules = rule_sources(block.cassette)
+        except ConfigError as exc:  # a bad rule file: one line naming file, line and rule
+            pytest.fail(f"otel-replay: {exc}", pytrace=False)
+        try:
+            session = Session(mode=block.mode, cassette=block.cassette, rules=rules)
         except CassetteError as exc:
             problem = str(exc)
             if not block.cassette.exists():

@@ -1,4 +1,5 @@
-"""``otel-replay why``: explain a miss against the closest recordings."""
+"""``otel-replay why``: explain a miss against the closest recordings; with ``--suggest``,
+print the narrowest rule that turns it into a hit."""
 
 from __future__ import annotations
 
@@ -10,6 +11,12 @@ from typing import Any
 from otel_replay import providers
 from otel_replay.cassette.model import load
 from otel_replay.core.errors import ConfigError
+from otel_replay.core.exchange import CanonicalRequest
+from otel_replay.frontends.rulefiles import rule_sources
+from otel_replay.matching.matcher import Matcher, MatchMiss
+from otel_replay.matching.normalize import Normalizer
+from otel_replay.matching.profiles import recorded_rules
+from otel_replay.matching.suggest import suggest as suggest_rules
 from otel_replay.matching.why import explain
 from otel_replay.redaction.redact import Redactor
 from otel_replay.session.session import matching_rules, misses_path
@@ -44,9 +51,18 @@ def _request_file(path: Path, provider: str | None, api_path: str | None) -> dic
 
 
 def why_command(
-    cassette: Path, request: Path | None, provider: str | None, api_path: str | None
+    cassette: Path,
+    request: Path | None,
+    provider: str | None,
+    api_path: str | None,
+    *,
+    rules: Path | None = None,
+    suggest: bool = False,
 ) -> int:
     recorded = load(cassette)
+    sources = rule_sources(cassette, rules).with_recorded(
+        recorded_rules(recorded.source, f"{cassette}: source.rules")
+    )
     record = _request_file(request, provider, api_path) if request else _last_miss(cassette)
     if record is None:
         print(
@@ -64,5 +80,37 @@ def why_command(
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"the recorded miss has an unreadable 'used' list ({exc})") from None
     requests = [ex.request for ex in recorded.interactions]
-    print(explain(live, requests, used=used, normalizer=matching_rules()))
+    normalizer = matching_rules(sources)
+    if suggest:
+        return _suggest(live, requests, used, normalizer, str(name))
+    print(explain(live, requests, used=used, normalizer=normalizer))
+    return 0
+
+
+def _suggest(
+    live: CanonicalRequest,
+    requests: list[CanonicalRequest],
+    used: list[int],
+    normalizer: Normalizer,
+    provider: str,
+) -> int:
+    """The rule on stdout, what it would also hide on stderr; 1 when no rule should be."""
+    outcome = Matcher(requests, used=used, normalizer=normalizer).probe(live)
+    if isinstance(outcome, int):
+        print(
+            f"otel-replay why: the request already matches recording #{outcome}; no rule needed",
+            file=sys.stderr,
+        )
+        return 1
+    if not isinstance(outcome, MatchMiss):
+        print(f"otel-replay why: {outcome}; no rule can turn it into a hit", file=sys.stderr)
+        return 1
+    found = suggest_rules(outcome, provider)
+    for reason in found.refused:
+        print(f"otel-replay why: {reason}", file=sys.stderr)
+    if found.refused or not found.rules:
+        return 1
+    print(found.toml(), end="")
+    for line in found.hides:
+        print(f"otel-replay why: {line}", file=sys.stderr)
     return 0

@@ -23,9 +23,10 @@ from otel_replay.core import envvars as ev
 from otel_replay.core.errors import ConfigError
 from otel_replay.gateway.app import Gateway
 from otel_replay.gateway.upstream import ANTHROPIC_DEFAULT, OPENAI_DEFAULT, HttpUpstream, Upstream
+from otel_replay.matching.profiles import RuleSources
 from otel_replay.otlp.grpc import GrpcReceiver
 from otel_replay.redaction.redact import Redactor
-from otel_replay.session.session import Session, Summary
+from otel_replay.session.session import DEFAULT_SOURCES, Session, Summary
 
 
 @dataclass(slots=True)
@@ -44,6 +45,7 @@ class GatewayConfig:
     upstream: Upstream | None = None  # a test may hand in its own
     environ: Mapping[str, str] | None = None  # the caller's environment (default os.environ)
     upstream_azure: str | None = None  # Azure OpenAI resource endpoint
+    rules: RuleSources = DEFAULT_SOURCES  # the rule files and profiles matching uses
 
 
 def upstream_bases(config: GatewayConfig, environ: Mapping[str, str]) -> dict[str, str]:
@@ -127,6 +129,7 @@ class GatewayServer:
             command=config.command,
             report=config.report,
             redactor=Redactor.from_environment(secrets_from),
+            rules=config.rules,
         )
         self.upstream = config.upstream or HttpUpstream(upstream_bases(config, self.caller_env))
         self.gateway = Gateway(session, self.upstream, keys=self.caller_env, timing=config.timing)

@@ -118,6 +118,11 @@ class MatchMiss(ReplayMiss):
     def differences(self) -> list[Difference]:
         return path_differences(*self._pair)
 
+    @property
+    def compared(self) -> tuple[CanonicalRequest, CanonicalRequest]:
+        """The recording and the live request as compared (both normalised)."""
+        return self._pair
+
 
 _BULK = 1000
 

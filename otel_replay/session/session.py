@@ -29,12 +29,14 @@ from otel_replay.core.exchange import Exchange
 from otel_replay.core.gcpause import paused_gc
 from otel_replay.matching.matcher import Matcher
 from otel_replay.matching.normalize import Normalizer
+from otel_replay.matching.profiles import RuleSources, recorded_rules
 from otel_replay.otlp.store import TraceStore, sibling
 from otel_replay.providers.azure import match_endpoint
 from otel_replay.redaction.redact import Redactor
 from otel_replay.spans.encode import exchange_to_trace_json
 
 MODES = ("strict", "auto", "record", "off")
+DEFAULT_SOURCES = RuleSources()
 
 log = logging.getLogger("otel_replay")
 _GC_PAUSE_EXCHANGES = 1_000
@@ -47,12 +49,15 @@ def default_mode(environ: dict[str, str] | None = None) -> str:
     return "strict" if ci and ci not in ("0", "false", "no") else "auto"
 
 
-@functools.cache
-def matching_rules() -> Normalizer:
-    """The rules a run matches by: the built-in table, with endpoints compared as the
-    operation they stand for (Azure OpenAI's paths and ``api-version``) and rules scoped by
-    the provider whose API an endpoint is. One engine, so its memo serves every run."""
-    return Normalizer(endpoint=match_endpoint, provider=_provider_of)
+@functools.lru_cache(maxsize=16)
+def matching_rules(sources: RuleSources = DEFAULT_SOURCES) -> Normalizer:
+    """The rules a run matches by: the built-in table, the agent profiles and the rule
+    files of ``sources``, with endpoints compared as the operation they stand for (Azure
+    OpenAI's paths and ``api-version``) and rules scoped by the provider whose API an
+    endpoint is. One engine per set of sources, so its memo serves every run."""
+    return Normalizer(
+        sources.table(), endpoint=match_endpoint, provider=_provider_of, profiles=sources.profiles
+    )
 
 
 def _provider_of(endpoint: str) -> str:
@@ -120,6 +125,7 @@ class Session:
         redactor: Redactor | None = None,
         command: list[str] | None = None,
         report: Path | None = None,
+        rules: RuleSources = DEFAULT_SOURCES,
     ) -> None:
         if mode not in MODES:
             raise ConfigError(f"unknown mode {mode!r}; use one of {', '.join(MODES)}")
@@ -145,7 +151,10 @@ class Session:
             if trace_file
             else TraceStore(None, redact=redact, redact_text=redact_text)
         )
-        self.matcher = Matcher.for_exchanges(self.cassette.interactions, matching_rules())
+        self.rules = rules
+        recorded = recorded_rules(self.cassette.source, f"{cassette}: source.rules")
+        self.normalizer = matching_rules(rules.with_recorded(recorded))
+        self.matcher = Matcher.for_exchanges(self.cassette.interactions, self.normalizer)
         self.replayed = 0
         self.hits: list[int] = []
         self.live: list[Exchange] = []
@@ -342,6 +351,9 @@ class Session:
             source["command"] = [self.redactor.text(part) for part in self.command]
         if self.user_traces:
             source["traces"] = [str(self.user_traces)]
+        rules = self.rules.recorded_form(ex.request for ex in self.live)
+        if rules is not None:
+            source["rules"] = rules
         return source
 
     def _write_misses(self) -> None:
