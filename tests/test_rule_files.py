@@ -230,6 +230,19 @@ def test_live_rules_are_a_predicate():
     assert not matching_rules().is_live(chat())
 
 
+def test_a_session_sends_live_requests_to_the_provider_only_in_auto_mode(tmp_path):
+    from otel_replay.session.session import Session
+
+    sources = rules('[[live]]\nmodel = "gpt-4o-realtime*"\n')
+    for mode, expected in (("auto", True), ("record", False)):
+        session = Session(mode=mode, cassette=tmp_path / "c.json", rules=sources)
+        try:
+            assert session.is_live(chat(model="gpt-4o-realtime-preview")) is expected
+            assert not session.is_live(chat())
+        finally:
+            session.discard()
+
+
 BAD = [
     (
         ORDER + '\n[[volatile]]\nkind = "x"\npattern = "("\n',

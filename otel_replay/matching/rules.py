@@ -23,6 +23,7 @@ normalised. An agent profile or a user's rule file adds rows to the same engine.
 
 from __future__ import annotations
 
+import functools
 import re
 import time
 from collections.abc import Sequence
@@ -137,11 +138,14 @@ class Profile:
     rules: tuple[Rule, ...] = ()
 
 
+_parsed = functools.lru_cache(maxsize=256)(parse_path)
+
+
 def detect(profiles: Sequence[Profile], request: CanonicalRequest) -> str | None:
     """The name of the first profile whose shape ``request`` has."""
     for profile in profiles:
         for path in profile.detect:
-            steps = parse_path(path)
+            steps = _parsed(path)
             if steps[0].key is not None and has_path(request.component(steps[0].key), steps[1:]):
                 return profile.name
     return None
@@ -225,10 +229,19 @@ def epoch_rule(now: float | None = None, window: int = EPOCH_WINDOW_SECONDS) -> 
     seconds = integer_range_pattern(low, high)
     return VolatileRule(
         "time",
-        r"(?<![0-9A-Za-z.+-])" + seconds + r"(?:[0-9]{3})?(?![0-9A-Za-z])",
+        r"(?=["
+        + _first_digits(low, high)
+        + r"])(?<![0-9A-Za-z.+-])"
+        + seconds
+        + r"(?:[0-9]{3})?(?![0-9A-Za-z])",
         prefilter=_BUILTIN_PREFILTER,
         numbers=True,
     )
+
+
+def _first_digits(low: int, high: int) -> str:
+    first, last = str(low)[0], str(high)[0]
+    return f"{first}-{last}" if len(str(low)) == len(str(high)) else "1-9"
 
 
 def place_rules(cwd: str, home: str) -> tuple[VolatileRule, ...]:
@@ -244,7 +257,7 @@ def place_rules(cwd: str, home: str) -> tuple[VolatileRule, ...]:
         rules.append(
             VolatileRule(
                 kind,
-                r"(?<![\w.~/\\-])" + literal + r"(?![\w.~-])",
+                f"(?={re.escape(place[0])})" + r"(?<![\w.~/\\-])" + literal + r"(?![\w.~-])",
                 prefilter=literal,
                 fixed=True,
             )
@@ -273,7 +286,13 @@ _VOLATILE: tuple[VolatileRule, ...] = (
     # dates in prose: "November 2026", "30 November 2026", "Nov 30, 2026"
     VolatileRule(
         "time",
-        r"(?<![A-Za-z0-9])(?:" + _DAY + r"\s+)?" + _MONTH + r"\.?(?:\s+" + _DAY + r",?)?"
+        r"(?=[0-9ADFJMNOS])(?<![A-Za-z0-9])(?:"
+        + _DAY
+        + r"\s+)?"
+        + _MONTH
+        + r"\.?(?:\s+"
+        + _DAY
+        + r",?)?"
         r"\s+" + _YEAR + r"(?![0-9])",
         prefilter=_BUILTIN_PREFILTER,
     ),

@@ -25,7 +25,7 @@ from otel_replay._version import __version__
 from otel_replay.cassette.model import Cassette, dump, load, write_atomic
 from otel_replay.core import envvars
 from otel_replay.core.errors import CassetteError, ConfigError, ReplayMiss
-from otel_replay.core.exchange import Exchange
+from otel_replay.core.exchange import CanonicalRequest, Exchange
 from otel_replay.core.gcpause import paused_gc
 from otel_replay.matching.matcher import Matcher
 from otel_replay.matching.normalize import Normalizer
@@ -184,6 +184,10 @@ class Session:
         """``exact_hit`` for the request bytes themselves, before parsing: SDKs send
         compact JSON in a stable key order, so a repeated request is the recorded text."""
         return self.matcher.exact_hit_raw(provider, path, raw)
+
+    def is_live(self, request: CanonicalRequest) -> bool:
+        """In auto mode, whether a ``live`` rule sends ``request`` to the provider."""
+        return self.mode == "auto" and self.normalizer.is_live(request)
 
     @property
     def writes_replayed_spans(self) -> bool:
