@@ -23,7 +23,13 @@ from otel_replay.core.exchange import CanonicalRequest
 from otel_replay.frontends.rulefiles import find_rule_file, rule_sources
 from otel_replay.matching.matcher import Matcher, MatchMiss
 from otel_replay.matching.normalize import Normalizer
-from otel_replay.matching.profiles import PROFILES, RuleSources, profiles_seen, recorded_rules
+from otel_replay.matching.profiles import (
+    PROFILES,
+    RuleSources,
+    profiles_seen,
+    recorded_places,
+    recorded_rules,
+)
 from otel_replay.matching.rulefile import RuleFile, RuleFileError, parse_rules, to_toml
 from otel_replay.matching.rules import epoch_rule, integer_range_pattern
 from otel_replay.matching.suggest import generated_pattern, looks_generated, suggest
@@ -422,3 +428,57 @@ def test_generated_pattern_keeps_the_common_prefix():
 def test_a_rule_file_is_a_value():
     assert isinstance(parse_rules(ORDER, "a")[0], RuleFile)
     assert os.fspath(ROOT)
+
+
+def test_recordings_are_normalised_with_the_directories_they_were_made_in(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path.parent))
+    engine = matching_rules()
+    recorded = chat("open /src/alice/proj/a.py in /home/alice")
+    live = chat(f"open {tmp_path}/a.py in {tmp_path.parent}")
+    elsewhere = engine.with_places("/src/alice/proj", "/home/alice")
+    assert Matcher([recorded], normalizer=engine, recorded_by=elsewhere).probe(live) == 0
+    assert isinstance(Matcher([recorded], normalizer=engine).probe(live), MatchMiss)
+    changed = chat(f"open {tmp_path}/b.py in {tmp_path.parent}")
+    assert isinstance(
+        Matcher([recorded], normalizer=engine, recorded_by=elsewhere).probe(changed), MatchMiss
+    )
+
+
+def test_the_directories_are_recorded_only_when_a_request_mentions_them():
+    places = ("/src/alice/proj", "/home/alice")
+    sources = RuleSources()
+    assert sources.recorded_form([chat("hello")], places) is None
+    form = sources.recorded_form([chat("see /home/alice/notes")], places)
+    assert form == {"profiles": [], "places": {"cwd": places[0], "home": places[1]}}
+    assert recorded_places({"rules": form}) == places
+    assert recorded_places({}) is None
+
+
+def test_cassette_rules_put_the_recorded_rules_under_the_users():
+    from otel_replay.matching.session_rules import cassette_rules
+
+    form = {"profiles": [], "file": ORDER, "places": {"cwd": "/src/a", "home": "/home/a"}}
+    live, recorded_by = cassette_rules(rules(RUN), {"rules": form}, "c.json")
+    assert [r.kind for r in live.rules if getattr(r, "kind", "") == "order"] == ["order"]
+    assert recorded_by is not None and recorded_by.places == ("/src/a", "/home/a")
+    assert cassette_rules(RuleSources(), {}, "c.json")[1] is None
+    with pytest.raises(RuleFileError, match=r"^c\.json: source\.rules:1: "):
+        cassette_rules(RuleSources(), {"rules": {"file": "[[x]]\n"}}, "c.json")
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "found"),
+    [
+        ("a.b", {"a": {"b": 1}}, True),
+        ("a.c", {"a": {"b": 1}}, False),
+        ("a.b.c", {"a": {"b": '{"c": 2}'}}, True),  # into JSON carried as text
+        ("a.b.d", {"a": {"b": '{"c": 2}'}}, False),
+        ("a[*].x", {"a": [{"y": 1}, {"x": 1}]}, True),
+        ("a.x-*", {"a": {"x-codex": 1}}, True),
+    ],
+)
+def test_has_path(path, value, found):
+    from otel_replay.matching.ignore import has_path, parse_path
+
+    assert has_path(value, parse_path("params." + path)[1:]) is found

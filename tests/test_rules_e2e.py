@@ -108,3 +108,39 @@ def test_recording_with_a_rule_file_records_the_rules_and_replays_by_them(tmp_pa
     hit = cli(["replay", "--cassette", "c.json", "--mode", "strict", "--", *agent], tmp_path)
     assert hit.returncode == 0, hit.stderr
     assert json.loads((tmp_path / "c.json").read_text())["source"]["rules"]["profiles"] == []
+
+
+PATH_AGENT = """\
+import os
+import openai
+
+client = openai.OpenAI(max_retries=0)
+reply = client.chat.completions.create(
+    model="gpt-4o-mini",
+    messages=[{"role": "user", "content": f"list {os.getcwd()}/src and ~ is {os.environ['HOME']}"}],
+)
+print(reply.choices[0].message.content)
+"""
+
+
+def test_a_recording_made_in_another_directory_replays_here(tmp_path):
+    first, second = tmp_path / "alice" / "proj", tmp_path / "bob" / "work" / "proj"
+    for folder in (first, second):
+        folder.mkdir(parents=True)
+        (folder / "agent.py").write_text(PATH_AGENT)
+    agent = [sys.executable, "agent.py"]
+    with run_stub() as stub:
+        rec = cli(
+            ["record", "--cassette", "c.json", "--upstream-openai", stub.openai_url, "--", *agent],
+            first,
+            OPENAI_API_KEY="sk-test-1234567890",
+            HOME=str(first.parent),
+        )
+    assert rec.returncode == 0, rec.stderr
+    places = load(first / "c.json").source["rules"]["places"]
+    assert places == {"cwd": str(first), "home": str(first.parent)}
+    (second / "c.json").write_bytes((first / "c.json").read_bytes())
+    replay = ["replay", "--cassette", "c.json", "--mode", "strict", "--", *agent]
+    hit = cli(replay, second, HOME=str(second.parent.parent))
+    assert hit.returncode == 0, hit.stderr
+    assert hit.stdout == rec.stdout

@@ -15,11 +15,11 @@ from otel_replay.core.exchange import CanonicalRequest
 from otel_replay.frontends.rulefiles import rule_sources
 from otel_replay.matching.matcher import Matcher, MatchMiss
 from otel_replay.matching.normalize import Normalizer
-from otel_replay.matching.profiles import recorded_rules
+from otel_replay.matching.session_rules import cassette_rules
 from otel_replay.matching.suggest import suggest as suggest_rules
 from otel_replay.matching.why import explain
 from otel_replay.redaction.redact import Redactor
-from otel_replay.session.session import matching_rules, misses_path
+from otel_replay.session.session import misses_path
 
 
 def _last_miss(cassette: Path) -> dict[str, Any] | None:
@@ -60,9 +60,7 @@ def why_command(
     suggest: bool = False,
 ) -> int:
     recorded = load(cassette)
-    sources = rule_sources(cassette, rules).with_recorded(
-        recorded_rules(recorded.source, f"{cassette}: source.rules")
-    )
+
     record = _request_file(request, provider, api_path) if request else _last_miss(cassette)
     if record is None:
         print(
@@ -80,10 +78,11 @@ def why_command(
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"the recorded miss has an unreadable 'used' list ({exc})") from None
     requests = [ex.request for ex in recorded.interactions]
-    normalizer = matching_rules(sources)
+    sources = rule_sources(cassette, rules)
+    normalizer, recorded_by = cassette_rules(sources, recorded.source, str(cassette))
     if suggest:
-        return _suggest(live, requests, used, normalizer, str(name))
-    print(explain(live, requests, used=used, normalizer=normalizer))
+        return _suggest(live, requests, used, normalizer, recorded_by, str(name))
+    print(explain(live, requests, used=used, normalizer=normalizer, recorded_by=recorded_by))
     return 0
 
 
@@ -92,10 +91,12 @@ def _suggest(
     requests: list[CanonicalRequest],
     used: list[int],
     normalizer: Normalizer,
+    recorded_by: Normalizer | None,
     provider: str,
 ) -> int:
     """The rule on stdout, what it would also hide on stderr; 1 when no rule should be."""
-    outcome = Matcher(requests, used=used, normalizer=normalizer).probe(live)
+    matcher = Matcher(requests, used=used, normalizer=normalizer, recorded_by=recorded_by)
+    outcome = matcher.probe(live)
     if isinstance(outcome, int):
         print(
             f"otel-replay why: the request already matches recording #{outcome}; no rule needed",

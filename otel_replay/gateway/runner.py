@@ -24,9 +24,10 @@ from otel_replay.core.errors import ConfigError
 from otel_replay.gateway.app import Gateway
 from otel_replay.gateway.upstream import ANTHROPIC_DEFAULT, OPENAI_DEFAULT, HttpUpstream, Upstream
 from otel_replay.matching.profiles import RuleSources
+from otel_replay.matching.session_rules import DEFAULT_SOURCES
 from otel_replay.otlp.grpc import GrpcReceiver
 from otel_replay.redaction.redact import Redactor
-from otel_replay.session.session import DEFAULT_SOURCES, Session, Summary
+from otel_replay.session.session import Session, Summary
 
 
 @dataclass(slots=True)

@@ -51,6 +51,7 @@ __all__ = [
     "Normalizer",
     "Numbering",
     "RuleSet",
+    "current_places",
     "normalize",
     "normalize_text",
     "normalize_value",
@@ -93,11 +94,16 @@ class RuleSet:
         keep = [rule.pattern for rule in volatile if rule.kind == KEEP]
         if extra:  # placeholders of other kinds pass through as well
             keep.append("<(?:" + "|".join(extra) + r")(?::\d+)?>")
-        plain = [r for r in volatile if r.kind != KEEP and not r.linear]
+        plain = [r for r in volatile if r.kind != KEEP and not r.linear and not r.fixed]
         branches: list[tuple[str, str]] = [(KEEP, p) for p in keep]
         branches += [(rule.kind, rule.pattern) for rule in plain]
         self.kinds: dict[str, str] = {f"r{i}": kind for i, (kind, _) in enumerate(branches)}
-        self.fixed = frozenset(rule.kind for rule in volatile if rule.fixed)
+        # a fixed placeholder needs no numbering: its own pass, behind its own prefilter
+        self.fixed = [
+            (re.compile(r.prefilter or r.pattern), re.compile(r.pattern), f"<{r.kind}>")
+            for r in volatile
+            if r.fixed and not r.linear and r.kind != KEEP
+        ]
         self.regex = re.compile("|".join(f"(?P<r{i}>{p})" for i, (_, p) in enumerate(branches)))
         filters = [rule.prefilter for rule in plain]
         self.prefilter: re.Pattern[str] | None = None
@@ -186,15 +192,16 @@ def substitute(rules: RuleSet, s: str, numbering: Numbering) -> str:
     original = s
     if rules.linear is not None:
         s = rules.linear.substitute(s, numbering.placeholder)
+    for needle, regex, placeholder in rules.fixed:
+        if needle.search(s):
+            s = regex.sub(placeholder, s)
     if rules.prefilter is not None and not rules.prefilter.search(s):
         return original if s == original else s
-    kinds, fixed = rules.kinds, rules.fixed
+    kinds = rules.kinds
 
     def replace(m: re.Match[str]) -> str:
         kind = kinds.get(m.lastgroup or "", KEEP)
-        if kind == KEEP:
-            return m.group()
-        return f"<{kind}>" if kind in fixed else numbering.placeholder(kind, m.group())
+        return m.group() if kind == KEEP else numbering.placeholder(kind, m.group())
 
     out = rules.regex.sub(replace, s)
     return original if out == original else out
@@ -226,7 +233,7 @@ def _same(endpoint: str) -> str:
     return endpoint
 
 
-def _places() -> tuple[str, str]:
+def current_places() -> tuple[str, str]:
     """The working and home directories of this process, "" when unknown."""
     try:
         cwd = os.getcwd()
@@ -243,8 +250,9 @@ class Normalizer:
     ``provider`` names the provider an endpoint belongs to, for rules scoped by provider
     (default: unknown, so such rules never apply); ``profile`` is the agent profile in
     force, else the first of ``profiles`` whose shape the request has. ``places`` adds the
-    caller's working and home directories, read when a request is normalised. Rule sets
-    are compiled once per distinct set of rules in force.
+    caller's working and home directories, read when a request is normalised (or the
+    ``(cwd, home)`` given, for requests recorded elsewhere). Rule sets are compiled once
+    per distinct set of rules in force.
     """
 
     def __init__(
@@ -255,7 +263,7 @@ class Normalizer:
         provider: Callable[[str], str | None] | None = None,
         profile: str | None = None,
         profiles: Sequence[Profile] = (),
-        places: bool = True,
+        places: bool | tuple[str, str] = True,
     ) -> None:
         self.rules = tuple(rules)
         self.endpoint = endpoint
@@ -276,7 +284,8 @@ class Normalizer:
     def rule_set(self, subject: Subject) -> RuleSet:
         """The compiled rules whose scope covers ``subject``."""
         chosen = tuple(i for i, r in enumerate(self.rules) if r.scope.applies(subject))
-        places = _places() if self.places else ("", "")
+        given = self.places
+        places = given if isinstance(given, tuple) else current_places() if given else ("", "")
         found = self._sets.get((chosen, places))
         if found is None:
             picked = [self.rules[i] for i in chosen]
@@ -287,6 +296,18 @@ class Normalizer:
                 self._sets.clear()
             found = self._sets[(chosen, places)] = RuleSet(volatile, ignore)
         return found
+
+    def with_places(self, cwd: str, home: str) -> Normalizer:
+        """The same rules, with the working and home directories of another process
+        (where a cassette was recorded)."""
+        return Normalizer(
+            self.rules,
+            endpoint=self.endpoint,
+            provider=self.provider,
+            profile=self.profile,
+            profiles=self.profiles,
+            places=(cwd, home),
+        )
 
     def default_set(self) -> RuleSet:
         """The rules that apply whatever the request (no scope)."""

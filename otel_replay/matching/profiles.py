@@ -13,11 +13,12 @@ of a later table wins; ignore and live rules of every table apply.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from otel_replay.core.exchange import CanonicalRequest
+from otel_replay.matching.projection import canonical_json
 from otel_replay.matching.rulefile import RuleFile, parse_rules, to_toml
 from otel_replay.matching.rules import BUILTIN_RULES, Profile, Rule, detect
 
@@ -26,6 +27,7 @@ __all__ = [
     "PROFILE_TABLES",
     "RuleSources",
     "profiles_seen",
+    "recorded_places",
     "recorded_rules",
 ]
 
@@ -68,6 +70,28 @@ def recorded_rules(source: Mapping[str, Any], origin: str) -> RuleFile | None:
     return parse_rules(text, origin)[0]
 
 
+def recorded_places(source: Mapping[str, Any]) -> tuple[str, str] | None:
+    """The working and home directories a cassette was recorded in, when it says."""
+    rules = source.get("rules")
+    places = rules.get("places") if isinstance(rules, dict) else None
+    if not isinstance(places, dict):
+        return None
+    cwd, home = places.get("cwd", ""), places.get("home", "")
+    return (cwd, home) if isinstance(cwd, str) and isinstance(home, str) else None
+
+
+def _mentions(requests: Iterable[CanonicalRequest], places: Iterable[str]) -> bool:
+    needles = [p for p in places if len(p) > 1]
+    if not needles:
+        return False
+    for request in requests:
+        for name in ("system", "messages", "tools", "params"):
+            text = canonical_json(request.component(name))
+            if any(needle in text for needle in needles):
+                return True
+    return False
+
+
 def profiles_seen(profiles: Iterable[Profile], requests: Iterable[CanonicalRequest]) -> list[str]:
     """The names of the profiles in force for any of ``requests``, in profile order."""
     table = tuple(profiles)
@@ -101,14 +125,20 @@ class RuleSources:
     def user_rules(self) -> tuple[Rule, ...]:
         return tuple(rule for file in self.files for rule in file.rules)
 
-    def recorded_form(self, requests: Iterable[CanonicalRequest]) -> dict[str, Any] | None:
+    def recorded_form(
+        self, requests: Sequence[CanonicalRequest], places: tuple[str, str] = ("", "")
+    ) -> dict[str, Any] | None:
         """What a cassette records of these rules (``source.rules``): the profiles in force
-        for its requests and the rule files' rows as one TOML text; None when neither."""
+        for its requests, the rule files' rows as one TOML text, and the working and home
+        directories (``places``) when a request mentions one; None when none of these."""
         seen = profiles_seen(self.profiles, requests)
         rows = self.user_rules()
-        if not seen and not rows:
+        mentioned = _mentions(requests, places)
+        if not seen and not rows and not mentioned:
             return None
         form: dict[str, Any] = {"profiles": seen}
         if rows:
             form["file"] = to_toml(rows)
+        if mentioned:
+            form["places"] = {"cwd": places[0], "home": places[1]}
         return form

@@ -8,7 +8,6 @@ derived from this run's traces, the misses file, the report) and returns the sum
 from __future__ import annotations
 
 import contextlib
-import functools
 import json
 import logging
 import os
@@ -20,7 +19,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from otel_replay import providers
 from otel_replay._version import __version__
 from otel_replay.cassette.model import Cassette, dump, load, write_atomic
 from otel_replay.core import envvars
@@ -28,15 +26,15 @@ from otel_replay.core.errors import CassetteError, ConfigError, ReplayMiss
 from otel_replay.core.exchange import CanonicalRequest, Exchange
 from otel_replay.core.gcpause import paused_gc
 from otel_replay.matching.matcher import Matcher
-from otel_replay.matching.normalize import Normalizer
-from otel_replay.matching.profiles import RuleSources, recorded_rules
+from otel_replay.matching.normalize import current_places
+from otel_replay.matching.profiles import RuleSources
+from otel_replay.matching.session_rules import DEFAULT_SOURCES, cassette_rules
+from otel_replay.matching.session_rules import matching_rules as matching_rules
 from otel_replay.otlp.store import TraceStore, sibling
-from otel_replay.providers.azure import match_endpoint
 from otel_replay.redaction.redact import Redactor
 from otel_replay.spans.encode import exchange_to_trace_json
 
 MODES = ("strict", "auto", "record", "off")
-DEFAULT_SOURCES = RuleSources()
 
 log = logging.getLogger("otel_replay")
 _GC_PAUSE_EXCHANGES = 1_000
@@ -47,21 +45,6 @@ def default_mode(environ: dict[str, str] | None = None) -> str:
     env = os.environ if environ is None else environ
     ci = env.get(envvars.CI, "").strip().lower()
     return "strict" if ci and ci not in ("0", "false", "no") else "auto"
-
-
-@functools.lru_cache(maxsize=16)
-def matching_rules(sources: RuleSources = DEFAULT_SOURCES) -> Normalizer:
-    """The rules a run matches by: the built-in table, the agent profiles and the rule
-    files of ``sources``, with endpoints compared as the operation they stand for (Azure
-    OpenAI's paths and ``api-version``) and rules scoped by the provider whose API an
-    endpoint is. One engine per set of sources, so its memo serves every run."""
-    return Normalizer(
-        sources.table(), endpoint=match_endpoint, provider=_provider_of, profiles=sources.profiles
-    )
-
-
-def _provider_of(endpoint: str) -> str:
-    return providers.provider_for(endpoint.partition("?")[0], {}).name
 
 
 def misses_path(cassette: Path) -> Path:
@@ -152,9 +135,8 @@ class Session:
             else TraceStore(None, redact=redact, redact_text=redact_text)
         )
         self.rules = rules
-        recorded = recorded_rules(self.cassette.source, f"{cassette}: source.rules")
-        self.normalizer = matching_rules(rules.with_recorded(recorded))
-        self.matcher = Matcher.for_exchanges(self.cassette.interactions, self.normalizer)
+        self.normalizer, by = cassette_rules(rules, self.cassette.source, f"{cassette}")
+        self.matcher = Matcher.for_exchanges(self.cassette.interactions, self.normalizer, by)
         self.replayed = 0
         self.hits: list[int] = []
         self.live: list[Exchange] = []
@@ -355,7 +337,7 @@ class Session:
             source["command"] = [self.redactor.text(part) for part in self.command]
         if self.user_traces:
             source["traces"] = [str(self.user_traces)]
-        rules = self.rules.recorded_form(ex.request for ex in self.live)
+        rules = self.rules.recorded_form([ex.request for ex in self.live], current_places())
         if rules is not None:
             source["rules"] = rules
         return source
