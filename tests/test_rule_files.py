@@ -482,3 +482,11 @@ def test_has_path(path, value, found):
     from otel_replay.matching.ignore import has_path, parse_path
 
     assert has_path(value, parse_path("params." + path)[1:]) is found
+
+
+@pytest.mark.parametrize("name", ["otel-replay", '"otel-replay"'])
+def test_a_bad_pyproject_table_names_its_line(name):
+    text = f'[project]\nname = "x"\n\n[[tool.{name}.volatile]]\nkind = "a"\npattern = "("\n'
+    with pytest.raises(RuleFileError) as caught:
+        parse_rules(text, "pyproject.toml", table=("tool", "otel-replay"))
+    assert str(caught.value).startswith('pyproject.toml:6: [[volatile]] #1: pattern "("')

@@ -183,7 +183,7 @@ def _volatile(entry: Mapping[str, Any], scope: Scope) -> Rule:
 
 
 def _live(entry: Mapping[str, Any], scope: Scope) -> Rule:
-    if scope == Scope(profile=scope.profile) and scope.profile is None:
+    if scope == Scope():
         raise _Bad(None, f"needs at least one of {', '.join(SCOPE_KEYS)}")
     return LiveRule(scope)
 
@@ -193,8 +193,9 @@ class _Locator:
 
     def __init__(self, text: str, prefix: str) -> None:
         self.lines = text.splitlines()
-        self.prefix = re.escape(prefix + ".") if prefix else ""
-        self.prefix = self.prefix.replace(r"otel\-replay", r"(?:otel-replay|\"otel-replay\")")
+        # each table name bare or quoted: [[tool.otel-replay.ignore]], [[tool."otel-replay".ignore]]
+        names = [name for name in prefix.split(".") if name]
+        self.prefix = "".join(rf'"?{re.escape(name)}"?\s*\.\s*' for name in names)
 
     def key(self, key: str) -> int:
         pattern = re.compile(rf"\s*(?:\[+\s*{self.prefix}{re.escape(key)}\b|{re.escape(key)}\s*=)")

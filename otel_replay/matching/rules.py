@@ -229,9 +229,8 @@ def epoch_rule(now: float | None = None, window: int = EPOCH_WINDOW_SECONDS) -> 
     seconds = integer_range_pattern(low, high)
     return VolatileRule(
         "time",
-        r"(?=["
-        + _first_digits(low, high)
-        + r"])(?<![0-9A-Za-z.+-])"
+        f"(?={_first_digit(low, high)})"
+        + r"(?<![0-9A-Za-z.+-])"
         + seconds
         + r"(?:[0-9]{3})?(?![0-9A-Za-z])",
         prefilter=_BUILTIN_PREFILTER,
@@ -239,9 +238,11 @@ def epoch_rule(now: float | None = None, window: int = EPOCH_WINDOW_SECONDS) -> 
     )
 
 
-def _first_digits(low: int, high: int) -> str:
-    first, last = str(low)[0], str(high)[0]
-    return f"{first}-{last}" if len(str(low)) == len(str(high)) else "1-9"
+def _first_digit(low: int, high: int) -> str:
+    """What the first digit of a number from ``low`` to ``high`` can be."""
+    if len(str(low)) != len(str(high)):
+        return "[1-9]"
+    return _digits(str(low)[0], str(high)[0])
 
 
 def place_rules(cwd: str, home: str) -> tuple[VolatileRule, ...]:
