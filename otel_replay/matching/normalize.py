@@ -2,9 +2,12 @@
 request, so that two runs of the same agent compare equal.
 
 With the built-in table, provider ids (``chatcmpl-…``, ``msg_…``, ``call_…``, ``toolu_…``,
-...), UUIDs, ISO-8601 dates and timestamps, and email addresses become placeholders
-numbered per kind by first occurrence across the whole request: ``<id:1>``, ``<uuid:1>``,
-``<time:2>``, ``<email:1>``. The same value gets the same placeholder everywhere in the
+...), UUIDs, ISO-8601 and prose dates, epoch times near now (integers too) and email
+addresses become placeholders numbered per kind by first occurrence across the whole
+request: ``<id:1>``, ``<uuid:1>``, ``<time:2>``, ``<email:1>``; the working and home
+directories become ``<cwd>`` and ``<home>``. A string goes through a rule file's patterns
+(RE2) first, then the fixed placeholders, then one regular expression holding every other
+volatile rule. The same value gets the same placeholder everywhere in the
 request, so a tool-call id in an assistant message and in the tool result that answers it
 stay paired, whatever the id was on the day of the recording. The numbering lives in a
 ``Numbering`` passed through every step, one per request.
