@@ -4,7 +4,8 @@
 ``{"kind": "bare", "body": PATH, "stream": PATH}`` — a bare aiohttp handler answering
 every POST with the bytes of ``body`` (or, for a streamed request, ``stream`` as SSE);
 ``{"kind": "stub"}`` — the project's stub upstream;
-``{"kind": "gateway", "mode": ..., "cassette": ..., "traces": ..., "upstream": URL}``.
+``{"kind": "gateway", "mode": ..., "cassette": ..., "traces": ..., "upstream": URL,
+"rules": PATH}`` (``rules``: a rule file, as ``--rules`` gives one).
 It prints one JSON line with its ports, serves until stdin closes, then prints the
 gateway's stop time and exits.
 """
@@ -68,6 +69,7 @@ async def main(spec: dict[str, Any]) -> None:
         await _wait_stdin()
         await stub.stop()
         return
+    from otel_replay.frontends.rulefiles import rule_sources
     from otel_replay.gateway.runner import GatewayConfig, GatewayServer
 
     def path(key: str) -> Path | None:
@@ -82,6 +84,7 @@ async def main(spec: dict[str, Any]) -> None:
         upstream_anthropic=upstream,
         grpc_port=0 if spec.get("grpc") else None,
         environ={},
+        rules=rule_sources(None, spec.get("rules")),
     )
     gateway = GatewayServer(config)
     await gateway.start()

@@ -12,7 +12,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results.md"
 EXPECTED_ROWS = {
-    "1 replay": 3,
+    "1 replay": 4,
     "2 streaming": 4,
     "3 record": 5,
     "4 ingest": 2,

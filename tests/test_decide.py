@@ -33,6 +33,22 @@ def test_decision_table(mode, routed, match, own_key, expected):
     assert decide(mode, routed=routed, match=match, own_key=own_key) == expected
 
 
+@pytest.mark.parametrize(
+    ("mode", "own_key", "match", "expected"),
+    [
+        # a live call goes to the provider in auto mode, with the gateway's own key only
+        ("auto", True, None, Decision("forward")),
+        ("auto", False, 2, Decision("replay", index=2)),
+        ("auto", False, MISS, Decision("miss", miss=MISS)),
+        # strict never forwards, live or not
+        ("strict", True, 1, Decision("replay", index=1)),
+        ("strict", True, MISS, Decision("miss", miss=MISS)),
+    ],
+)
+def test_live_calls(mode, own_key, match, expected):
+    assert decide(mode, routed=True, match=match, own_key=own_key, live=True) == expected
+
+
 def test_a_matching_mode_needs_the_match():
     assert matches("strict") and matches("auto") and not matches("record")
     with pytest.raises(ValueError, match="after matching"):

@@ -88,6 +88,7 @@ def _run(
     timing: str,
     report: PathLike | None,
     upstreams: dict[str, str],
+    rules: PathLike | None = None,
 ) -> Iterator[GatewayHandle]:
     if mode not in MODES:
         raise ConfigError(f"unknown mode {mode!r}; use one of {', '.join(MODES)}")
@@ -98,6 +99,7 @@ def _run(
         yield handle
         handle.summary = Summary(mode="off", cassette=str(cassette))
         return
+    from otel_replay.frontends.rulefiles import rule_sources
     from otel_replay.gateway.runner import GatewayConfig, GatewayThread
 
     config = GatewayConfig(
@@ -108,6 +110,7 @@ def _run(
         timing=timing,
         report=_path(report),
         environ=dict(os.environ),
+        rules=rule_sources(Path(cassette), rules),
     )
     gateway = GatewayThread(config).start()
     assert gateway.server is not None
@@ -134,6 +137,7 @@ def record(
     upstream_openai: str | None = None,
     upstream_anthropic: str | None = None,
     upstream_azure: str | None = None,
+    rules: PathLike | None = None,
 ) -> Iterator[GatewayHandle]:
     """Record the block's model calls into ``cassette`` (written anew when the block ends).
 
@@ -142,6 +146,8 @@ def record(
     endpoints; Azure OpenAI calls go to ``upstream_azure``, else the caller's
     ``AZURE_OPENAI_ENDPOINT``. ``traces`` keeps the recording's OTLP JSON lines (the
     agent's own spans and the model-call spans); the cassette is derived from them.
+    ``rules`` is a rule file above the one found (``otel-replay.toml`` in the current
+    directory or beside the cassette); the cassette records the rules in force.
     """
     with _run(
         mode="record",
@@ -150,6 +156,7 @@ def record(
         timing="fast",
         report=None,
         upstreams=_upstreams(upstream_openai, upstream_anthropic, upstream_azure),
+        rules=rules,
     ) as handle:
         yield handle
 
@@ -165,6 +172,7 @@ def replay(
     upstream_openai: str | None = None,
     upstream_anthropic: str | None = None,
     upstream_azure: str | None = None,
+    rules: PathLike | None = None,
 ) -> Iterator[GatewayHandle]:
     """Answer the block's model calls from ``cassette``.
 
@@ -173,6 +181,7 @@ def replay(
     set, else ``auto``. ``timing="recorded"`` replays streams at their recorded pace.
     ``report`` writes the run's JSON summary. When the block ends a miss raises
     :class:`~otel_replay.core.errors.ReplayMiss` with the first miss's message.
+    ``rules``: a rule file above the one found and the rules recorded in the cassette.
     """
     with _run(
         mode=mode or default_mode(),
@@ -181,5 +190,6 @@ def replay(
         timing=timing,
         report=report,
         upstreams=_upstreams(upstream_openai, upstream_anthropic, upstream_azure),
+        rules=rules,
     ) as handle:
         yield handle

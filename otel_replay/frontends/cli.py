@@ -37,6 +37,16 @@ def _gateway_options(parser: argparse.ArgumentParser) -> None:
             parser.add_argument(f"--upstream-{row.name}", metavar="URL", help=row.option_help)
     parser.add_argument("--report", type=Path, metavar="FILE", help="write a JSON run report")
     parser.add_argument("--host", default="127.0.0.1", help="bind address (default loopback)")
+    _rules_option(parser)
+
+
+def _rules_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--rules",
+        type=Path,
+        metavar="FILE",
+        help="a rule file, above otel-replay.toml (cwd or beside the cassette)",
+    )
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -100,6 +110,19 @@ def _parser() -> argparse.ArgumentParser:
     apis = tuple(dict.fromkeys(row.api for row in PROVIDERS))
     why.add_argument("--provider", choices=apis, default=None)
     why.add_argument("--path", default=None, help="API path of --request (e.g. /v1/messages)")
+    why.add_argument(
+        "--suggest",
+        action="store_true",
+        help="print the narrowest rule (TOML) that turns the last miss into a hit",
+    )
+    _rules_option(why)
+
+    rules = sub.add_parser("rules", help="the matching rules in force")
+    rules_sub = rules.add_subparsers(dest="rules_command", required=True, metavar="ACTION")
+    show = rules_sub.add_parser("show", help="print the rules in force, as a rule file")
+    show.add_argument("profile", nargs="?", help="only this agent profile (default: all)")
+    show.add_argument("--cassette", type=Path, help="also the rules recorded in this cassette")
+    _rules_option(show)
 
     sub.add_parser("demo", help="record and replay a built-in agent against a stub upstream")
     return parser
@@ -124,7 +147,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "why":
             from otel_replay.frontends.whycmd import why_command
 
-            return why_command(args.cassette, args.request, args.provider, args.path)
+            return why_command(
+                args.cassette,
+                args.request,
+                args.provider,
+                args.path,
+                rules=args.rules,
+                suggest=args.suggest,
+            )
+        if args.command == "rules":
+            from otel_replay.frontends.rulescmd import show_rules
+
+            return show_rules(args.profile, args.cassette, args.rules)
         if args.command == "demo":
             from otel_replay.testing.demo import run_demo
 
@@ -138,6 +172,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _config(args: argparse.Namespace, mode: str, command: list[str]) -> GatewayConfig:
+    from otel_replay.frontends.rulefiles import rule_sources
     from otel_replay.gateway.runner import GatewayConfig
 
     return GatewayConfig(
@@ -151,6 +186,7 @@ def _config(args: argparse.Namespace, mode: str, command: list[str]) -> GatewayC
         timing=getattr(args, "timing", "fast"),
         report=args.report,
         command=command,
+        rules=rule_sources(args.cassette, args.rules),
     )
 
 

@@ -28,6 +28,7 @@ import pytest
 
 from otel_replay.core.errors import CassetteError, ConfigError, EgressBlocked, ReplayMiss
 from otel_replay.frontends.api import GatewayHandle, patched_environ
+from otel_replay.frontends.rulefiles import rule_sources
 from otel_replay.providers import PROVIDERS
 from otel_replay.reports import write_json
 from otel_replay.reports.run import combined, suite_report
@@ -295,11 +296,14 @@ class OtelReplayPlugin:
         if self._active is not None:
             raise ConfigError("otel_replay blocks cannot be nested")
         try:
-            session = Session(mode=block.mode, cassette=block.cassette)
+            rules = rule_sources(block.cassette)  # otel-replay.toml: cwd, beside the cassette
+            session = Session(mode=block.mode, cassette=block.cassette, rules=rules)
         except CassetteError as exc:
             problem = str(exc)
             if not block.cassette.exists():
                 problem = f"{block.cassette}: no such cassette; record it with --otel-replay=record"
+        except ConfigError as exc:  # a bad rule file: one line naming file, line and rule
+            problem = str(exc)
         else:
             problem = ""
         if problem:

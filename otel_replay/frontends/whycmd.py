@@ -1,4 +1,5 @@
-"""``otel-replay why``: explain a miss against the closest recordings."""
+"""``otel-replay why``: explain a miss against the closest recordings; with ``--suggest``,
+print the narrowest rule that turns it into a hit."""
 
 from __future__ import annotations
 
@@ -10,10 +11,15 @@ from typing import Any
 from otel_replay import providers
 from otel_replay.cassette.model import load
 from otel_replay.core.errors import ConfigError
+from otel_replay.core.exchange import CanonicalRequest
+from otel_replay.frontends.rulefiles import rule_sources
+from otel_replay.matching.matcher import Matcher, MatchMiss
+from otel_replay.matching.normalize import Normalizer
+from otel_replay.matching.session_rules import cassette_rules
+from otel_replay.matching.suggest import suggest as suggest_rules
 from otel_replay.matching.why import explain
 from otel_replay.redaction.redact import Redactor
 from otel_replay.reports.misses import last_miss
-from otel_replay.session.session import matching_rules
 
 
 def _request_file(path: Path, provider: str | None, api_path: str | None) -> dict[str, Any]:
@@ -33,7 +39,13 @@ def _request_file(path: Path, provider: str | None, api_path: str | None) -> dic
 
 
 def why_command(
-    cassette: Path, request: Path | None, provider: str | None, api_path: str | None
+    cassette: Path,
+    request: Path | None,
+    provider: str | None,
+    api_path: str | None,
+    *,
+    rules: Path | None = None,
+    suggest: bool = False,
 ) -> int:
     recorded = load(cassette)
     record = _request_file(request, provider, api_path) if request else last_miss(cassette)
@@ -53,5 +65,40 @@ def why_command(
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"the recorded miss has an unreadable 'used' list ({exc})") from None
     requests = [ex.request for ex in recorded.interactions]
-    print(explain(live, requests, used=used, normalizer=matching_rules()))
+    sources = rule_sources(cassette, rules)
+    normalizer, recorded_by = cassette_rules(sources, recorded.source, str(cassette))
+    if suggest:
+        return _suggest(live, requests, used, normalizer, recorded_by, str(name))
+    print(explain(live, requests, used=used, normalizer=normalizer, recorded_by=recorded_by))
+    return 0
+
+
+def _suggest(
+    live: CanonicalRequest,
+    requests: list[CanonicalRequest],
+    used: list[int],
+    normalizer: Normalizer,
+    recorded_by: Normalizer | None,
+    provider: str,
+) -> int:
+    """The rule on stdout, what it would also hide on stderr; 1 when no rule should be."""
+    matcher = Matcher(requests, used=used, normalizer=normalizer, recorded_by=recorded_by)
+    outcome = matcher.probe(live)
+    if isinstance(outcome, int):
+        print(
+            f"otel-replay why: the request already matches recording #{outcome}; no rule needed",
+            file=sys.stderr,
+        )
+        return 1
+    if not isinstance(outcome, MatchMiss):
+        print(f"otel-replay why: {outcome}; no rule can turn it into a hit", file=sys.stderr)
+        return 1
+    found = suggest_rules(outcome, provider)
+    for reason in found.refused:
+        print(f"otel-replay why: {reason}", file=sys.stderr)
+    if found.refused or not found.rules:
+        return 1
+    print(found.toml(), end="")
+    for line in found.hides:
+        print(f"otel-replay why: {line}", file=sys.stderr)
     return 0

@@ -89,6 +89,11 @@ class Gateway:
             )
         call, exact = self._call(request, route, headers, raw)
         mode = call.session.mode
+        if call.session.has_live_rules and call.session.is_live(call.canonical):
+            own = self._carries_own_key(call.upstream, headers)
+            if own:
+                decision = decide(mode, routed=True, match=None, own_key=True, live=True)
+                return await self._carry_out(request, call, decision)
         match: int | ReplayMiss | None = exact
         if matches(mode) and match is None:
             try:
@@ -108,14 +113,15 @@ class Gateway:
         provider = providers.get(route.api)
         path = route.provider_path(request.path, request.query)
         matching = matches(session.mode)
+        exact_first = matching and not session.has_live_rules  # a live call consumes nothing
         # a body identical to a recorded (hence already redacted) one replays at once:
         # first as the bytes sent, then as the parsed body
-        exact = session.exact_hit_raw(provider.name, path, raw) if matching else None
+        exact = session.exact_hit_raw(provider.name, path, raw) if exact_first else None
         if exact is not None:
             body = session.recordings.request_body(exact)
         else:
             body = parse_body(raw)
-            if matching:
+            if exact_first:
                 exact = session.exact_hit(provider.name, path, body)
             if exact is None and matching:
                 body = redacted_body(session.redactor, raw, body)

@@ -37,16 +37,25 @@ def matches(mode: str) -> bool:
     return mode != "record"
 
 
-def decide(mode: str, *, routed: bool, match: int | ReplayMiss | None, own_key: bool) -> Decision:
+def decide(
+    mode: str,
+    *,
+    routed: bool,
+    match: int | ReplayMiss | None,
+    own_key: bool,
+    live: bool = False,
+) -> Decision:
     """The decision for one call.
 
     ``routed``: its path is under a provider's mount. ``match``: the recording that
-    matched, or the miss (None when the mode does not match). ``own_key``: it carries
-    exactly one of the gateway's own credentials for its upstream.
+    matched, or the miss (None when the mode does not match, or for a live call).
+    ``own_key``: it carries exactly one of the gateway's own credentials for its upstream.
+    ``live``: a ``live`` rule covers it, so in auto mode it goes to the provider (with the
+    gateway's own key, like any auto-mode forward) whatever the cassette holds.
     """
     if not routed:
         return Decision("not_provider")
-    if not matches(mode):
+    if not matches(mode) or (mode == "auto" and live and own_key):
         return Decision("forward")
     if match is None:
         raise ValueError(f"a call in {mode} mode is decided only after matching")

@@ -24,6 +24,8 @@ from otel_replay.core import envvars as ev
 from otel_replay.core.errors import ConfigError
 from otel_replay.gateway.app import Gateway
 from otel_replay.gateway.upstream import HttpUpstream, Upstream
+from otel_replay.matching.profiles import RuleSources
+from otel_replay.matching.session_rules import DEFAULT_SOURCES
 from otel_replay.otlp.grpc import GrpcReceiver
 from otel_replay.redaction.redact import Redactor
 from otel_replay.session.session import Session, Summary
@@ -47,6 +49,7 @@ class GatewayConfig:
     upstream_azure: str | None = None  # Azure OpenAI resource endpoint
     upstreams: Mapping[str, str | None] = field(default_factory=dict)
     """Base URLs by upstream name (``PROVIDERS``); ``upstream_NAME`` fields are the same."""
+    rules: RuleSources = DEFAULT_SOURCES  # the rule files and profiles matching uses
 
     def named_upstreams(self) -> dict[str, str]:
         """The base URLs the caller named, by upstream."""
@@ -133,6 +136,7 @@ class GatewayServer:
             command=config.command,
             report=config.report,
             redactor=Redactor.from_environment(secrets_from),
+            rules=config.rules,
         )
         self.upstream = config.upstream or HttpUpstream(upstream_bases(config, self.caller_env))
         self.gateway = Gateway(session, self.upstream, keys=self.caller_env, timing=config.timing)

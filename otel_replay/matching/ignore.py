@@ -16,7 +16,7 @@ from fnmatch import fnmatchcase
 
 from otel_replay.core.exchange import JSON
 
-__all__ = ["Step", "drop_path", "parse_path"]
+__all__ = ["Step", "drop_path", "has_path", "parse_path"]
 
 _TOKEN = re.compile(r"\.?([^.\[\]]+)|\[(\d+|\*)\]")
 
@@ -112,3 +112,22 @@ def _drop_in_text(text: str, steps: tuple[Step, ...]) -> JSON:
     if kept is document:
         return text
     return json.dumps(kept, separators=(",", ":"), ensure_ascii=False)
+
+
+def has_path(value: JSON, steps: tuple[Step, ...]) -> bool:
+    """Whether ``steps`` name anything in ``value`` (going into JSON carried as text)."""
+    if not steps:
+        return True
+    if isinstance(value, str):
+        if value.lstrip()[:1] not in ("{", "["):
+            return False
+        try:
+            return has_path(json.loads(value), steps)
+        except ValueError:
+            return False
+    step, rest = steps[0], steps[1:]
+    if isinstance(value, dict):
+        return any(has_path(value[k], rest) for k in step.keys(value))
+    if isinstance(value, list):
+        return any(has_path(value[i], rest) for i in step.indices(value))
+    return False

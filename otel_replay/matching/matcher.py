@@ -118,6 +118,11 @@ class MatchMiss(ReplayMiss):
     def differences(self) -> list[Difference]:
         return path_differences(*self._pair)
 
+    @property
+    def compared(self) -> tuple[CanonicalRequest, CanonicalRequest]:
+        """The recording and the live request as compared (both normalised)."""
+        return self._pair
+
 
 _BULK = 1000
 
@@ -141,7 +146,8 @@ class Matcher:
     """Finds, for each live request, the first unused recording equal to it.
 
     ``recordings`` are canonical requests as recorded (normalised here, once, by
-    ``normalizer``; the built-in rules by default). ``used`` pre-marks recordings as
+    ``recorded_by`` when given — the rules with the recording machine's directories —
+    else by ``normalizer``; the built-in rules by default). ``used`` pre-marks recordings as
     consumed (``why`` uses it to reproduce a run). ``exact`` indexes recorded bodies for
     ``exact_hit``/``exact_hit_raw``. Safe to call from several threads.
     """
@@ -153,8 +159,10 @@ class Matcher:
         *,
         normalizer: Normalizer | None = None,
         exact: ExactIndex | None = None,
+        recorded_by: Normalizer | None = None,
     ) -> None:
         self.normalizer = normalizer or DEFAULT
+        first = recorded_by or self.normalizer
         self._exact = exact or ExactIndex()
         self._lock = threading.Lock()
         self._recordings: list[CanonicalRequest] = []
@@ -163,16 +171,22 @@ class Matcher:
         self.used: set[int] = set()
         with paused_gc(len(recordings) > _BULK):
             for request in recordings:
-                self._add(request)
+                self._add(request, first)
         self.used.update(i for i in used if 0 <= i < len(self._recordings))
 
     @classmethod
     def for_exchanges(
-        cls, exchanges: Sequence[Exchange], normalizer: Normalizer | None = None
+        cls,
+        exchanges: Sequence[Exchange],
+        normalizer: Normalizer | None = None,
+        recorded_by: Normalizer | None = None,
     ) -> Matcher:
         """A matcher over recorded exchanges, their bodies indexed for the exact shortcut."""
         return cls(
-            [ex.request for ex in exchanges], normalizer=normalizer, exact=ExactIndex(exchanges)
+            [ex.request for ex in exchanges],
+            normalizer=normalizer,
+            exact=ExactIndex(exchanges),
+            recorded_by=recorded_by,
         )
 
     def __len__(self) -> int:
@@ -190,10 +204,10 @@ class Matcher:
     def append(self, request: CanonicalRequest) -> int:
         """Adds a newly recorded exchange's request (auto mode); returns its index."""
         with self._lock:
-            return self._add(request)
+            return self._add(request, self.normalizer)
 
-    def _add(self, request: CanonicalRequest) -> int:
-        normal = self.normalizer.normalize(request)
+    def _add(self, request: CanonicalRequest, normalizer: Normalizer) -> int:
+        normal = normalizer.normalize(request)
         of = projection.shape(normal)
         key = projection.key(of, normal, {})
         index = len(self._recordings)

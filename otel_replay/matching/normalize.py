@@ -2,9 +2,12 @@
 request, so that two runs of the same agent compare equal.
 
 With the built-in table, provider ids (``chatcmpl-…``, ``msg_…``, ``call_…``, ``toolu_…``,
-...), UUIDs, ISO-8601 dates and timestamps, and email addresses become placeholders
-numbered per kind by first occurrence across the whole request: ``<id:1>``, ``<uuid:1>``,
-``<time:2>``, ``<email:1>``. The same value gets the same placeholder everywhere in the
+...), UUIDs, ISO-8601 and prose dates, epoch times near now (integers too) and email
+addresses become placeholders numbered per kind by first occurrence across the whole
+request: ``<id:1>``, ``<uuid:1>``, ``<time:2>``, ``<email:1>``; the working and home
+directories become ``<cwd>`` and ``<home>``. A string goes through a rule file's patterns
+(RE2) first, then the fixed placeholders, then one regular expression holding every other
+volatile rule. The same value gets the same placeholder everywhere in the
 request, so a tool-call id in an assistant message and in the tool result that answers it
 stay paired, whatever the id was on the day of the recording. The numbering lives in a
 ``Numbering`` passed through every step, one per request.
@@ -27,17 +30,31 @@ later request of an agent run. Long ones are kept up to a budget of characters.
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 from collections.abc import Callable, Sequence
 
 from otel_replay.core.exchange import COMPONENTS, JSON, CanonicalRequest
 from otel_replay.matching.ignore import Step, drop_path, parse_path
-from otel_replay.matching.rules import BUILTIN_RULES, KEEP, IgnoreRule, Rule, Subject, VolatileRule
+from otel_replay.matching.linear import check_linear, compile_linear
+from otel_replay.matching.rules import (
+    BUILTIN_RULES,
+    KEEP,
+    IgnoreRule,
+    LiveRule,
+    Profile,
+    Rule,
+    Subject,
+    VolatileRule,
+    detect,
+    place_rules,
+)
 
 __all__ = [
     "Normalizer",
     "Numbering",
     "RuleSet",
+    "current_places",
     "normalize",
     "normalize_text",
     "normalize_value",
@@ -48,6 +65,7 @@ STABLE_MAX_LENGTH = 64
 STABLE_MAX_SIZE = 16384
 STABLE_LONG_MAX_CHARS = 4_000_000
 _KIND = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+_MAX_SETS = 256
 
 
 class Numbering:
@@ -70,26 +88,48 @@ class Numbering:
 
 class RuleSet:
     """The volatile rules in force for one subject, compiled, with the strings known to
-    hold no match of them."""
+    hold no match of them. Linear rules (a rule file's) run first, compiled with RE2;
+    placeholders already in the text pass through both passes unchanged."""
 
     def __init__(self, volatile: Sequence[VolatileRule], ignore: Sequence[IgnoreRule]) -> None:
         kinds = {rule.kind for rule in volatile if rule.kind != KEEP}
         extra = sorted(kinds - {"id", "uuid", "time", "email"})
         keep = [rule.pattern for rule in volatile if rule.kind == KEEP]
         if extra:  # placeholders of other kinds pass through as well
-            keep.append("<(?:" + "|".join(extra) + r"):\d+>")
+            keep.append("<(?:" + "|".join(extra) + r")(?::\d+)?>")
+        plain = [r for r in volatile if r.kind != KEEP and not r.linear and not r.fixed]
         branches: list[tuple[str, str]] = [(KEEP, p) for p in keep]
-        branches += [(rule.kind, rule.pattern) for rule in volatile if rule.kind != KEEP]
+        branches += [(rule.kind, rule.pattern) for rule in plain]
         self.kinds: dict[str, str] = {f"r{i}": kind for i, (kind, _) in enumerate(branches)}
+        # a fixed placeholder needs no numbering: its own pass, behind its own prefilter
+        self.fixed = [
+            (re.compile(r.prefilter or r.pattern), re.compile(r.pattern), f"<{r.kind}>")
+            for r in volatile
+            if r.fixed and not r.linear and r.kind != KEEP
+        ]
         self.regex = re.compile("|".join(f"(?P<r{i}>{p})" for i, (_, p) in enumerate(branches)))
-        filters = [rule.prefilter for rule in volatile if rule.kind != KEEP]
+        filters = [rule.prefilter for rule in plain]
         self.prefilter: re.Pattern[str] | None = None
         if filters and all(filters):
             self.prefilter = re.compile("|".join(dict.fromkeys(f for f in filters if f)))
+        self.linear = compile_linear([r for r in volatile if r.linear and r.kind != KEEP])
+        self.numeric = [(r.kind, re.compile(r.pattern)) for r in plain if r.numbers]
         self.ignore: tuple[tuple[Step, ...], ...] = tuple(parse_path(r.path) for r in ignore)
         self.stable: set[str] = set()
         self.stable_long: set[str] = set()
         self.stable_long_chars = 0
+
+    def number(self, value: int, numbering: Numbering) -> JSON:
+        """An integer, or its placeholder when a rule for numbers matches all its digits."""
+        text = str(value)
+        if self.linear is not None:
+            kind = self.linear.number(text)
+            if kind is not None:
+                return numbering.placeholder(kind, text)
+        for kind, pattern in self.numeric:
+            if pattern.fullmatch(text):
+                return numbering.placeholder(kind, text)
+        return value
 
     def text(self, s: str, numbering: Numbering) -> str:
         """``substitute`` remembered for strings it leaves alone."""
@@ -124,9 +164,11 @@ class RuleSet:
             }
         if kind is list:
             return [self.walk(v, numbering) for v in value]
+        if kind is int:
+            return self.number(value, numbering)
         if kind is float:
-            return int(value) if value.is_integer() else value
-        if kind is int or kind is bool or value is None:
+            return self.number(int(value), numbering) if value.is_integer() else value
+        if kind is bool or value is None:
             return value
         return self._walk_other(value, numbering)
 
@@ -138,6 +180,10 @@ class RuleSet:
             return self.walk(dict(value), numbering)
         if isinstance(value, list | tuple):
             return [self.walk(v, numbering) for v in value]
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, int):
+            return self.number(int(value), numbering)
         if isinstance(value, float):
             return self.walk(float(value), numbering)
         return value
@@ -146,19 +192,28 @@ class RuleSet:
 def substitute(rules: RuleSet, s: str, numbering: Numbering) -> str:
     """The definition: every match of the rule set's volatile rules in ``s`` replaced by
     its placeholder (``keep`` matches stay). Returns ``s`` itself when nothing matched."""
+    original = s
+    if rules.linear is not None:
+        s = rules.linear.substitute(s, numbering.placeholder)
+    for needle, regex, placeholder in rules.fixed:
+        if needle.search(s):
+            s = regex.sub(placeholder, s)
     if rules.prefilter is not None and not rules.prefilter.search(s):
-        return s
+        return original if s == original else s
     kinds = rules.kinds
 
     def replace(m: re.Match[str]) -> str:
         kind = kinds.get(m.lastgroup or "", KEEP)
         return m.group() if kind == KEEP else numbering.placeholder(kind, m.group())
 
-    return rules.regex.sub(replace, s)
+    out = rules.regex.sub(replace, s)
+    return original if out == original else out
 
 
 def _check(rule: Rule) -> None:
     """Refuses a rule that cannot apply, when the table is given rather than at match time."""
+    if isinstance(rule, LiveRule):
+        return
     if isinstance(rule, IgnoreRule):
         steps = parse_path(rule.path)
         if steps[0].key not in COMPONENTS:
@@ -168,6 +223,9 @@ def _check(rule: Rule) -> None:
         return
     if not _KIND.fullmatch(rule.kind):
         raise ValueError(f"a volatile rule's kind must be a word, not {rule.kind!r}")
+    if rule.linear:
+        check_linear(rule.pattern)
+        return
     try:
         re.compile(rule.pattern)
     except re.error as exc:
@@ -178,13 +236,26 @@ def _same(endpoint: str) -> str:
     return endpoint
 
 
+def current_places() -> tuple[str, str]:
+    """The working and home directories of this process, "" when unknown."""
+    try:
+        cwd = os.getcwd()
+    except OSError:
+        cwd = ""
+    home = os.path.expanduser("~")
+    return cwd, "" if home == "~" else home
+
+
 class Normalizer:
     """Applies a table of rules to canonical requests.
 
     ``endpoint`` maps an endpoint to the one matching compares (default: unchanged);
     ``provider`` names the provider an endpoint belongs to, for rules scoped by provider
     (default: unknown, so such rules never apply); ``profile`` is the agent profile in
-    force. Rule sets are compiled once per distinct set of rules in force.
+    force, else the first of ``profiles`` whose shape the request has. ``places`` adds the
+    caller's working and home directories, read when a request is normalised (or the
+    ``(cwd, home)`` given, for requests recorded elsewhere). Rule sets are compiled once
+    per distinct set of rules in force.
     """
 
     def __init__(
@@ -194,33 +265,64 @@ class Normalizer:
         endpoint: Callable[[str], str] = _same,
         provider: Callable[[str], str | None] | None = None,
         profile: str | None = None,
+        profiles: Sequence[Profile] = (),
+        places: bool | tuple[str, str] = True,
     ) -> None:
         self.rules = tuple(rules)
         self.endpoint = endpoint
         self.provider = provider
         self.profile = profile
+        self.profiles = tuple(profiles)
+        self.places = places
         for rule in self.rules:
             _check(rule)
-        self._sets: dict[tuple[int, ...], RuleSet] = {}
+        self.live = tuple(rule for rule in self.rules if isinstance(rule, LiveRule))
+        self._sets: dict[tuple[object, ...], RuleSet] = {}
 
     def subject(self, request: CanonicalRequest, endpoint: str) -> Subject:
         provider = self.provider(request.endpoint) if self.provider is not None else None
-        return Subject(provider, request.model, endpoint, self.profile)
+        profile = self.profile or detect(self.profiles, request)
+        return Subject(provider, request.model, endpoint, profile)
 
     def rule_set(self, subject: Subject) -> RuleSet:
         """The compiled rules whose scope covers ``subject``."""
         chosen = tuple(i for i, r in enumerate(self.rules) if r.scope.applies(subject))
-        found = self._sets.get(chosen)
+        given = self.places
+        places = given if isinstance(given, tuple) else current_places() if given else ("", "")
+        found = self._sets.get((chosen, places))
         if found is None:
             picked = [self.rules[i] for i in chosen]
             volatile = [r for r in picked if isinstance(r, VolatileRule)]
+            volatile += place_rules(*places)
             ignore = [r for r in picked if isinstance(r, IgnoreRule)]
-            found = self._sets[chosen] = RuleSet(volatile, ignore)
+            if len(self._sets) >= _MAX_SETS:
+                self._sets.clear()
+            found = self._sets[(chosen, places)] = RuleSet(volatile, ignore)
         return found
+
+    def with_places(self, cwd: str, home: str) -> Normalizer:
+        """The same rules, with the working and home directories of another process
+        (where a cassette was recorded)."""
+        return Normalizer(
+            self.rules,
+            endpoint=self.endpoint,
+            provider=self.provider,
+            profile=self.profile,
+            profiles=self.profiles,
+            places=(cwd, home),
+        )
 
     def default_set(self) -> RuleSet:
         """The rules that apply whatever the request (no scope)."""
         return self.rule_set(Subject(profile=self.profile))
+
+    def is_live(self, request: CanonicalRequest) -> bool:
+        """Whether a ``live`` rule covers ``request``: in ``auto`` mode it always goes to
+        the provider, recorded or not."""
+        if not self.live:
+            return False
+        subject = self.subject(request, self.endpoint(request.endpoint))
+        return any(rule.scope.applies(subject) for rule in self.live)
 
     def normalize(self, request: CanonicalRequest) -> CanonicalRequest:
         """The request without what the ignore rules name, and with volatile values

@@ -10,26 +10,46 @@ carried as a string (``params.client_metadata.x-turn.started_at`` where ``x-turn
 JSON text). Every row has a ``Scope``: provider, model, endpoint and agent profile, each a
 ``fnmatch`` pattern or None for any.
 
-``BUILTIN_RULES`` is the first table: provider ids, UUIDs, ISO-8601 times and emails, and
-the transport fields the provider surfaces never put in a canonical request. An agent
-profile or a user's rule file adds rows to the same engine.
+``LiveRule(scope)`` marks the requests it covers as always answered by the provider in
+``auto`` mode. A volatile rule read from a rule file is ``linear``: compiled with RE2, so a
+user's pattern runs in time linear in the text it scans.
+
+``BUILTIN_RULES`` is the first table: provider ids, UUIDs, ISO-8601 times, dates written in
+prose, epoch seconds and milliseconds near now (as numbers too), emails, and the transport
+fields the provider surfaces never put in a canonical request. The caller's working and
+home directories (``place_rules``) are taken from the process when a request is
+normalised. An agent profile or a user's rule file adds rows to the same engine.
 """
 
 from __future__ import annotations
 
+import functools
+import re
+import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
+
+from otel_replay.core.exchange import CanonicalRequest
+from otel_replay.matching.ignore import has_path, parse_path
 
 __all__ = [
     "ANY",
     "BUILTIN_RULES",
+    "EPOCH_WINDOW_SECONDS",
     "KEEP",
     "PROVIDER_ID_PREFIXES",
     "IgnoreRule",
+    "LiveRule",
+    "Profile",
     "Rule",
     "Scope",
     "Subject",
     "VolatileRule",
+    "detect",
+    "epoch_rule",
+    "integer_range_pattern",
+    "place_rules",
 ]
 
 KEEP = "keep"
@@ -76,12 +96,18 @@ ANY = Scope()
 @dataclass(frozen=True, slots=True)
 class VolatileRule:
     """Matches of ``pattern`` become ``<kind:N>``. ``prefilter``, when every rule in force
-    has one, is a cheaper pattern that any string holding a match also matches."""
+    has one, is a cheaper pattern that any string holding a match also matches.
+    ``numbers``: a JSON integer whose decimal text the pattern matches in full is replaced
+    too. ``fixed``: the placeholder is ``<kind>``, without a number. ``linear``: compiled
+    with RE2 (no look-around), applied before the other rules."""
 
     kind: str
     pattern: str
     scope: Scope = ANY
     prefilter: str | None = None
+    numbers: bool = False
+    fixed: bool = False
+    linear: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,7 +118,38 @@ class IgnoreRule:
     scope: Scope = ANY
 
 
-Rule = VolatileRule | IgnoreRule
+@dataclass(frozen=True, slots=True)
+class LiveRule:
+    """Requests within ``scope`` always go to the provider in ``auto`` mode."""
+
+    scope: Scope = ANY
+
+
+Rule = VolatileRule | IgnoreRule | LiveRule
+
+
+@dataclass(frozen=True, slots=True)
+class Profile:
+    """An agent profile: a named rule table, in force for a request that has one of the
+    ``detect`` paths (a path as an ignore rule writes it; it may go into JSON text)."""
+
+    name: str
+    detect: tuple[str, ...]
+    rules: tuple[Rule, ...] = ()
+
+
+_parsed = functools.lru_cache(maxsize=256)(parse_path)
+
+
+def detect(profiles: Sequence[Profile], request: CanonicalRequest) -> str | None:
+    """The name of the first profile whose shape ``request`` has."""
+    for profile in profiles:
+        for path in profile.detect:
+            steps = _parsed(path)
+            if steps[0].key is not None and has_path(request.component(steps[0].key), steps[1:]):
+                return profile.name
+    return None
+
 
 PROVIDER_ID_PREFIXES: tuple[str, ...] = (
     "chatcmpl",
@@ -111,8 +168,109 @@ PROVIDER_ID_PREFIXES: tuple[str, ...] = (
 _BUILTIN_PREFILTER = r"[0-9@]|[A-Za-z]{20}"
 _ID_BODY = r"[A-Za-z0-9]+"
 
+EPOCH_WINDOW_SECONDS = 5 * 366 * 86400
+"""How far from now an integer may lie to be taken for an epoch time (about 5 years)."""
+
+_MONTH = (
+    r"(?:Jan(?:uary)?|Feb(?:ruary)?|Mar(?:ch)?|Apr(?:il)?|May|June?|July?|Aug(?:ust)?"
+    r"|Sep(?:t(?:ember)?)?|Oct(?:ober)?|Nov(?:ember)?|Dec(?:ember)?)"
+)
+_DAY = r"(?:0?[1-9]|[12][0-9]|3[01])(?:st|nd|rd|th)?"
+_YEAR = r"(?:19|20)[0-9]{2}"
+
+
+def integer_range_pattern(low: int, high: int) -> str:
+    """A regular expression matching exactly the decimal integers from ``low`` to ``high``
+    (both non-negative), without leading zeros."""
+    if low > high:
+        return r"(?!)"
+    branches: list[str] = []
+    _range_branches(str(low), str(high), branches)
+    return "(?:" + "|".join(branches) + ")"
+
+
+def _range_branches(low: str, high: str, out: list[str]) -> None:
+    if len(low) < len(high):  # split at the change in length
+        _range_branches(low, "9" * len(low), out)
+        _range_branches("1" + "0" * len(low), high, out)
+        return
+    _same_length(low, high, "", out)
+
+
+def _same_length(low: str, high: str, prefix: str, out: list[str]) -> None:
+    if not low:
+        out.append(prefix)
+        return
+    if low[0] == high[0]:
+        _same_length(low[1:], high[1:], prefix + low[0], out)
+        return
+    rest = len(low) - 1
+    if low[1:] == "0" * rest and high[1:] == "9" * rest:
+        out.append(prefix + _digits(low[0], high[0]) + ("[0-9]" * rest))
+        return
+    _same_length(low[1:], "9" * rest, prefix + low[0], out)
+    if int(high[0]) - int(low[0]) > 1:
+        middle = _digits(str(int(low[0]) + 1), str(int(high[0]) - 1))
+        out.append(prefix + middle + "[0-9]" * rest)
+    _same_length("0" * rest, high[1:], prefix + high[0], out)
+
+
+def _digits(low: str, high: str) -> str:
+    return low if low == high else f"[{low}-{high}]"
+
+
+def epoch_rule(now: float | None = None, window: int = EPOCH_WINDOW_SECONDS) -> VolatileRule:
+    """Epoch seconds and milliseconds within ``window`` seconds of ``now`` (as numbers and
+    inside text) become ``<time:N>``; an order number such as 123456 does not. The window's
+    ends are rounded outwards to a multiple of 10^7 seconds (about four months)."""
+    at = int(time.time() if now is None else now)
+    step = 10**7
+    low, high = max(at - window, 0) // step * step, (at + window) // step * step + step - 1
+    seconds = integer_range_pattern(low, high)
+    return VolatileRule(
+        "time",
+        f"(?={_first_digit(low, high)})"
+        + r"(?<![0-9A-Za-z.+-])"
+        + seconds
+        + r"(?:[0-9]{3})?(?![0-9A-Za-z])",
+        prefilter=_BUILTIN_PREFILTER,
+        numbers=True,
+    )
+
+
+def _first_digit(low: int, high: int) -> str:
+    """What the first digit of a number from ``low`` to ``high`` can be."""
+    if len(str(low)) != len(str(high)):
+        return "[1-9]"
+    return _digits(str(low)[0], str(high)[0])
+
+
+def place_rules(cwd: str, home: str) -> tuple[VolatileRule, ...]:
+    """The working and home directories as path prefixes: ``<cwd>``, ``<home>`` (the
+    working directory first, as it usually lies below home). A root or empty directory
+    names nothing."""
+    rules: list[VolatileRule] = []
+    for kind, place in (("cwd", cwd), ("home", home)):
+        place = place.rstrip("/\\")
+        if len(place) < 2:
+            continue
+        literal = re.escape(place)
+        rules.append(
+            VolatileRule(
+                kind,
+                f"(?={re.escape(place[0])})" + r"(?<![\w.~/\\-])" + literal + r"(?![\w.~-])",
+                prefilter=literal,
+                fixed=True,
+            )
+        )
+    return tuple(rules)
+
+
 _VOLATILE: tuple[VolatileRule, ...] = (
-    VolatileRule(KEEP, r"\[REDACTED:[A-Za-z0-9_.:-]+\]|<(?:id|uuid|time|email):\d+>"),
+    VolatileRule(
+        KEEP,
+        r"\[REDACTED:[A-Za-z0-9_.:-]+\]|<(?:id|uuid|time|email):\d+>|<(?:cwd|home)>",
+    ),
     VolatileRule(
         "uuid",
         r"(?<![A-Za-z0-9])[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}"
@@ -126,6 +284,20 @@ _VOLATILE: tuple[VolatileRule, ...] = (
         r"(?:Z|[+-](?:[01]\d|2[0-3]):?[0-5]\d)?)?(?![0-9])",
         prefilter=_BUILTIN_PREFILTER,
     ),
+    # dates in prose: "November 2026", "30 November 2026", "Nov 30, 2026"
+    VolatileRule(
+        "time",
+        r"(?=[0-9ADFJMNOS])(?<![A-Za-z0-9])(?:"
+        + _DAY
+        + r"\s+)?"
+        + _MONTH
+        + r"\.?(?:\s+"
+        + _DAY
+        + r",?)?"
+        r"\s+" + _YEAR + r"(?![0-9])",
+        prefilter=_BUILTIN_PREFILTER,
+    ),
+    epoch_rule(),
     VolatileRule(
         "email",
         r"(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*"

@@ -31,10 +31,12 @@ def explain(
     used: Collection[int] = (),
     k: int = 3,
     normalizer: Normalizer | None = None,
+    recorded_by: Normalizer | None = None,
 ) -> str:
     """The report for ``live`` against ``recordings`` (``used`` marks consumed ones),
-    normalised by ``normalizer`` (the built-in rules by default)."""
-    matcher = Matcher(recordings, used=used, normalizer=normalizer)
+    normalised by ``normalizer`` (the built-in rules by default; the recordings by
+    ``recorded_by`` when given)."""
+    matcher = Matcher(recordings, used=used, normalizer=normalizer, recorded_by=recorded_by)
     outcome = matcher.probe(live)
     if isinstance(outcome, int):
         head = f"no miss: the request matches recording #{outcome} (unused)"

@@ -8,7 +8,6 @@ derived from this run's traces, the misses file, the report) and returns the sum
 from __future__ import annotations
 
 import contextlib
-import functools
 import logging
 import os
 import tempfile
@@ -17,18 +16,19 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from otel_replay import providers
 from otel_replay.cassette.model import Cassette, dump, load
 from otel_replay.cassette.provenance import extended_source, run_source
 from otel_replay.cassette.recordings import Recordings
 from otel_replay.core import envvars
 from otel_replay.core.errors import CassetteError, ConfigError, ReplayMiss
-from otel_replay.core.exchange import Exchange
+from otel_replay.core.exchange import CanonicalRequest, Exchange
 from otel_replay.core.gcpause import paused_gc
 from otel_replay.matching.matcher import Matcher
-from otel_replay.matching.normalize import Normalizer
+from otel_replay.matching.normalize import current_places
+from otel_replay.matching.profiles import RuleSources
+from otel_replay.matching.session_rules import DEFAULT_SOURCES, cassette_rules
+from otel_replay.matching.session_rules import matching_rules as matching_rules
 from otel_replay.otlp.store import TraceStore, sibling
-from otel_replay.providers.azure import match_endpoint
 from otel_replay.redaction.redact import Redactor
 from otel_replay.reports import write_json
 from otel_replay.reports.misses import Miss as Miss
@@ -50,18 +50,6 @@ def default_mode(environ: dict[str, str] | None = None) -> str:
     return "strict" if ci and ci not in ("0", "false", "no") else "auto"
 
 
-@functools.cache
-def matching_rules() -> Normalizer:
-    """The rules a run matches by: the built-in table, with endpoints compared as the
-    operation they stand for (Azure OpenAI's paths and ``api-version``) and rules scoped by
-    the provider whose API an endpoint is. One engine, so its memo serves every run."""
-    return Normalizer(endpoint=match_endpoint, provider=_provider_of)
-
-
-def _provider_of(endpoint: str) -> str:
-    return providers.provider_for(endpoint.partition("?")[0], {}).name
-
-
 class Session:
     """State of one gateway run."""
 
@@ -74,6 +62,7 @@ class Session:
         redactor: Redactor | None = None,
         command: list[str] | None = None,
         report: Path | None = None,
+        rules: RuleSources = DEFAULT_SOURCES,
     ) -> None:
         if mode not in MODES:
             raise ConfigError(f"unknown mode {mode!r}; use one of {', '.join(MODES)}")
@@ -100,7 +89,9 @@ class Session:
             if trace_file
             else TraceStore(None, redact=redact, redact_text=redact_text)
         )
-        self.matcher = Matcher.for_exchanges(self.cassette.interactions, matching_rules())
+        self.rules = rules
+        self.normalizer, by = cassette_rules(rules, self.cassette.source, f"{cassette}")
+        self.matcher = Matcher.for_exchanges(self.cassette.interactions, self.normalizer, by)
         self.replayed = 0
         self.hits: list[int] = []
         self.live: list[Exchange] = []
@@ -134,6 +125,15 @@ class Session:
         """``exact_hit`` for the request bytes themselves, before parsing: SDKs send
         compact JSON in a stable key order, so a repeated request is the recorded text."""
         return self.matcher.exact_hit_raw(provider, path, raw)
+
+    @property
+    def has_live_rules(self) -> bool:
+        """Whether any ``live`` rule is in force (auto mode only)."""
+        return self.mode == "auto" and bool(self.normalizer.live)
+
+    def is_live(self, request: CanonicalRequest) -> bool:
+        """In auto mode, whether a ``live`` rule sends ``request`` to the provider."""
+        return self.mode == "auto" and self.normalizer.is_live(request)
 
     @property
     def writes_replayed_spans(self) -> bool:
@@ -285,7 +285,11 @@ class Session:
         return paused_gc(len(self.live) > _GC_PAUSE_EXCHANGES)
 
     def _source(self) -> dict[str, Any]:
-        return run_source(self.command, self.user_traces, self.redactor.text)
+        source = run_source(self.command, self.user_traces, self.redactor.text)
+        rules = self.rules.recorded_form([ex.request for ex in self.live], current_places())
+        if rules is not None:
+            source["rules"] = rules
+        return source
 
     def _write_misses(self) -> None:
         if self.cassette_path is not None:

@@ -1,0 +1,144 @@
+"""Agent profiles, and the rule tables a run matches by, in order of precedence.
+
+A profile is a rule table written in the rule file's own language, in force for a request
+whose shape says which agent sent it (``detect``: paths as an ignore rule writes them):
+Claude Code's ``metadata.user_id`` is JSON text naming a device and a session; Codex's
+``client_metadata["x-codex-turn-metadata"]`` is JSON text holding the turn's start time.
+Adding a profile is adding an entry to ``PROFILE_TABLES``.
+
+``RuleSources`` puts a run's tables together: built-in < profiles < the rules recorded in
+the cassette < the user's rule file < ``--rules``. At one position of a text a volatile rule
+of a later table wins; ignore and live rules of every table apply.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from otel_replay.core.exchange import CanonicalRequest
+from otel_replay.matching.projection import canonical_json
+from otel_replay.matching.rulefile import RuleFile, parse_rules, to_toml
+from otel_replay.matching.rules import BUILTIN_RULES, Profile, Rule, detect
+
+__all__ = [
+    "PROFILES",
+    "PROFILE_TABLES",
+    "RuleSources",
+    "profiles_seen",
+    "recorded_places",
+    "recorded_rules",
+]
+
+PROFILE_TABLES: dict[str, str] = {
+    "claude-code": """\
+detect = ["params.metadata.user_id.device_id"]
+
+# metadata.user_id is JSON text: {"device_id": …, "account_uuid": …, "session_id": …}
+[[ignore]]
+path = "params.metadata.user_id.device_id"
+
+[[ignore]]
+path = "params.metadata.user_id.session_id"
+""",
+    "codex": """\
+detect = ["params.client_metadata.x-codex-turn-metadata"]
+
+# client_metadata["x-codex-turn-metadata"] is JSON text with the turn's start time
+[[ignore]]
+path = "params.client_metadata.x-codex-turn-metadata.turn_started_at_unix_ms"
+""",
+}
+"""Each built-in profile's table, in the rule file's syntax plus ``detect``."""
+
+
+def _profile(name: str, text: str) -> Profile:
+    table, extra = parse_rules(text, f"profile {name}", extra=("detect",), profile=name)
+    return Profile(name, tuple(extra.get("detect", ())), table.rules)
+
+
+PROFILES: tuple[Profile, ...] = tuple(_profile(n, t) for n, t in PROFILE_TABLES.items())
+
+
+def recorded_rules(source: Mapping[str, Any], origin: str) -> RuleFile | None:
+    """The rule file recorded in a cassette's ``source.rules``, if any."""
+    rules = source.get("rules")
+    text = rules.get("file") if isinstance(rules, dict) else None
+    if not isinstance(text, str) or not text.strip():
+        return None
+    return parse_rules(text, origin)[0]
+
+
+def recorded_places(source: Mapping[str, Any]) -> tuple[str, str] | None:
+    """The working and home directories a cassette was recorded in, when it says."""
+    rules = source.get("rules")
+    places = rules.get("places") if isinstance(rules, dict) else None
+    if not isinstance(places, dict):
+        return None
+    cwd, home = places.get("cwd", ""), places.get("home", "")
+    return (cwd, home) if isinstance(cwd, str) and isinstance(home, str) else None
+
+
+def _mentions(requests: Iterable[CanonicalRequest], places: Iterable[str]) -> bool:
+    needles = [p for p in places if len(p) > 1]
+    if not needles:
+        return False
+    for request in requests:
+        for name in ("system", "messages", "tools", "params"):
+            text = canonical_json(request.component(name))
+            if any(needle in text for needle in needles):
+                return True
+    return False
+
+
+def profiles_seen(profiles: Iterable[Profile], requests: Iterable[CanonicalRequest]) -> list[str]:
+    """The names of the profiles in force for any of ``requests``, in profile order."""
+    table = tuple(profiles)
+    seen = {detect(table, request) for request in requests}
+    return [p.name for p in table if p.name in seen]
+
+
+@dataclass(frozen=True, slots=True)
+class RuleSources:
+    """The tables a run matches by: ``files`` in rising precedence (recorded in the
+    cassette, the user's file, ``--rules``) on top of the built-in rules and profiles."""
+
+    files: tuple[RuleFile, ...] = ()
+    profiles: tuple[Profile, ...] = PROFILES
+
+    def table(self) -> tuple[Rule, ...]:
+        """Every row, lowest precedence first."""
+        rows: list[Rule] = [*BUILTIN_RULES]
+        for profile in self.profiles:
+            rows.extend(profile.rules)
+        for file in self.files:
+            rows.extend(file.rules)
+        return tuple(rows)
+
+    def with_recorded(self, recorded: RuleFile | None) -> RuleSources:
+        """These sources with a cassette's recorded rules below the files already here."""
+        if recorded is None:
+            return self
+        return RuleSources((recorded, *self.files), self.profiles)
+
+    def user_rules(self) -> tuple[Rule, ...]:
+        return tuple(rule for file in self.files for rule in file.rules)
+
+    def recorded_form(
+        self, requests: Sequence[CanonicalRequest], places: tuple[str, str] = ("", "")
+    ) -> dict[str, Any] | None:
+        """What a cassette records of these rules (``source.rules``): the profiles in force
+        for its requests, the rule files' rows as one TOML text, and the working and home
+        directories (``places``) when a request mentions one; None when none of these."""
+        seen = profiles_seen(self.profiles, requests)
+        rows = self.user_rules()
+        mentioned = _mentions(requests, places)
+        if not seen and not rows and not mentioned:
+            return None
+        form: dict[str, Any] = {"profiles": seen}
+        if rows:
+            form["file"] = to_toml(rows)
+        if mentioned:
+            form["places"] = {"cwd": places[0], "home": places[1]}
+        return form
