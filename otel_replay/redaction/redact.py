@@ -16,13 +16,10 @@ case of text that holds no secret. Existing placeholders are never redacted agai
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json as _json
 import os
 import re
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -32,120 +29,19 @@ from otel_replay.core.exchange import JSON
 from otel_replay.redaction.encoded import EncodedSecrets
 from otel_replay.redaction.headers import is_sensitive_header
 from otel_replay.redaction.names import is_secret_name, looks_like_settings, parse_dotenv
+from otel_replay.redaction.shapes import (
+    ANCHORS,
+    ENCODED_ANCHORS,
+    PLACEHOLDER,
+    PLACEHOLDER_RE,
+    SHAPES_RE,
+    shape_replacement,
+)
 
 MIN_SECRET_LENGTH = 6
 _LONG_TEXT = 64 * 1024
 """Environment and ``.env`` values shorter than this are not treated as secrets."""
 
-PLACEHOLDER = r"\[REDACTED:[A-Za-z0-9_.:-]+\]"
-PLACEHOLDER_RE = re.compile(PLACEHOLDER)
-
-_B64URL = r"[A-Za-z0-9_-]"
-# A value that is a placeholder or a PEM block is not a secret of the shape that precedes
-# it: such a match is left as it is (see ``_shape_replacement``).
-_NOT_OURS = ("[REDACTED:", "-----BEGIN")
-_AWS_NAME = r"(?i:ws_?secret_?(?:access_?)?key|ws-secret-(?:access-)?key)"
-_SECRET_ACCESS_NAME = r"(?i:ecret_?access_?key|ecret-access-key)"
-# Quotes may be JSON-escaped when the text is a raw request body.
-_AWS_VALUE = r"(?:\\?[\"'])?\s*[:=]\s*(?:\\?[\"'])?(?P<secret>[A-Za-z0-9/+]{40,})"
-# An opaque token after "Bearer": 8 or more token characters holding a digit, or 20 or more
-# (a longer run of letters is too long to be a word); the length and digit are checked on
-# the match (``_shape_replacement``), since the pattern language has no look-ahead.
-_BEARER_VALUE = r"\s+(?P<secret>[A-Za-z0-9._~+/=-]{8,})"
-_BEARER_WORD = 20
-_BASIC_VALUE = r"\s+(?P<secret>[A-Za-z0-9+/]{4,}={0,2})"
-_QUERY_VALUE = (
-    r"(?i:api[_-]?key|apikey|key|access[_-]?token|auth[_-]?token|token|client[_-]?secret"
-    r"|secret|password|passwd|sig|signature|x-amz-signature|x-amz-credential"
-    r"|x-amz-security-token|code)=(?P<secret>[^&\s#\"'<>\\]+)"
-)
-
-# (kind, pattern). The whole match is the secret, unless the pattern has a group named
-# ``secret``: then only that part is replaced and the rest (a key name, ``Bearer ``, a
-# URL's user) is kept. Every pattern starts with one literal character, so the combined
-# alternation starts with a set of first characters and the regex engine skips ahead to
-# candidates instead of trying every branch at every position. Where two patterns can
-# start at the same position the first listed wins. Shapes are not anchored at word
-# boundaries: a secret glued to other text is still redacted (over-redaction is the safe
-# failure). Patterns are RE2 syntax: the engine runs in time linear in the text, whatever
-# the text (no backtracking, so no look-around): a hostile body cannot stall the gateway.
-_SHAPES: tuple[tuple[str, str], ...] = (
-    (
-        "private-key",
-        r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----[\s\S]*?"
-        r"(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----|\z)",
-    ),
-    ("anthropic-key", r"sk-ant-[a-z]{2,8}\d{2}-" + _B64URL + r"{16,}"),
-    # Project, service-account and admin keys; legacy keys are 32+ letters and digits.
-    ("openai-key", r"sk-(?:(?:proj|svcacct|admin|None)-" + _B64URL + r"{20,}|[A-Za-z0-9]{32,})"),
-    ("stripe-key", r"sk_(?:live|test)_[A-Za-z0-9]{16,}"),
-    ("stripe-key", r"rk_(?:live|test)_[A-Za-z0-9]{16,}"),
-    ("aws-access-key-id", r"AKIA[A-Z0-9]{16}"),
-    ("aws-access-key-id", r"ASIA[A-Z0-9]{16}"),
-    ("aws-secret-key", "a" + _AWS_NAME + _AWS_VALUE),
-    ("aws-secret-key", "A" + _AWS_NAME + _AWS_VALUE),
-    ("aws-secret-key", "s" + _SECRET_ACCESS_NAME + _AWS_VALUE),
-    ("aws-secret-key", "S" + _SECRET_ACCESS_NAME + _AWS_VALUE),
-    ("github-token", r"gh[pousr]_[A-Za-z0-9]{36,}"),
-    ("github-token", r"github_pat_[A-Za-z0-9_]{22,}"),
-    ("google-api-key", r"AIza[0-9A-Za-z_-]{35}"),
-    ("slack-token", r"xox[abposr]-[A-Za-z0-9-]{10,}"),
-    ("slack-token", r"xapp-[A-Za-z0-9-]{10,}"),
-    ("jwt", r"eyJ" + _B64URL + r"{8,}\." + _B64URL + r"{8,}\." + _B64URL + r"*"),
-    ("bearer-token", "Bearer" + _BEARER_VALUE),
-    ("bearer-token", "bearer" + _BEARER_VALUE),
-    ("bearer-token", "BEARER" + _BEARER_VALUE),
-    # Hosted-model and developer-platform keys: each vendor's documented prefix, then
-    # at least the length its keys have (a shorter run is left alone).
-    ("openrouter-key", r"sk-or-v1-[A-Za-z0-9]{32,}"),
-    ("huggingface-token", r"hf_[A-Za-z0-9]{30,}"),
-    ("groq-key", r"gsk_[A-Za-z0-9]{40,}"),
-    ("xai-key", r"xai-[A-Za-z0-9]{40,}"),
-    ("replicate-token", r"r8_[A-Za-z0-9]{30,}"),
-    ("databricks-token", r"dapi[a-f0-9]{32}(?:-[0-9]+)?"),
-    ("perplexity-key", r"pplx-[A-Za-z0-9]{32,}"),
-    ("gitlab-token", r"glpat-[A-Za-z0-9_-]{20,}"),
-    ("npm-token", r"npm_[A-Za-z0-9]{36,}"),
-    ("sendgrid-key", r"SG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}"),
-    ("digitalocean-token", r"do[opr]_v1_[a-f0-9]{64}"),
-    ("slack-webhook", r"hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9/_-]{20,}"),
-    ("azure-account-key", r"AccountKey=(?P<secret>[A-Za-z0-9+/]{20,}={0,2})"),
-    ("azure-account-key", r"SharedAccessKey=(?P<secret>[A-Za-z0-9+/]{20,}={0,2})"),
-    # "Basic" credentials are base64 of "user:password" (checked on the match); "Token"
-    # credentials are opaque tokens, like bearer tokens ("token" in lower case is prose).
-    ("basic-auth", "Basic" + _BASIC_VALUE),
-    ("basic-auth", "basic" + _BASIC_VALUE),
-    ("basic-auth", "BASIC" + _BASIC_VALUE),
-    ("token-auth", "Token" + _BEARER_VALUE),
-    ("token-auth", "TOKEN" + _BEARER_VALUE),
-    ("url-password", r"://[^\s/:@\"'<>\[\]]+:(?P<secret>[^\s/@\"'<>\\]+)@"),
-    ("query-secret", r"\?" + _QUERY_VALUE),
-    ("query-secret", "&" + _QUERY_VALUE),
-)
-
-# Substrings at least one of which every shape match contains. Text with none of them
-# (and no secret value) is returned untouched without running the shapes.
-_ANCHORS: tuple[str, ...] = (
-    "PRIVATE KEY",
-    *"sk- sk_ rk_ AKIA ASIA ecret ECRET ghp_ gho_ ghu_ ghs_ ghr_ github_pat_".split(),
-    *"AIza xox xapp- eyJ earer EARER :// =".split(),
-    *"hf_ gsk_ xai- r8_ dapi pplx- glpat- npm_ SG. _v1_ hooks.slack.com".split(),
-    *"asic ASIC Token TOKEN ccountKey= ccessKey=".split(),
-)
-# Literal text whose base64 forms betray an encoded secret: the anchors of three or more
-# characters (``=`` alone encodes to nothing of its own), and longer prefixes so that a
-# secret that does not start an encoded block is found too (an anchor needs six
-# characters to leave a base64 form of its own one or two bytes into a block).
-_ENCODED_ANCHORS = (
-    *(a for a in _ANCHORS if len(a) >= 3),
-    *"sk-proj- sk-svcacct- sk-admin- sk-ant-api sk-ant-admin sk-or-v1-".split(),
-    "Bearer ",
-    "Basic ",
-    "Token ",
-    *"Authorization key= KEY= token= secret= password= signature= ://".split(),
-    *"https:// http:// postgres:// postgresql:// mysql:// mongodb:// mongodb+srv://".split(),
-    *"redis:// rediss:// amqp:// amqps:// ftp:// sftp:// ssh:// git@".split(),
-)
 # The same test as one compiled search. A query secret always reads ``?name=`` or
 # ``&name=`` with a name of letters, ``_`` and ``-``, so ``=`` alone (frequent in base64
 # and prose) need not send text to the shapes.
@@ -230,79 +126,7 @@ def _anchor_pattern(literals: Iterable[str]) -> Any:
     return re2.compile("|".join([*parts, _QUERY_ANCHOR]))
 
 
-@dataclass(frozen=True, slots=True)
-class _Shape:
-    """One shape as the replacement sees it: its placeholder, its pattern for the
-    backtracking engine (run only on a match RE2 already found, anchored there, so its
-    cost is that of one match) and whether it is a bearer token (checked on the match)."""
-
-    placeholder: str
-    pattern: re.Pattern[str]
-    check: Callable[[str], bool] | None
-
-
-def _opaque_token(value: str) -> bool:
-    """A token after "Bearer" or "Token": it holds a digit or is too long to be a word."""
-    return len(value) >= _BEARER_WORD or any(c.isdigit() for c in value)
-
-
-def _basic_credentials(value: str) -> bool:
-    """Base64 of ``user:password``, as HTTP Basic authentication sends it."""
-    try:
-        decoded = base64.b64decode(value + "=" * (-len(value) % 4), validate=True)
-    except (binascii.Error, ValueError):
-        return False
-    return b":" in decoded
-
-
-_CHECKS: dict[str, Callable[[str], bool]] = {
-    "bearer-token": _opaque_token,
-    "token-auth": _opaque_token,
-    "basic-auth": _basic_credentials,
-}
-
-
-def _compile_shapes() -> tuple[Any, dict[str, tuple[_Shape, ...]]]:
-    """One RE2 alternation over all shapes, without groups (RE2 then finds matches with
-    its DFA alone, whatever their length), placeholders first so they are kept as they
-    are; and the shapes by first character, in order, to tell which one matched."""
-    branches = [PLACEHOLDER]
-    by_first: dict[str, list[_Shape]] = {}
-    for kind, pattern in _SHAPES:
-        if pattern[0] in "([.^$*+?{|" or (pattern[0] == "\\" and pattern[1].isalnum()):
-            raise ValueError(f"shape for {kind} must start with a literal character")
-        branches.append(pattern.replace("(?P<secret>", "(?:"))
-        first = pattern[1] if pattern[0] == "\\" else pattern[0]
-        local = re.compile(pattern.replace("\\z", "\\Z"))
-        shape = _Shape(f"[REDACTED:{kind}]", local, _CHECKS.get(kind))
-        by_first.setdefault(first, []).append(shape)
-    compiled = re2.compile("|".join(branches))
-    return compiled, {first: tuple(shapes) for first, shapes in by_first.items()}
-
-
-_SHAPES_RE, _SHAPES_BY_FIRST = _compile_shapes()
-_DEFAULT_ANCHOR_RE = _anchor_pattern(_ANCHORS)
-
-
-def _shape_replacement(m: Any) -> str:
-    whole: str = m.group()
-    for shape in _SHAPES_BY_FIRST.get(whole[:1], ()):
-        found = shape.pattern.match(whole)
-        if found is not None and found.end() == len(whole):
-            return _replaced(shape, whole, found)
-    return whole  # a placeholder, kept as it is
-
-
-def _replaced(shape: _Shape, whole: str, found: re.Match[str]) -> str:
-    if "secret" not in shape.pattern.groupindex:  # the whole match is the secret
-        return shape.placeholder
-    start, end = found.span("secret")
-    secret = whole[start:end]
-    if secret.startswith(_NOT_OURS):
-        return whole
-    if shape.check is not None and not shape.check(secret):
-        return whole  # e.g. a word after "Bearer" ("Bearer authentication"), not a token
-    return whole[:start] + shape.placeholder + whole[end:]
+_DEFAULT_ANCHOR_RE = _anchor_pattern(ANCHORS)
 
 
 # Lone surrogates (from a JSON ``\ud800`` escape) cannot be encoded as UTF-8, which RE2
@@ -339,18 +163,18 @@ class Redactor:
         self._names = tuple(sorted(set(by_value.values())))
         ordered = sorted(by_value, key=lambda v: (-len(v), v))
         self._values_re: Any = None
-        self._anchors: tuple[str, ...] = _ANCHORS
+        self._anchors: tuple[str, ...] = ANCHORS
         if ordered:
             self._values_re = re2.compile(
                 f"(?P<keep>{PLACEHOLDER})|" + "|".join(re2.escape(v) for v in ordered)
             )
-            self._anchors = _ANCHORS + tuple(ordered)
+            self._anchors = ANCHORS + tuple(ordered)
         self._anchor_re = _DEFAULT_ANCHOR_RE if not ordered else _anchor_pattern(self._anchors)
         self._literals = tuple(a for a in self._anchors if a != "=")
         self._plan = _literal_plan(self._literals)
         self._clean: set[str] = set()
         self._value_names = by_value
-        self._encoded = EncodedSecrets(_ENCODED_ANCHORS + tuple(ordered), self._plain_text)
+        self._encoded = EncodedSecrets(ENCODED_ANCHORS + tuple(ordered), self._plain_text)
 
     @classmethod
     def from_environment(
@@ -415,7 +239,7 @@ class Redactor:
 
     def _plain_text(self, s: str) -> str:
         """``s`` with every secret written as itself replaced (no decoding)."""
-        out: str = _SHAPES_RE.sub(_shape_replacement, s)
+        out: str = SHAPES_RE.sub(shape_replacement, s)
         if self._values_re is not None:
             out = self._values_re.sub(self._value_replacement, out)
         return out
