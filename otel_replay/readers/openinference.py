@@ -20,7 +20,6 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from otel_replay import providers
 from otel_replay.core import genai
 from otel_replay.core.exchange import JSON, Exchange, Response
-from otel_replay.core.ids import hex_id
 from otel_replay.readers import view
 from otel_replay.readers.failure import failed_response
 from otel_replay.readers.messages import message_from_plain
@@ -31,7 +30,7 @@ from otel_replay.readers.rebuild import (
     exchange_from_view,
     replay_response,
 )
-from otel_replay.readers.view import Event
+from otel_replay.readers.view import Event, span_place
 
 __all__ = ["read_body", "read_messages"]
 
@@ -150,11 +149,7 @@ def _exact(
         response=response,
         raw_request=body,
         stream=stream,
-        start_ns=span.start_time_unix_nano,
-        end_ns=span.end_time_unix_nano,
-        trace_id=hex_id(span.trace_id),
-        span_id=hex_id(span.span_id),
-        parent_span_id=hex_id(span.parent_span_id),
+        **span_place(span),
         source=SOURCE,
     )
 

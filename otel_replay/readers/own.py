@@ -23,8 +23,8 @@ from otel_replay.core.exchange import (
     Response,
     SSEEvent,
 )
-from otel_replay.core.ids import hex_id
 from otel_replay.otlp.attributes import attributes_to_dict
+from otel_replay.readers.view import span_place
 from otel_replay.spans import attributes as own
 
 __all__ = ["span_to_exchange"]
@@ -114,11 +114,7 @@ def span_to_exchange(span: Span, resource: Resource | None = None) -> Exchange |
             raw_request=raw,
             method=str(attrs.get(own.METHOD, "POST")),
             stream=bool(attrs.get(own.STREAM, False)),
-            start_ns=span.start_time_unix_nano,
-            end_ns=span.end_time_unix_nano,
-            trace_id=hex_id(span.trace_id),
-            span_id=hex_id(span.span_id),
-            parent_span_id=hex_id(span.parent_span_id),
+            **span_place(span),
             source=str(attrs.get(own.SOURCE, own.OWN_SOURCE)),
         )
     except (KeyError, ValueError, TypeError, AttributeError) as exc:

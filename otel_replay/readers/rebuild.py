@@ -17,11 +17,10 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from otel_replay import providers
 from otel_replay.core import genai
 from otel_replay.core.exchange import JSON, CanonicalRequest, Exchange, Response
-from otel_replay.core.ids import hex_id
 from otel_replay.providers.base import OutputView
 from otel_replay.providers.parts import SYSTEM_ROLES, text_part
 from otel_replay.readers.messages import norm_message, norm_part, norm_tool
-from otel_replay.readers.view import as_list
+from otel_replay.readers.view import as_list, span_place
 
 __all__ = [
     "ViewRequest",
@@ -132,11 +131,7 @@ def exchange_from_view(
         request=canonical,
         response=replayed,
         stream=stream,
-        start_ns=span.start_time_unix_nano,
-        end_ns=span.end_time_unix_nano,
-        trace_id=hex_id(span.trace_id),
-        span_id=hex_id(span.span_id),
-        parent_span_id=hex_id(span.parent_span_id),
+        **span_place(span),
         source=source,
     )
 

@@ -12,6 +12,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from otel_replay import providers
 from otel_replay.core import genai
 from otel_replay.core.exchange import JSON
+from otel_replay.core.ids import hex_id
 
 Event = tuple[str, Mapping[str, Any], Any]
 """A GenAI event: its name, its attributes and its body (log records) or None."""
@@ -20,6 +21,18 @@ _PROVIDERS = providers.semconv_names()
 
 
 # --- small value helpers ----------------------------------------------------------------
+
+
+def span_place(span: Span) -> dict[str, Any]:
+    """Where an exchange read from ``span`` sits: its times and its trace, span and parent
+    ids, as :class:`~otel_replay.core.exchange.Exchange` fields."""
+    return {
+        "start_ns": span.start_time_unix_nano,
+        "end_ns": span.end_time_unix_nano,
+        "trace_id": hex_id(span.trace_id),
+        "span_id": hex_id(span.span_id),
+        "parent_span_id": hex_id(span.parent_span_id),
+    }
 
 
 def span_attributes(span: Span) -> dict[str, Any]:
