@@ -65,6 +65,7 @@ def test_recorded_endpoints_behind_a_prefix_still_find_their_surface():
 def test_every_row_is_complete_and_names_a_surface():
     names = [row.name for row in PROVIDERS]
     assert len(names) == len(set(names)) == len({row.base_env for row in PROVIDERS})
+    assert {row.api for row in PROVIDERS if row.surface} == {row.api for row in PROVIDERS}
     for row in PROVIDERS:
         assert get(row.api).name == row.api
         assert row.mounts and row.credential_env and row.credential_headers

@@ -4,7 +4,9 @@ OTLP/HTTP receiver, with OTLP/gRPC beside it.
 Per provider request it either replays a recording (strict, auto), or forwards live and
 records (record; auto on a miss with the gateway's own key). Streams are forwarded chunk by
 chunk as they arrive and teed into the exchange; faults reach the agent as the same kind of
-fault and are recorded so they replay.
+fault and are recorded so they replay. Which of those happens is decided in ``decide``
+(purely); which provider and upstream a path is for, in the ``PROVIDERS`` table; this
+module only reads requests and writes answers.
 """
 
 from __future__ import annotations
@@ -337,31 +339,9 @@ class Gateway:
         events: list[SSEEvent],
         fault: str | None,
     ) -> None:
-        events, assembled = self._redact_stream(call, events)
+        events, assembled = call.redacted_stream(events)
         response = Response(status=status, headers=kept, events=events, fault=fault)
         self._record(call, response, assembled)
-
-    def _redact_stream(self, call: Call, events: list[SSEEvent]) -> tuple[list[SSEEvent], JSON]:
-        """Redact each event, then the message they assemble into: a secret split across
-        two deltas is caught there, and the stream is then rebuilt from the redacted
-        message (same content and order of events, coarser chunks). Returns the events and
-        the message, which the span needs too."""
-        redactor = call.session.redactor
-        for event in events:
-            event.data = redactor.text(event.data)
-        try:
-            body = call.provider.body_from_stream(call.operation, events)
-            clean = redactor.json(body)
-            if clean == body:
-                return events, body
-            rebuilt = call.provider.stream_from_body(call.operation, clean)
-        except Exception:  # an odd stream: the per-event redaction stands
-            log.debug("could not reassemble a recorded stream", exc_info=True)
-            return events, None
-        last = events[-1].t if events else 0.0
-        for i, event in enumerate(rebuilt):
-            event.t = events[i].t if i < len(events) else last
-        return rebuilt, clean
 
     def _record(self, call: Call, response: Response, assembled: JSON = None) -> None:
         try:

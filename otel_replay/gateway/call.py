@@ -4,12 +4,13 @@ its body, its redaction, its ``traceparent``."""
 from __future__ import annotations
 
 import json
+import logging
 import time
 from dataclasses import dataclass
 
 from aiohttp import web
 
-from otel_replay.core.exchange import JSON, CanonicalRequest, Exchange, Response
+from otel_replay.core.exchange import JSON, CanonicalRequest, Exchange, Response, SSEEvent
 from otel_replay.core.ids import new_span_id, new_trace_id
 from otel_replay.providers import Route
 from otel_replay.providers.base import Provider
@@ -18,6 +19,8 @@ from otel_replay.session.session import Session
 from otel_replay.streams.codec import StreamCodec
 
 __all__ = ["Call", "parse_body", "parse_traceparent", "redacted_body"]
+
+log = logging.getLogger("otel_replay.gateway")
 
 
 def parse_body(raw: bytes) -> JSON:
@@ -119,3 +122,25 @@ class Call:
             span_id=new_span_id(),
             parent_span_id=self.parent_span_id,
         )
+
+    def redacted_stream(self, events: list[SSEEvent]) -> tuple[list[SSEEvent], JSON]:
+        """Redact each event, then the message they assemble into: a secret split across
+        two deltas is caught there, and the stream is then rebuilt from the redacted
+        message (same content and order of events, coarser chunks). Returns the events and
+        the message, which the span needs too."""
+        redactor = self.session.redactor
+        for event in events:
+            event.data = redactor.text(event.data)
+        try:
+            body = self.provider.body_from_stream(self.operation, events)
+            clean = redactor.json(body)
+            if clean == body:
+                return events, body
+            rebuilt = self.provider.stream_from_body(self.operation, clean)
+        except Exception:  # an odd stream: the per-event redaction stands
+            log.debug("could not reassemble a recorded stream", exc_info=True)
+            return events, None
+        last = events[-1].t if events else 0.0
+        for i, event in enumerate(rebuilt):
+            event.t = events[i].t if i < len(events) else last
+        return rebuilt, clean

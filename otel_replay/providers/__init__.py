@@ -16,6 +16,7 @@ returns a surface by name; ``ROUTER`` maps a gateway path to its (surface, upstr
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Mapping
 
 from otel_replay.core import envvars as ev
@@ -64,6 +65,7 @@ PROVIDERS: tuple[ProviderSpec, ...] = (
         # both SDKs use /v1: OpenAI's own paths are OpenAI's, and so is what is left
         mounts=(Mount("/v1/", paths=_OPENAI_PATHS),),
         base_env=ev.OPENAI_BASE_URL,
+        surface="otel_replay.providers.openai:OPENAI",
         agent_path="/v1",
         default_base="https://api.openai.com/v1",
         base_suffixes=("/v1",),
@@ -91,6 +93,7 @@ PROVIDERS: tuple[ProviderSpec, ...] = (
             ),
         ),
         base_env=ev.ANTHROPIC_BASE_URL,
+        surface="otel_replay.providers.anthropic:ANTHROPIC",
         default_base="https://api.anthropic.com",
         option_help="real Anthropic base URL",
         credential_env=(ev.ANTHROPIC_API_KEY,),
@@ -167,10 +170,13 @@ def kept_headers(headers: Mapping[str, str]) -> dict[str, str]:
 
 
 def _registry() -> dict[str, Provider]:
-    from otel_replay.providers.anthropic import ANTHROPIC
-    from otel_replay.providers.openai import OPENAI
-
-    return {OPENAI.name: OPENAI, ANTHROPIC.name: ANTHROPIC}
+    """The API surfaces the rows name, imported on first use."""
+    surfaces: dict[str, Provider] = {}
+    for row in PROVIDERS:
+        if row.surface:
+            module, _, attribute = row.surface.partition(":")
+            surfaces[row.api] = getattr(importlib.import_module(module), attribute)
+    return surfaces
 
 
 _PROVIDERS: dict[str, Provider] | None = None

@@ -75,6 +75,8 @@ class ProviderSpec:
     title: str
     mounts: tuple[Mount, ...]
     base_env: str
+    surface: str = ""
+    """Where its API surface lives, ``module:attribute`` (once per ``api``)."""
     agent_path: str = ""
     default_base: str | None = None
     base_example: str = ""
