@@ -87,6 +87,11 @@ class EncodedSecrets:
         self._cores_re: Any = re2.compile("|".join(re2.escape(c) for c in cores))
         self._redact = redact
 
+    def hints(self) -> list[str]:
+        """RE2 patterns at least one of which every text hiding an encoded secret holds
+        (what :meth:`might_hide_secret` looks for), for a caller's combined prefilter."""
+        return [p for p in (self._cores_re.pattern, _PERCENT, _ESCAPE) if p]
+
     def might_hide_secret(self, text: str) -> bool:
         """False means ``text`` certainly hides no encoded secret."""
         if len(text) < MIN_ENCODED:

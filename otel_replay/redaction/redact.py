@@ -42,91 +42,21 @@ MIN_SECRET_LENGTH = 6
 _LONG_TEXT = 64 * 1024
 """Environment and ``.env`` values shorter than this are not treated as secrets."""
 
-# The same test as one compiled search. A query secret always reads ``?name=`` or
-# ``&name=`` with a name of letters, ``_`` and ``-``, so ``=`` alone (frequent in base64
-# and prose) need not send text to the shapes.
+# A query secret always reads ``?name=`` or ``&name=`` with a name of letters, ``_`` and
+# ``-``, so ``=`` alone (frequent in base64 and prose) need not send text to the shapes.
 _QUERY_ANCHOR = r"[?&][A-Za-z_-]+="
-_QUERY_ANCHOR_RE = re.compile(_QUERY_ANCHOR)
-_QUERY_NAME_RE = re.compile(r"[A-Za-z_-]+=")
-_QUERY_MARKS = 32
 
-
-# Characters frequent in prose and JSON. An anchor holding any other character is found
-# through it, with a one-character search (memchr) far faster than a substring search;
-# the rest are found with ``in``, or by the first two characters several of them share.
-_COMMON = frozenset("abcdefghiklmnoprstuvwy0123456789 \t\n\r\"':,.;{}[]()_-/\\")
-_KEY_HITS = 16
-# (anchors tested with ``in``, ((key, ((anchor, offset of the key in it), ...)), ...))
-_LiteralPlan = tuple[tuple[str, ...], tuple[tuple[str, tuple[tuple[str, int], ...]], ...]]
-
-
-def _literal_key(anchor: str) -> tuple[str, int]:
-    for offset, char in enumerate(anchor):
-        if char not in _COMMON:
-            return char, offset
-    return anchor[:2], 0
-
-
-def _literal_plan(literals: Iterable[str]) -> _LiteralPlan:
-    """The literal anchors split into ones tested with ``in`` and groups found by a key."""
-    by_key: dict[str, list[tuple[str, int]]] = {}
-    for anchor in literals:
-        key, offset = _literal_key(anchor)
-        by_key.setdefault(key, []).append((anchor, offset))
-    plain = tuple(g[0][0] for k, g in by_key.items() if len(g) == 1 and k[0] in _COMMON)
-    groups = tuple((k, tuple(g)) for k, g in by_key.items() if len(g) > 1 or k[0] not in _COMMON)
-    return plain, groups
-
-
-def _holds_literal(s: str, plan: _LiteralPlan) -> bool:
-    """Whether any literal anchor of ``plan`` occurs in ``s``."""
-    plain, groups = plan
-    for key, group in groups:
-        at = s.find(key)
-        budget = _KEY_HITS
-        while at >= 0:
-            for anchor, offset in group:
-                if at >= offset and s.startswith(anchor, at - offset):
-                    return True
-            budget -= 1
-            if not budget:  # a text full of the key: search for the anchors themselves
-                if any(s.find(anchor, max(at - offset, 0)) >= 0 for anchor, offset in group):
-                    return True
-                break
-            at = s.find(key, at + 1)
-    return any(anchor in s for anchor in plain)
-
-
-def _has_query_anchor(s: str) -> bool:
-    """``_QUERY_ANCHOR_RE.search(s) is not None``, several times faster on long text: the
-    regex engine steps through every character, while ``?`` and ``&`` are found with a
-    fast substring search and are rare in prose and JSON."""
-    match = _QUERY_NAME_RE.match
-    budget = _QUERY_MARKS
-    for mark in "?&":
-        at = s.find(mark)
-        while at >= 0:
-            if match(s, at + 1) is not None:
-                return True
-            budget -= 1
-            if not budget:  # a text full of marks: the regex engine's own scan is faster
-                return _QUERY_ANCHOR_RE.search(s) is not None
-            at = s.find(mark, at + 1)
-    return False
-
-
-_SHORT = 24
 _CLEAN_MAX_LENGTH = 64
 _CLEAN_MAX_SIZE = 16384
 _SCALARS = (int, float, bool)
 
 
-def _anchor_pattern(literals: Iterable[str]) -> Any:
-    parts = [re2.escape(a) for a in literals if a != "="]
-    return re2.compile("|".join([*parts, _QUERY_ANCHOR]))
-
-
-_DEFAULT_ANCHOR_RE = _anchor_pattern(ANCHORS)
+def _prefilter(literals: Iterable[str], encoded: EncodedSecrets) -> Any:
+    """One RE2 search for everything a secret shows: the literal anchors, a query
+    secret's ``?name=``, and the marks of an encoded secret. RE2's DFA reads the text
+    once, whatever the number of anchors."""
+    parts = [re2.escape(a) for a in literals]
+    return re2.compile("|".join([*parts, _QUERY_ANCHOR, *encoded.hints()]))
 
 
 # Lone surrogates (from a JSON ``\ud800`` escape) cannot be encoded as UTF-8, which RE2
@@ -142,13 +72,12 @@ class Redactor:
     """
 
     __slots__ = (
-        "_anchor_re",
         "_anchors",
         "_clean",
         "_encoded",
         "_literals",
         "_names",
-        "_plan",
+        "_prefilter_re",
         "_value_names",
         "_values_re",
     )
@@ -169,12 +98,11 @@ class Redactor:
                 f"(?P<keep>{PLACEHOLDER})|" + "|".join(re2.escape(v) for v in ordered)
             )
             self._anchors = ANCHORS + tuple(ordered)
-        self._anchor_re = _DEFAULT_ANCHOR_RE if not ordered else _anchor_pattern(self._anchors)
         self._literals = tuple(a for a in self._anchors if a != "=")
-        self._plan = _literal_plan(self._literals)
         self._clean: set[str] = set()
         self._value_names = by_value
         self._encoded = EncodedSecrets(ENCODED_ANCHORS + tuple(ordered), self._plain_text)
+        self._prefilter_re = _prefilter(self._literals, self._encoded)
 
     @classmethod
     def from_environment(
@@ -210,12 +138,7 @@ class Redactor:
             return any(self._might_hold_secret(part) for part in _SURROGATES.split(s)[::2])
 
     def _might_hold_secret(self, s: str) -> bool:
-        if len(s) <= _SHORT:  # one compiled search beats many short substring tests
-            if self._anchor_re.search(s) is not None:
-                return True
-        elif _holds_literal(s, self._plan) or _has_query_anchor(s):
-            return True
-        return self._encoded.might_hide_secret(s)
+        return self._prefilter_re.search(s) is not None
 
     def text(self, s: str) -> str:
         """``s`` with every secret replaced by its placeholder."""
