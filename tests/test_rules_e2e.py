@@ -179,3 +179,28 @@ def test_a_live_rule_sends_its_calls_to_the_provider_in_auto_mode(tmp_path):
         strict = cli([*auto[:4], "strict", *auto[5:]], tmp_path, OPENAI_API_KEY=key)
         assert strict.returncode == 0, strict.stderr
         assert len(stub.received) == recorded + 1
+
+
+def test_a_recording_notes_the_directories_its_requests_name(tmp_path, monkeypatch):
+    import openai
+
+    from otel_replay.gateway.runner import GatewayConfig, GatewayThread
+
+    monkeypatch.chdir(tmp_path)
+
+    def record(name: str, prompt: str) -> dict:
+        cassette = tmp_path / f"{name}.json"
+        with run_stub() as stub:
+            config = GatewayConfig(
+                mode="record", cassette=cassette, upstream_openai=stub.openai_url
+            )
+            with GatewayThread(config) as gw:
+                client = openai.OpenAI(base_url=gw.env["OPENAI_BASE_URL"], api_key="k")
+                client.chat.completions.create(
+                    model="m", messages=[{"role": "user", "content": prompt}]
+                )
+        return load(cassette).source
+
+    assert "rules" not in record("plain", "what is the weather in Lisbon?")
+    named = record("named", f"read {tmp_path}/notes.md")
+    assert named["rules"]["places"]["cwd"] == str(tmp_path)

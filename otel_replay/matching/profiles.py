@@ -80,15 +80,15 @@ def recorded_places(source: Mapping[str, Any]) -> tuple[str, str] | None:
     return (cwd, home) if isinstance(cwd, str) and isinstance(home, str) else None
 
 
-def _mentions(requests: Iterable[CanonicalRequest], places: Iterable[str]) -> bool:
+def mentions(request: CanonicalRequest, places: Iterable[str]) -> bool:
+    """Whether ``request`` names one of ``places`` (the working or home directory)."""
     needles = [p for p in places if len(p) > 1]
     if not needles:
         return False
-    for request in requests:
-        for name in ("system", "messages", "tools", "params"):
-            text = canonical_json(request.component(name))
-            if any(needle in text for needle in needles):
-                return True
+    for name in ("system", "messages", "tools", "params"):
+        text = canonical_json(request.component(name))
+        if any(needle in text for needle in needles):
+            return True
     return False
 
 
@@ -126,14 +126,19 @@ class RuleSources:
         return tuple(rule for file in self.files for rule in file.rules)
 
     def recorded_form(
-        self, requests: Sequence[CanonicalRequest], places: tuple[str, str] = ("", "")
+        self,
+        requests: Sequence[CanonicalRequest],
+        places: tuple[str, str] = ("", ""),
+        mentioned: bool | None = None,
     ) -> dict[str, Any] | None:
         """What a cassette records of these rules (``source.rules``): the profiles in force
         for its requests, the rule files' rows as one TOML text, and the working and home
-        directories (``places``) when a request mentions one; None when none of these."""
+        directories (``places``) when a request mentions one (``mentioned``, when the
+        caller already knows); None when none of these."""
         seen = profiles_seen(self.profiles, requests)
         rows = self.user_rules()
-        mentioned = _mentions(requests, places)
+        if mentioned is None:
+            mentioned = any(mentions(request, places) for request in requests)
         if not seen and not rows and not mentioned:
             return None
         form: dict[str, Any] = {"profiles": seen}

@@ -25,7 +25,7 @@ from otel_replay.core.exchange import CanonicalRequest, Exchange
 from otel_replay.core.gcpause import paused_gc
 from otel_replay.matching.matcher import Matcher
 from otel_replay.matching.normalize import current_places
-from otel_replay.matching.profiles import RuleSources
+from otel_replay.matching.profiles import RuleSources, mentions
 from otel_replay.matching.session_rules import DEFAULT_SOURCES, cassette_rules
 from otel_replay.matching.session_rules import matching_rules as matching_rules
 from otel_replay.otlp.store import TraceStore, sibling
@@ -100,6 +100,8 @@ class Session:
         self._forwarding = 0  # live calls whose exchange is not recorded yet
         self._settled = threading.Condition(self._lock)
         self._trace_ids: set[str] = set()
+        self._places = current_places()
+        self._mentions_places = False
 
     # -- cassette --------------------------------------------------------------------------
     def recording(self, index: int) -> Exchange:
@@ -156,6 +158,17 @@ class Session:
         doc = exchange_to_trace_json(exchange, assembled=assembled)
         trace_id = doc["resourceSpans"][0]["scopeSpans"][0]["spans"][0].get("traceId", "")
         line = self.store.traces_line(doc)
+        # whether the run's requests name the working or home directory, learnt as they
+        # are recorded: the span line holds the request, so a directory absent from it
+        # (the common case) costs one substring search, not a walk of the request
+        if not self._mentions_places:
+            ascii_places = all(p.isascii() for p in self._places)
+            if (
+                line is None
+                or not ascii_places
+                or any(p.encode() in line for p in self._places if len(p) > 1)
+            ):
+                self._mentions_places = mentions(exchange.request, self._places)
         with self._lock:
             self.live.append(exchange)
             self._trace_ids.add(trace_id)
@@ -286,7 +299,8 @@ class Session:
 
     def _source(self) -> dict[str, Any]:
         source = run_source(self.command, self.user_traces, self.redactor.text)
-        rules = self.rules.recorded_form([ex.request for ex in self.live], current_places())
+        requests = [ex.request for ex in self.live]
+        rules = self.rules.recorded_form(requests, self._places, self._mentions_places)
         if rules is not None:
             source["rules"] = rules
         return source
