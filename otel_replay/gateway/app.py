@@ -29,6 +29,8 @@ from otel_replay.core.errors import ReplayMiss, UpstreamError, root_cause
 from otel_replay.core.exchange import JSON, Exchange, Response, SSEEvent
 from otel_replay.gateway.call import Call, parse_body, parse_traceparent, redacted_body
 from otel_replay.gateway.decide import Decision, carries_own_key, decide, matches
+from otel_replay.gateway.guard import host_guard
+from otel_replay.gateway.limits import Limits
 from otel_replay.gateway.upstream import HOP_BY_HOP, NoUpstream, Upstream, UpstreamRequest
 from otel_replay.otlp.http import add_otlp_routes
 from otel_replay.providers import Route
@@ -51,8 +53,12 @@ class Gateway:
         *,
         keys: Mapping[str, str] | None = None,
         timing: str = "fast",
+        bind_host: str = "127.0.0.1",
+        limits: Limits | None = None,
     ) -> None:
         self.session = session
+        self.bind_host = bind_host
+        self.limits = limits or Limits()
         self.upstream = upstream
         self.timing = timing
         env = os.environ if keys is None else keys
@@ -68,8 +74,8 @@ class Gateway:
         self._credentials = providers.credential_headers()
 
     def app(self) -> web.Application:
-        app = web.Application(client_max_size=1024**3)
-        add_otlp_routes(app, lambda: self.session.store)
+        app = web.Application(client_max_size=1024**3, middlewares=[host_guard(self.bind_host)])
+        add_otlp_routes(app, lambda: self.session.store, read_timeout=self.limits.body_timeout)
         app.router.add_route("*", "/{tail:.*}", self.handle)
         return app
 
@@ -81,14 +87,13 @@ class Gateway:
             decision = decide(self.session.mode, routed=False, match=None, own_key=False)
             return await self._carry_out(request, None, decision)
         try:
-            raw = await request.read()
+            async with asyncio.timeout(self.limits.body_timeout):
+                raw = await request.read()
         except web.RequestPayloadError as exc:  # e.g. a corrupt compressed body
-            request.content.feed_eof()  # nothing more to drain after the answer
-            return web.json_response(
-                {"error": {"message": f"otel-replay: unreadable request body: {root_cause(exc)}"}},
-                status=400,
-                headers={"Connection": "close"},
-            )
+            return _unread(request, 400, f"unreadable request body: {root_cause(exc)}")
+        except TimeoutError:  # a body that never ends must not hold its connection
+            seconds = self.limits.body_timeout
+            return _unread(request, 408, f"request body not received within {seconds:g} s")
         call, exact = self._call(request, route, headers, raw)
         mode = call.session.mode
         if call.session.has_live_rules and call.session.is_live(call.canonical):
@@ -364,6 +369,20 @@ def _body_response(status: int, headers: dict[str, str], body: JSON) -> web.Resp
     headers["content-type"] = "application/json"
     data = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
     return web.Response(status=status, headers=headers, body=data)
+
+
+def _unread(request: web.Request, status: int, message: str) -> web.Response:
+    """A refusal of a body that was not read to its end: nothing more is drained after the
+    answer, and the connection closes."""
+    log.warning("otel-replay: %s %s: %s", request.method, request.path, message)
+    request.content.feed_eof()
+    response = web.json_response(
+        {"error": {"message": f"otel-replay: {message}"}},
+        status=status,
+        headers={"Connection": "close"},
+    )
+    response.force_close()
+    return response
 
 
 def _abort(request: web.Request) -> None:

@@ -1,0 +1,142 @@
+"""The gateway's own boundary, as an attacker and a bad day reach it: requests a web page
+sends (DNS rebinding, cross-origin calls, CORS preflights), request bodies that never end,
+upstream answers that inflate without bound, bodies nested beyond reason.
+
+Each is refused with a one-line error; nothing is forwarded, recorded or counted for it,
+and the gateway keeps serving the official SDKs and the OTLP exporter."""
+
+from __future__ import annotations
+
+import json
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import anthropic
+import openai
+import pytest
+
+from otel_replay.gateway.limits import Limits
+from otel_replay.gateway.runner import GatewayConfig, GatewayThread
+from otel_replay.testing.stub import StubUpstream, run_stub
+
+KEY = "sk-proj-" + "a" * 40
+ANTHROPIC_KEY = "sk-ant-api03-" + "b" * 40
+CHAT = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]}
+
+
+def _raw(port: int, request: bytes, *, timeout: float = 10.0) -> tuple[int, dict[str, str], bytes]:
+    """Send raw bytes to the gateway; (status, headers, body) of its answer, read until the
+    connection closes."""
+    with socket.create_connection(("127.0.0.1", port), timeout=timeout) as sock:
+        sock.sendall(request)
+        data = b""
+        while chunk := sock.recv(65536):
+            data += chunk
+    head, _, body = data.partition(b"\r\n\r\n")
+    lines = head.decode("latin-1").split("\r\n")
+    headers = dict(line.split(": ", 1) for line in lines[1:] if ": " in line)
+    return int(lines[0].split()[1]), {k.lower(): v for k, v in headers.items()}, body
+
+
+def _post(path: str, host: str, body: bytes, extra: str = "") -> bytes:
+    return (
+        f"POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+        f"Authorization: Bearer {KEY}\r\nContent-Length: {len(body)}\r\n{extra}"
+        "Connection: close\r\n\r\n"
+    ).encode() + body
+
+
+def _one_line_error(body: bytes) -> str:
+    message = json.loads(body)["error"]["message"]
+    assert isinstance(message, str) and "\n" not in message and "Traceback" not in message
+    return message
+
+
+@pytest.fixture
+def recording(tmp_path: Path) -> Iterator[tuple[GatewayThread, StubUpstream]]:
+    with (
+        run_stub() as stub,
+        GatewayThread(
+            GatewayConfig(
+                mode="record",
+                cassette=tmp_path / "c.json",
+                traces=tmp_path / "t.jsonl",
+                grpc_port=None,
+                upstream_openai=stub.openai_url,
+                upstream_anthropic=stub.anthropic_url,
+                environ={"OPENAI_API_KEY": KEY, "ANTHROPIC_API_KEY": ANTHROPIC_KEY},
+                limits=Limits(body_timeout=1.0),
+            )
+        ) as gw,
+    ):
+        yield gw, stub
+
+
+def test_requests_from_web_pages_are_refused_and_never_forwarded(
+    recording: tuple[GatewayThread, StubUpstream],
+) -> None:
+    gw, stub = recording
+    assert gw.server is not None
+    port = gw.server.port
+    body = json.dumps(CHAT).encode()
+    refused = [
+        # DNS rebinding: the page's own name, re-pointed at loopback
+        (_post("/v1/chat/completions", f"evil.example:{port}", body), 403, "Host"),
+        (_post("/v1/chat/completions", "evil.example", body), 403, "Host"),
+        # the right name on another port: some other server's page
+        (_post("/v1/chat/completions", "127.0.0.1:1", body), 403, "Host"),
+        (b"POST /v1/chat/completions HTTP/1.0\r\nContent-Length: 2\r\n\r\n{}", 403, "Host"),
+        # a cross-origin fetch from a web page, Host right
+        (
+            _post(
+                "/v1/chat/completions", f"127.0.0.1:{port}", body, "Origin: https://a.example\r\n"
+            ),
+            403,
+            "Origin",
+        ),
+        (
+            _post("/v1/chat/completions", f"localhost:{port}", body, "Origin: null\r\n"),
+            403,
+            "Origin",
+        ),
+        # CORS preflights, on a model route and on the OTLP receiver
+        (
+            f"OPTIONS /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+            "Origin: https://a.example\r\nAccess-Control-Request-Method: POST\r\n\r\n".encode(),
+            405,
+            "OPTIONS",
+        ),
+        (f"OPTIONS /v1/traces HTTP/1.1\r\nHost: localhost:{port}\r\n\r\n".encode(), 405, "OPTIONS"),
+        (_post("/v1/traces", f"evil.example:{port}", b"{}"), 403, "Host"),
+    ]
+    for request, status, word in refused:
+        got, headers, answer = _raw(port, request)
+        assert got == status, request
+        assert headers["content-type"].startswith("application/json")
+        assert word in _one_line_error(answer)
+        assert "access-control-allow-origin" not in headers
+    assert stub.received == []
+
+    # what the agent itself sends still works: the SDKs by 127.0.0.1 and by localhost, a
+    # loopback Origin, and OTLP/HTTP
+    client = openai.OpenAI(base_url=gw.env["OPENAI_BASE_URL"], api_key=KEY, max_retries=0)
+    assert client.chat.completions.create(**CHAT).choices[0].message.content  # type: ignore[call-overload]
+    local = gw.env["ANTHROPIC_BASE_URL"].replace("127.0.0.1", "localhost")
+    claude = anthropic.Anthropic(base_url=local, api_key=ANTHROPIC_KEY, max_retries=0)
+    reply = claude.messages.create(
+        model="claude-haiku-4-5", max_tokens=10, messages=[{"role": "user", "content": "hi"}]
+    )
+    assert reply.content
+    status, _, _ = _raw(
+        port,
+        _post(
+            "/v1/chat/completions", f"[::1]:{port}", body, "Origin: http://localhost:3000\r\n"
+        ).replace(b"[::1]", b"127.0.0.1"),
+    )
+    assert status == 200
+    status, _, _ = _raw(port, _post("/v1/traces", f"localhost:{port}", b"{}"))
+    assert status == 200
+    summary = gw.stop()
+    assert (summary.live, summary.misses, summary.spans_received) == (3, [], 0)
+    assert len(stub.received) == 3
