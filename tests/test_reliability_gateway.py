@@ -140,3 +140,29 @@ def test_requests_from_web_pages_are_refused_and_never_forwarded(
     summary = gw.stop()
     assert (summary.live, summary.misses, summary.spans_received) == (3, [], 0)
     assert len(stub.received) == 3
+
+
+@pytest.mark.parametrize("path", ["/v1/chat/completions", "/v1/messages", "/v1/traces"])
+def test_a_request_body_that_never_ends_is_answered_408_and_closed(
+    recording: tuple[GatewayThread, StubUpstream], path: str
+) -> None:
+    gw, stub = recording
+    assert gw.server is not None
+    port = gw.server.port
+    head = (
+        f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+        "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+    )
+    # one chunk, then silence: the last chunk never comes; _raw reads until the gateway
+    # closes the connection (a hang fails on the socket's timeout)
+    status, headers, body = _raw(port, head.encode() + b'5\r\n{"a":\r\n')
+    assert status == 408
+    if path == "/v1/traces":
+        assert headers["content-type"] == "application/json"
+    else:
+        assert "not received within 1 s" in _one_line_error(body)
+    assert stub.received == []
+    client = openai.OpenAI(base_url=gw.env["OPENAI_BASE_URL"], api_key=KEY, max_retries=0)
+    assert client.chat.completions.create(**CHAT).choices[0].message.content  # type: ignore[call-overload]
+    summary = gw.stop()
+    assert (summary.live, summary.misses) == (1, [])
