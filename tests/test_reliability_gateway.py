@@ -7,17 +7,23 @@ and the gateway keeps serving the official SDKs and the OTLP exporter."""
 
 from __future__ import annotations
 
+import asyncio
+import gzip
 import json
 import socket
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import anthropic
 import openai
 import pytest
+from aiohttp import web
 
+from otel_replay.cassette.model import load
 from otel_replay.gateway.limits import Limits
-from otel_replay.gateway.runner import GatewayConfig, GatewayThread
+from otel_replay.gateway.runner import GatewayConfig, GatewayServer, GatewayThread
+from otel_replay.testing import stub_openai
 from otel_replay.testing.stub import StubUpstream, run_stub
 
 KEY = "sk-proj-" + "a" * 40
@@ -166,3 +172,123 @@ def test_a_request_body_that_never_ends_is_answered_408_and_closed(
     assert client.chat.completions.create(**CHAT).choices[0].message.content  # type: ignore[call-overload]
     summary = gw.stop()
     assert (summary.live, summary.misses) == (1, [])
+
+
+LIMITS = Limits(max_response_bytes=1024 * 1024, max_event_bytes=256 * 1024)
+
+
+def _chunk(text: str) -> bytes:
+    delta = {
+        "id": "chatcmpl-2",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "gpt-4o-mini",
+        "choices": [{"index": 0, "delta": {"content": text}, "finish_reason": None}],
+    }
+    return f"data: {json.dumps(delta)}\n\n".encode()
+
+
+async def _hostile_upstream(request: web.Request) -> web.StreamResponse:
+    """An upstream whose answers inflate beyond reason: a gzip bomb (8 MiB of zeros in a
+    few KiB) and a stream whose third event is 1 MiB, sent in pieces."""
+    body = await request.json()
+    prompt = body["messages"][-1]["content"]
+    if prompt == "bomb":
+        bomb = gzip.compress(b"0" * (8 * 1024 * 1024))
+        return web.Response(
+            body=bomb, headers={"Content-Encoding": "gzip", "Content-Type": "application/json"}
+        )
+    if prompt == "huge event":
+        stream = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await stream.prepare(request)
+        await stream.write(_chunk("first ") + _chunk("second"))
+        huge = _chunk("x" * 1024 * 1024)
+        for i in range(0, len(huge), 64 * 1024):
+            await stream.write(huge[i : i + 64 * 1024])
+        await stream.write(b"data: [DONE]\n\n")
+        return stream
+    return web.json_response(stub_openai.chat(body))
+
+
+async def _three_calls(base_url: str) -> list[Any]:
+    """What the agent sees: a plain call, the bomb, the stream with the huge event."""
+    seen: list[Any] = []
+    async with openai.AsyncOpenAI(base_url=base_url, api_key=KEY, max_retries=0) as client:
+        reply = await client.chat.completions.create(
+            model="gpt-4o-mini", messages=[{"role": "user", "content": "hello"}]
+        )
+        seen.append(reply.choices[0].message.content)
+        with pytest.raises(openai.APIStatusError) as bomb:
+            await client.chat.completions.create(
+                model="gpt-4o-mini", messages=[{"role": "user", "content": "bomb"}]
+            )
+        seen.append((bomb.value.status_code, bomb.value.message))
+        texts: list[str] = []
+        stream = await client.chat.completions.create(
+            model="gpt-4o-mini", messages=[{"role": "user", "content": "huge event"}], stream=True
+        )
+        with pytest.raises(openai.APIError) as event:
+            async for chunk in stream:
+                texts.append(chunk.choices[0].delta.content or "")
+        seen.append(("".join(texts), event.value.message))
+    return seen
+
+
+async def test_an_upstream_answer_beyond_the_limits_is_a_502_recorded_as_that_fault(
+    tmp_path: Path,
+) -> None:
+    cassette = tmp_path / "c.json"
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", _hostile_upstream)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        record = GatewayServer(
+            GatewayConfig(
+                mode="record",
+                cassette=cassette,
+                grpc_port=None,
+                upstream_openai=f"http://127.0.0.1:{port}/v1",
+                environ={"OPENAI_API_KEY": KEY},
+                limits=LIMITS,
+            )
+        )
+        await record.start()
+        try:
+            live = await asyncio.wait_for(_three_calls(record.env["OPENAI_BASE_URL"]), 30)
+        finally:
+            summary = await record.stop()
+    finally:
+        await runner.cleanup()
+    assert isinstance(live[0], str) and live[0]
+    status, message = live[1]
+    assert status == 502
+    assert message == (
+        "Error code: 502 - otel-replay: the upstream's response (decompressed) exceeds the "
+        "gateway's limit of 1048576 bytes"
+    )
+    texts, message = live[2]
+    assert texts == "first second"  # the events before the huge one, whole
+    assert message == (
+        "otel-replay: the upstream's stream event exceeds the gateway's limit of 262144 bytes"
+    )
+    assert summary.live == 3
+    recorded = load(cassette)
+    assert [i.response.status for i in recorded.interactions] == [200, 502, 200]
+    hello = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hello"}]}
+    assert recorded.interactions[0].response.body == stub_openai.chat(hello)
+
+    # the faults replay as they were recorded, with no upstream at all
+    replay = GatewayServer(
+        GatewayConfig(mode="strict", cassette=cassette, grpc_port=None, environ={})
+    )
+    await replay.start()
+    try:
+        replayed = await asyncio.wait_for(_three_calls(replay.env["OPENAI_BASE_URL"]), 30)
+    finally:
+        summary = await replay.stop()
+    assert replayed == live
+    assert (summary.replayed, summary.misses) == (3, [])

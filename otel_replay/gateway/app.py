@@ -29,8 +29,16 @@ from otel_replay.core.errors import ReplayMiss, UpstreamError, root_cause
 from otel_replay.core.exchange import JSON, Exchange, Response, SSEEvent
 from otel_replay.gateway.call import Call, parse_body, parse_traceparent, redacted_body
 from otel_replay.gateway.decide import Decision, carries_own_key, decide, matches
-from otel_replay.gateway.guard import host_guard
+from otel_replay.gateway.guard import host_guard, refuse_body
 from otel_replay.gateway.limits import Limits
+from otel_replay.gateway.relay import (
+    OverLimit,
+    StreamRelay,
+    close_chunks,
+    collect,
+    over_limit_body,
+    over_limit_event,
+)
 from otel_replay.gateway.upstream import HOP_BY_HOP, NoUpstream, Upstream, UpstreamRequest
 from otel_replay.otlp.http import add_otlp_routes
 from otel_replay.providers import Route
@@ -90,10 +98,10 @@ class Gateway:
             async with asyncio.timeout(self.limits.body_timeout):
                 raw = await request.read()
         except web.RequestPayloadError as exc:  # e.g. a corrupt compressed body
-            return _unread(request, 400, f"unreadable request body: {root_cause(exc)}")
+            return refuse_body(request, 400, f"unreadable request body: {root_cause(exc)}")
         except TimeoutError:  # a body that never ends must not hold its connection
             seconds = self.limits.body_timeout
-            return _unread(request, 408, f"request body not received within {seconds:g} s")
+            return refuse_body(request, 408, f"request body not received within {seconds:g} s")
         call, exact = self._call(request, route, headers, raw)
         mode = call.session.mode
         if call.session.has_live_rules and call.session.is_live(call.canonical):
@@ -273,10 +281,13 @@ class Gateway:
             return await self._forward_stream(
                 call, upstream.status, upstream.headers, kept, upstream.chunks
             )
-        chunks: list[bytes] = []
         try:
-            async for chunk in upstream.chunks:
-                chunks.append(chunk)
+            data = await collect(upstream.chunks, self.limits.max_response_bytes)
+        except OverLimit as exc:
+            await close_chunks(upstream.chunks)
+            body, answer = over_limit_body(call.provider, exc)
+            self._record(call, Response(status=502, headers=dict(answer.headers), body=body))
+            return answer
         except UpstreamError as exc:
             self._record(call, Response(status=upstream.status, headers=kept, fault=exc.kind))
             _abort(request)
@@ -284,7 +295,6 @@ class Gateway:
         except asyncio.CancelledError:
             self._record(call, Response(status=0, fault="timeout"))
             raise
-        data = b"".join(chunks)
         response = web.Response(
             status=upstream.status, body=data, headers=_passthrough(upstream.headers)
         )
@@ -307,33 +317,37 @@ class Gateway:
         request = call.request
         stream = web.StreamResponse(status=status, headers=_passthrough(upstream_headers))
         await stream.prepare(request)
-        parser = call.codec.decoder()
-        events: list[SSEEvent] = []
+        relay = StreamRelay(call.codec.decoder(), self.limits.max_event_bytes)
+        events, held = relay.events, relay.held
         fault: str | None = None
-        started = time.monotonic()
         try:
-            async for chunk in chunks:
-                await stream.write(chunk)
-                events.extend(parser.feed(chunk, time.monotonic() - started))
+            await relay.pump(stream, chunks)
         except UpstreamError as exc:
             fault = exc.kind
         except (asyncio.CancelledError, ConnectionResetError):
             # the agent hung up: having seen the stream's closing event it simply left
             # (the SDK closes after [DONE]); before it, it gave up waiting, which replays
             # as a timeout
-            events.extend(parser.close(time.monotonic() - started))
+            events.extend(relay.close())
             done = call.provider.stream_done(events)
             self._record_stream(call, status, kept, events, None if done else "timeout")
             raise
-        events.extend(parser.close(time.monotonic() - started))
+        if relay.over is not None:
+            await close_chunks(chunks)
+            events.append(over_limit_event(call.provider, relay.over, relay.now()))
+            held[:] = call.codec.encode(events[-1])
+        else:
+            events.extend(relay.close())
         # recorded before the stream's end: the agent has every event already, and its
         # next call then does not queue behind this recording
         self._record_stream(call, status, kept, events, fault)
+        with contextlib.suppress(ConnectionResetError):
+            if held:
+                await stream.write(bytes(held))
+            if fault is None:
+                await stream.write_eof()
         if fault is not None:
             _abort(request)
-        else:
-            with contextlib.suppress(ConnectionResetError):
-                await stream.write_eof()
         return stream
 
     def _record_stream(
@@ -369,20 +383,6 @@ def _body_response(status: int, headers: dict[str, str], body: JSON) -> web.Resp
     headers["content-type"] = "application/json"
     data = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
     return web.Response(status=status, headers=headers, body=data)
-
-
-def _unread(request: web.Request, status: int, message: str) -> web.Response:
-    """A refusal of a body that was not read to its end: nothing more is drained after the
-    answer, and the connection closes."""
-    log.warning("otel-replay: %s %s: %s", request.method, request.path, message)
-    request.content.feed_eof()
-    response = web.json_response(
-        {"error": {"message": f"otel-replay: {message}"}},
-        status=status,
-        headers={"Connection": "close"},
-    )
-    response.force_close()
-    return response
 
 
 def _abort(request: web.Request) -> None:

@@ -18,7 +18,7 @@ from urllib.parse import urlsplit
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 
-__all__ = ["host_guard"]
+__all__ = ["host_guard", "refuse_body"]
 
 log = logging.getLogger("otel_replay.gateway")
 
@@ -99,3 +99,17 @@ def _addressed_here(request: web.Request, host: str, allowed: frozenset[str]) ->
     if name not in allowed and name != local_name.lower():
         return False
     return local_port is None or (port if port is not None else 80) == local_port
+
+
+def refuse_body(request: web.Request, status: int, message: str) -> web.Response:
+    """A refusal of a body that was not read to its end: nothing more is drained after the
+    answer, and the connection closes."""
+    log.warning("otel-replay: %s %s: %s", request.method, request.path, message)
+    request.content.feed_eof()
+    response = web.json_response(
+        {"error": {"message": f"otel-replay: {message}"}},
+        status=status,
+        headers={"Connection": "close"},
+    )
+    response.force_close()
+    return response
