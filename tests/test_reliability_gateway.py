@@ -292,3 +292,50 @@ async def test_an_upstream_answer_beyond_the_limits_is_a_502_recorded_as_that_fa
         summary = await replay.stop()
     assert replayed == live
     assert (summary.replayed, summary.misses) == (3, [])
+
+
+def _nested(depth: int) -> bytes:
+    """A chat request carrying a value ``depth`` levels deep (the request itself adds one)."""
+    head = json.dumps(CHAT)[:-1].encode()
+    return head + b', "metadata": ' + b"[" * (depth - 1) + b"]" * (depth - 1) + b"}"
+
+
+@pytest.mark.parametrize("path", ["/v1/chat/completions", "/v1/messages"])
+def test_a_body_nested_beyond_the_limit_is_a_400_without_a_traceback(
+    recording: tuple[GatewayThread, StubUpstream],
+    path: str,
+    caplog: pytest.LogCaptureFixture,
+    tmp_path: Path,
+) -> None:
+    gw, stub = recording
+    assert gw.server is not None
+    port = gw.server.port
+    host = f"127.0.0.1:{port}"
+    for depth in (200_000, 600, 129):
+        status, headers, body = _raw(port, _post(path, host, _nested(depth)))
+        assert status == 400
+        assert headers.get("x-should-retry") == "false"
+        error = json.loads(body)["error"]
+        assert error["message"] == "otel-replay: the request body nests deeper than 128 levels"
+    # as deep as the limit allows: forwarded, answered and recorded like any other call
+    status, _, _ = _raw(port, _post(path, host, _nested(128)))
+    assert status == 200
+    # brackets inside strings are text, not nesting
+    text = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": '[{"' * 5000}]}
+    status, _, _ = _raw(port, _post(path, host, json.dumps(text).encode()))
+    assert status == 200
+    summary = gw.stop()
+    assert (summary.live, summary.misses) == (2, [])
+    assert len(stub.received) == 2
+    # and it replays: matching walks it as deep as recording did
+    config = GatewayConfig(mode="strict", cassette=tmp_path / "c.json", grpc_port=None, environ={})
+    with GatewayThread(config) as replay:
+        assert replay.server is not None
+        port = replay.server.port
+        status, _, _ = _raw(port, _post(path, f"localhost:{port}", _nested(128)))
+        assert status == 200
+        status, _, _ = _raw(port, _post(path, f"localhost:{port}", _nested(200_000)))
+        assert status == 400
+    assert (replay.summary and replay.summary.replayed) == 1
+    assert not [r for r in caplog.records if r.exc_info or "Traceback" in r.getMessage()]
+    assert not [r for r in caplog.records if r.levelname in ("ERROR", "CRITICAL")]

@@ -27,7 +27,13 @@ from otel_replay import providers
 from otel_replay.core import envvars as ev
 from otel_replay.core.errors import ReplayMiss, UpstreamError, root_cause
 from otel_replay.core.exchange import JSON, Exchange, Response, SSEEvent
-from otel_replay.gateway.call import Call, parse_body, parse_traceparent, redacted_body
+from otel_replay.gateway.call import (
+    BodyTooDeep,
+    Call,
+    parse_body,
+    parse_traceparent,
+    redacted_body,
+)
 from otel_replay.gateway.decide import Decision, carries_own_key, decide, matches
 from otel_replay.gateway.guard import host_guard, refuse_body
 from otel_replay.gateway.limits import Limits
@@ -102,7 +108,12 @@ class Gateway:
         except TimeoutError:  # a body that never ends must not hold its connection
             seconds = self.limits.body_timeout
             return refuse_body(request, 408, f"request body not received within {seconds:g} s")
-        call, exact = self._call(request, route, headers, raw)
+        try:
+            call, exact = self._call(request, route, headers, raw)
+        except BodyTooDeep as exc:
+            log.warning("%s (%s %s)", exc, request.method, request.path)
+            error = providers.get(route.api).error_body(400, str(exc), "invalid_request_error")
+            return web.json_response(error, status=400, headers={"x-should-retry": "false"})
         mode = call.session.mode
         if call.session.has_live_rules and call.session.is_live(call.canonical):
             own = self._carries_own_key(call.upstream, headers)
@@ -135,7 +146,7 @@ class Gateway:
         if exact is not None:
             body = session.recordings.request_body(exact)
         else:
-            body = parse_body(raw)
+            body = parse_body(raw, self.limits.max_depth)
             if exact_first:
                 exact = session.exact_hit(provider.name, path, body)
             if exact is None and matching:

@@ -22,5 +22,5 @@ class Limits:
     max_event_bytes: int = 16 * MIB
     """One streamed event's size; beyond it the stream ends with an error."""
 
-    max_depth: int = 512
+    max_depth: int = 128
     """How deeply a request body's JSON may nest; deeper is a 400."""
