@@ -27,8 +27,24 @@ from otel_replay import providers
 from otel_replay.core import envvars as ev
 from otel_replay.core.errors import ReplayMiss, UpstreamError, root_cause
 from otel_replay.core.exchange import JSON, Exchange, Response, SSEEvent
-from otel_replay.gateway.call import Call, parse_body, parse_traceparent, redacted_body
+from otel_replay.gateway.call import (
+    BodyTooDeep,
+    Call,
+    parse_body,
+    parse_traceparent,
+    redacted_body,
+)
 from otel_replay.gateway.decide import Decision, carries_own_key, decide, matches
+from otel_replay.gateway.guard import host_guard, refuse_body
+from otel_replay.gateway.limits import Limits
+from otel_replay.gateway.relay import (
+    OverLimit,
+    StreamRelay,
+    close_chunks,
+    collect,
+    over_limit_body,
+    over_limit_event,
+)
 from otel_replay.gateway.upstream import HOP_BY_HOP, NoUpstream, Upstream, UpstreamRequest
 from otel_replay.otlp.http import add_otlp_routes
 from otel_replay.providers import Route
@@ -51,8 +67,12 @@ class Gateway:
         *,
         keys: Mapping[str, str] | None = None,
         timing: str = "fast",
+        bind_host: str = "127.0.0.1",
+        limits: Limits | None = None,
     ) -> None:
         self.session = session
+        self.bind_host = bind_host
+        self.limits = limits or Limits()
         self.upstream = upstream
         self.timing = timing
         env = os.environ if keys is None else keys
@@ -68,8 +88,8 @@ class Gateway:
         self._credentials = providers.credential_headers()
 
     def app(self) -> web.Application:
-        app = web.Application(client_max_size=1024**3)
-        add_otlp_routes(app, lambda: self.session.store)
+        app = web.Application(client_max_size=1024**3, middlewares=[host_guard(self.bind_host)])
+        add_otlp_routes(app, lambda: self.session.store, read_timeout=self.limits.body_timeout)
         app.router.add_route("*", "/{tail:.*}", self.handle)
         return app
 
@@ -81,15 +101,19 @@ class Gateway:
             decision = decide(self.session.mode, routed=False, match=None, own_key=False)
             return await self._carry_out(request, None, decision)
         try:
-            raw = await request.read()
+            async with asyncio.timeout(self.limits.body_timeout):
+                raw = await request.read()
         except web.RequestPayloadError as exc:  # e.g. a corrupt compressed body
-            request.content.feed_eof()  # nothing more to drain after the answer
-            return web.json_response(
-                {"error": {"message": f"otel-replay: unreadable request body: {root_cause(exc)}"}},
-                status=400,
-                headers={"Connection": "close"},
-            )
-        call, exact = self._call(request, route, headers, raw)
+            return refuse_body(request, 400, f"unreadable request body: {root_cause(exc)}")
+        except TimeoutError:  # a body that never ends must not hold its connection
+            seconds = self.limits.body_timeout
+            return refuse_body(request, 408, f"request body not received within {seconds:g} s")
+        try:
+            call, exact = self._call(request, route, headers, raw)
+        except BodyTooDeep as exc:
+            log.warning("%s (%s %s)", exc, request.method, request.path)
+            error = providers.get(route.api).error_body(400, str(exc), "invalid_request_error")
+            return web.json_response(error, status=400, headers={"x-should-retry": "false"})
         mode = call.session.mode
         if call.session.has_live_rules and call.session.is_live(call.canonical):
             own = self._carries_own_key(call.upstream, headers)
@@ -122,7 +146,7 @@ class Gateway:
         if exact is not None:
             body = session.recordings.request_body(exact)
         else:
-            body = parse_body(raw)
+            body = parse_body(raw, self.limits.max_depth)
             if exact_first:
                 exact = session.exact_hit(provider.name, path, body)
             if exact is None and matching:
@@ -268,10 +292,13 @@ class Gateway:
             return await self._forward_stream(
                 call, upstream.status, upstream.headers, kept, upstream.chunks
             )
-        chunks: list[bytes] = []
         try:
-            async for chunk in upstream.chunks:
-                chunks.append(chunk)
+            data = await collect(upstream.chunks, self.limits.max_response_bytes)
+        except OverLimit as exc:
+            await close_chunks(upstream.chunks)
+            body, answer = over_limit_body(call.provider, exc)
+            self._record(call, Response(status=502, headers=dict(answer.headers), body=body))
+            return answer
         except UpstreamError as exc:
             self._record(call, Response(status=upstream.status, headers=kept, fault=exc.kind))
             _abort(request)
@@ -279,7 +306,6 @@ class Gateway:
         except asyncio.CancelledError:
             self._record(call, Response(status=0, fault="timeout"))
             raise
-        data = b"".join(chunks)
         response = web.Response(
             status=upstream.status, body=data, headers=_passthrough(upstream.headers)
         )
@@ -302,33 +328,37 @@ class Gateway:
         request = call.request
         stream = web.StreamResponse(status=status, headers=_passthrough(upstream_headers))
         await stream.prepare(request)
-        parser = call.codec.decoder()
-        events: list[SSEEvent] = []
+        relay = StreamRelay(call.codec.decoder(), self.limits.max_event_bytes)
+        events, held = relay.events, relay.held
         fault: str | None = None
-        started = time.monotonic()
         try:
-            async for chunk in chunks:
-                await stream.write(chunk)
-                events.extend(parser.feed(chunk, time.monotonic() - started))
+            await relay.pump(stream, chunks)
         except UpstreamError as exc:
             fault = exc.kind
         except (asyncio.CancelledError, ConnectionResetError):
             # the agent hung up: having seen the stream's closing event it simply left
             # (the SDK closes after [DONE]); before it, it gave up waiting, which replays
             # as a timeout
-            events.extend(parser.close(time.monotonic() - started))
+            events.extend(relay.close())
             done = call.provider.stream_done(events)
             self._record_stream(call, status, kept, events, None if done else "timeout")
             raise
-        events.extend(parser.close(time.monotonic() - started))
+        if relay.over is not None:
+            await close_chunks(chunks)
+            events.append(over_limit_event(call.provider, relay.over, relay.now()))
+            held[:] = call.codec.encode(events[-1])
+        else:
+            events.extend(relay.close())
         # recorded before the stream's end: the agent has every event already, and its
         # next call then does not queue behind this recording
         self._record_stream(call, status, kept, events, fault)
+        with contextlib.suppress(ConnectionResetError):
+            if held:
+                await stream.write(bytes(held))
+            if fault is None:
+                await stream.write_eof()
         if fault is not None:
             _abort(request)
-        else:
-            with contextlib.suppress(ConnectionResetError):
-                await stream.write_eof()
         return stream
 
     def _record_stream(

@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import time
 from dataclasses import dataclass
+from itertools import accumulate
 
 from aiohttp import web
 
+from otel_replay.core.errors import OtelReplayError
 from otel_replay.core.exchange import JSON, CanonicalRequest, Exchange, Response, SSEEvent
 from otel_replay.core.ids import new_span_id, new_trace_id
 from otel_replay.providers import Route
@@ -18,19 +21,47 @@ from otel_replay.redaction.redact import Redactor
 from otel_replay.session.session import Session
 from otel_replay.streams.codec import StreamCodec
 
-__all__ = ["Call", "parse_body", "parse_traceparent", "redacted_body"]
+__all__ = ["BodyTooDeep", "Call", "parse_body", "parse_traceparent", "redacted_body"]
 
 log = logging.getLogger("otel_replay.gateway")
 
+MAX_DEPTH = 128  # as ``Limits.max_depth``
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')  # a JSON string, escapes and all
+_NOT_BRACKET = bytes(b for b in range(256) if b not in b"[]{}")
+_STEP = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
 
-def parse_body(raw: bytes) -> JSON:
-    """The JSON value of a body; its text when it is not JSON; None when empty."""
+
+class BodyTooDeep(OtelReplayError, ValueError):
+    """A JSON body nested beyond the gateway's limit (the agent gets a 400)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        super().__init__(f"otel-replay: the request body nests deeper than {limit} levels")
+
+
+def parse_body(raw: bytes, max_depth: int = MAX_DEPTH) -> JSON:
+    """The JSON value of a body; its text when it is not JSON; None when empty.
+    :class:`BodyTooDeep` when it nests beyond ``max_depth``."""
     if not raw:
         return None
     try:
-        return json.loads(raw)
+        value = json.loads(raw)
+    except RecursionError:
+        raise BodyTooDeep(max_depth) from None
     except ValueError:
         return raw.decode("utf-8", "replace")
+    if isinstance(value, dict | list) and _depth(raw, max_depth) > max_depth:
+        raise BodyTooDeep(max_depth)
+    return value
+
+
+def _depth(raw: bytes, limit: int) -> int:
+    """How deeply a valid JSON text nests, in time linear in its size (only when it holds
+    more brackets than ``limit`` does it need counting)."""
+    if raw.count(b"[") + raw.count(b"{") <= limit:
+        return 0
+    brackets = _STRING.sub(b"", raw).translate(None, _NOT_BRACKET)
+    return max(accumulate(_STEP[b] for b in brackets), default=0)
 
 
 def redacted_body(redactor: Redactor, raw: bytes, body: JSON = None) -> JSON:
@@ -40,7 +71,10 @@ def redacted_body(redactor: Redactor, raw: bytes, body: JSON = None) -> JSON:
     When the raw text holds no backslash, every string of the parsed value appears in it
     verbatim, so a raw text the redactor's prefilter passes means nothing to redact."""
     if body is None:
-        body = parse_body(raw)
+        try:
+            body = parse_body(raw)
+        except BodyTooDeep:  # an upstream's answer nested beyond reason: kept as text
+            body = raw.decode("utf-8", "replace")
     if isinstance(body, dict | list) and b"\\" not in raw:
         try:
             text = raw.decode("utf-8")

@@ -23,6 +23,7 @@ from otel_replay import providers
 from otel_replay.core import envvars as ev
 from otel_replay.core.errors import ConfigError
 from otel_replay.gateway.app import Gateway
+from otel_replay.gateway.limits import Limits
 from otel_replay.gateway.upstream import HttpUpstream, Upstream
 from otel_replay.matching.profiles import RuleSources
 from otel_replay.matching.session_rules import DEFAULT_SOURCES
@@ -50,6 +51,7 @@ class GatewayConfig:
     upstreams: Mapping[str, str | None] = field(default_factory=dict)
     """Base URLs by upstream name (``PROVIDERS``); ``upstream_NAME`` fields are the same."""
     rules: RuleSources = DEFAULT_SOURCES  # the rule files and profiles matching uses
+    limits: Limits = field(default_factory=Limits)  # on bodies, upstream answers, nesting
 
     def named_upstreams(self) -> dict[str, str]:
         """The base URLs the caller named, by upstream."""
@@ -139,7 +141,14 @@ class GatewayServer:
             rules=config.rules,
         )
         self.upstream = config.upstream or HttpUpstream(upstream_bases(config, self.caller_env))
-        self.gateway = Gateway(session, self.upstream, keys=self.caller_env, timing=config.timing)
+        self.gateway = Gateway(
+            session,
+            self.upstream,
+            keys=self.caller_env,
+            timing=config.timing,
+            bind_host=config.host,
+            limits=config.limits,
+        )
         self._runner: web.AppRunner | None = None
         self._grpc: GrpcReceiver | None = None
         self.port = 0

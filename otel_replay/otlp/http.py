@@ -9,6 +9,7 @@ disturbs what was stored before it, and nothing here raises into the client.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import zlib
 from collections.abc import Callable
@@ -111,19 +112,26 @@ ROUTES = (
 
 
 def add_otlp_routes(
-    app: web.Application, store: StoreSource, *, max_body: int = 32 * 1024 * 1024
+    app: web.Application,
+    store: StoreSource,
+    *,
+    max_body: int = 32 * 1024 * 1024,
+    read_timeout: float = 30.0,
 ) -> None:
     """Register the OTLP/HTTP endpoints on ``app``, storing into ``store`` (or the store a
     zero-argument function returns at each request).
 
     ``max_body`` limits both the body on the wire and the body after decompression; the app
     itself may allow larger bodies, since this handler reads in chunks and stops early.
+    ``read_timeout``: seconds the body may take to arrive in full (then 408).
     """
     for route in ROUTES:
-        app.router.add_post(route.path, _handler(route, store, max_body))
+        app.router.add_post(route.path, _handler(route, store, max_body, read_timeout))
 
 
-def _handler(route: _Route, store: StoreSource, max_body: int) -> Callable[[web.Request], Any]:
+def _handler(
+    route: _Route, store: StoreSource, max_body: int, read_timeout: float
+) -> Callable[[web.Request], Any]:
     async def handle(request: web.Request) -> web.Response:
         as_json = request.content_type == JSON
         try:
@@ -133,7 +141,13 @@ def _handler(route: _Route, store: StoreSource, max_body: int) -> Callable[[web.
                     code_pb2.INVALID_ARGUMENT,
                     f"unsupported content type {request.content_type!r}; use {PROTOBUF} or {JSON}",
                 )
-            body = await _read_body(request, max_body)
+            try:
+                async with asyncio.timeout(read_timeout):
+                    body = await _read_body(request, max_body)
+            except TimeoutError as exc:
+                request.content.feed_eof()
+                message = f"request body not received within {read_timeout:g} s"
+                raise _Refused(408, code_pb2.DEADLINE_EXCEEDED, message, close=True) from exc
             body = _decode_content(request, body, max_body)
             try:
                 message = (route.from_json if as_json else route.from_proto)(body)

@@ -19,6 +19,9 @@ __all__ = ["StreamCodec", "StreamDecoder", "decode_all", "encode_all"]
 class StreamDecoder(Protocol):
     """Incremental decoding of one stream: feed chunks as they arrive, close at the end."""
 
+    pending: int
+    """Bytes fed that do not yet make a whole event (the tail a relay holds back)."""
+
     def feed(self, chunk: bytes, t: float = 0.0) -> list[SSEEvent]:
         """The events that ``chunk`` completes, stamped ``t`` (seconds since the start)."""
         ...

@@ -14,17 +14,29 @@ class SSEParser:
     comment lines (``:``) are ignored, CRLF and LF both end lines.
     """
 
-    __slots__ = ("_buffer", "_data", "_event")
+    __slots__ = ("_buffer", "_data", "_event", "_parts", "pending")
 
     def __init__(self) -> None:
         self._buffer = b""
+        self._parts: list[bytes] = []  # chunks of a line still without its end
         self._data: list[str] = []
         self._event: str | None = None
+        # bytes fed since the last blank line: the event not yet complete; everything fed
+        # before them makes up whole events, which a relay may pass on as they are
+        self.pending = 0
 
     def feed(self, chunk: bytes, t: float = 0.0) -> list[SSEEvent]:
+        if b"\n" not in chunk:  # a long line arriving in pieces is joined once, at its end
+            self._parts.append(chunk)
+            self.pending += len(chunk)
+            return []
+        if self._parts:
+            self._buffer += b"".join(self._parts)
+            self._parts = []
         buffer = self._buffer + chunk
         events: list[SSEEvent] = []
         start = 0
+        boundary = -1
         while True:
             end = buffer.find(b"\n", start)
             if end < 0:
@@ -33,15 +45,18 @@ class SSEParser:
             start = end + 1
             if line.endswith(b"\r"):
                 line = line[:-1]
+            if not line:
+                boundary = start
             event = self._line(line.decode("utf-8", "replace"), t)
             if event is not None:
                 events.append(event)
         self._buffer = buffer[start:]
+        self.pending = self.pending + len(chunk) if boundary < 0 else len(buffer) - boundary
         return events
 
     def close(self, t: float = 0.0) -> list[SSEEvent]:
         """Flush an event that the stream ended without a blank line after."""
-        events = self.feed(b"\n", t) if self._buffer else []
+        events = self.feed(b"\n", t) if self._buffer or self._parts else []
         final = self._line("", t)
         return events + ([final] if final is not None else [])
 

@@ -1,0 +1,115 @@
+"""Who may talk to the gateway: loopback is not a boundary by itself.
+
+A web page open in the developer's browser can reach a loopback port, either directly
+(a cross-origin ``fetch``) or by DNS rebinding (its own name re-pointed at 127.0.0.1, so the
+browser sends ``Host: evil.example``). The gateway therefore answers only requests that
+name it as the agent does — its loopback name, or the host it was told to bind, with its
+port — and refuses anything a browser page sends: an ``Origin`` that is not loopback, and
+every CORS preflight (``OPTIONS``). Refusals are one-line JSON errors, answered before any
+route runs, so they are never forwarded, recorded or counted as model calls.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from urllib.parse import urlsplit
+
+from aiohttp import web
+from aiohttp.typedefs import Middleware
+
+__all__ = ["host_guard", "refuse_body"]
+
+log = logging.getLogger("otel_replay.gateway")
+
+LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def _split_host(value: str) -> tuple[str, int | None] | None:
+    """(name, port) of a ``Host`` value such as ``127.0.0.1:8080`` or ``[::1]:8080``;
+    None when it is not one."""
+    value = value.strip().lower()
+    if value.startswith("["):
+        name, bracket, rest = value[1:].partition("]")
+        if not bracket or (rest and not rest.startswith(":")):
+            return None
+        port_text = rest[1:]
+    else:
+        name, _, port_text = value.partition(":")
+    if not port_text:
+        return name, None
+    if not port_text.isdigit():
+        return None
+    return name, int(port_text)
+
+
+def _origin_is_loopback(origin: str) -> bool:
+    parts = urlsplit(origin.strip())
+    return parts.scheme in ("http", "https") and (parts.hostname or "") in LOOPBACK_NAMES
+
+
+def _refuse(status: int, message: str, request: web.Request) -> web.Response:
+    log.warning("otel-replay: refused %s %s: %s", request.method, request.path, message)
+    response = web.json_response(
+        {"error": {"message": f"otel-replay: {message}", "type": "forbidden"}},
+        status=status,
+        headers={"x-should-retry": "false"},
+    )
+    response.force_close()  # the body, if any, is not read
+    return response
+
+
+def host_guard(bind_host: str) -> Middleware:
+    """The aiohttp middleware that refuses requests not addressed to the gateway itself.
+
+    Allowed ``Host`` names: the loopback names, ``bind_host``, and the address the
+    connection arrived on; the port must be the one it arrived on.
+    """
+    allowed = LOOPBACK_NAMES | {bind_host.strip("[]").lower()}
+
+    @web.middleware
+    async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
+        if request.method == "OPTIONS":
+            return _refuse(405, "OPTIONS (a browser's CORS preflight) is not answered", request)
+        origin = request.headers.get("Origin")
+        if origin is not None and not _origin_is_loopback(origin):
+            return _refuse(403, f"requests from web pages are refused (Origin {origin!r})", request)
+        host = request.headers.get("Host")
+        if host is None or not _addressed_here(request, host, allowed):
+            return _refuse(
+                403,
+                f"Host {host!r} is not this gateway; use the URL it printed "
+                "(127.0.0.1 or localhost with its port)",
+                request,
+            )
+        return await handler(request)
+
+    return guard
+
+
+def _addressed_here(request: web.Request, host: str, allowed: frozenset[str]) -> bool:
+    parsed = _split_host(host)
+    if parsed is None:
+        return False
+    name, port = parsed
+    sockname = request.transport.get_extra_info("sockname") if request.transport else None
+    local_name, local_port = (str(sockname[0]), int(sockname[1])) if sockname else ("", None)
+    if name not in allowed and name != local_name.lower():
+        return False
+    return local_port is None or (port if port is not None else 80) == local_port
+
+
+def refuse_body(request: web.Request, status: int, message: str) -> web.Response:
+    """A refusal of a body that was not read to its end: nothing more is drained after the
+    answer, and the connection closes."""
+    log.warning("otel-replay: %s %s: %s", request.method, request.path, message)
+    request.content.feed_eof()
+    response = web.json_response(
+        {"error": {"message": f"otel-replay: {message}"}},
+        status=status,
+        headers={"Connection": "close"},
+    )
+    response.force_close()
+    return response
