@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from otel_replay.cassette.model import Cassette, dump, load
+from otel_replay.cassette.model import Cassette, dump, load, locked
 from otel_replay.cassette.provenance import extended_source, run_source
 from otel_replay.cassette.recordings import Recordings
 from otel_replay.core import envvars
@@ -76,7 +76,6 @@ class Session:
         self.user_traces = traces
         self.cassette = self._load_cassette()  # first: a bad cassette leaves nothing behind
         self.recordings = Recordings(self.cassette)
-        self._loaded = len(self.recordings)
         self._temp_traces: Path | None = None
         if traces is None and mode in ("record", "auto"):
             fd, name = tempfile.mkstemp(prefix="otel-replay-", suffix=".jsonl")
@@ -250,14 +249,18 @@ class Session:
                 log.warning("otel-replay: nothing was recorded; kept the existing %s", path)
             return
         if self.mode == "record":
-            self._derive_into(path)
+            with locked(path):
+                self._derive_into(path)
             return
         derived = [ex for ex in self._derive() if not _transport_fault(ex)]
         if not derived:
             return
-        old = self.cassette.interactions[: self._loaded]
-        source = extended_source(self.cassette.source, self._source)
-        dump(Cassette(interactions=old + derived, source=source), path)
+        # appended to the cassette as it is now, not as it was loaded: another run (a
+        # pytest-xdist worker) may have appended its own recordings since
+        with locked(path) as target:
+            now = load(target) if target.exists() else Cassette(interactions=[], source={})
+            source = extended_source(now.source, self._source)
+            dump(Cassette(interactions=now.interactions + derived, source=source), target)
 
     def _derive(self) -> list[Exchange]:
         """The exchanges recorded in this run, derived from its traces through the same
