@@ -237,7 +237,13 @@ class Gateway:
     async def forward(self, call: Call) -> web.StreamResponse:
         """Forward live and record. A plain answer reaches the agent first and is recorded
         right after (the session's ``finish`` waits for it); a stream is recorded as its
-        last event passes, before the stream ends."""
+        last event passes, before the stream ends. Once recording has stopped (a write
+        failed) a live call is refused: what the agent gets could not be saved."""
+        failure = call.session.refuse_live()
+        if failure is not None:
+            message = f"otel-replay: recording stopped, call not forwarded: {failure}"
+            body = call.provider.error_body(507, message, "otel_replay_write_failed")
+            return web.json_response(body, status=507, headers={"x-should-retry": "false"})
         with call.session.forwarding():
             return await self._forward(call)
 
@@ -323,8 +329,8 @@ class Gateway:
         events.extend(parser.close(time.monotonic() - started))
         # recorded before the stream's end: the agent has every event already, and its
         # next call then does not queue behind this recording
-        self._record_stream(call, status, kept, events, fault)
-        if fault is not None:
+        saved = self._record_stream(call, status, kept, events, fault)
+        if fault is not None or not saved:  # an unsaved stream ends in a failure
             _abort(request)
         else:
             with contextlib.suppress(ConnectionResetError):
@@ -338,16 +344,18 @@ class Gateway:
         kept: dict[str, str],
         events: list[SSEEvent],
         fault: str | None,
-    ) -> None:
+    ) -> bool:
         events, assembled = call.redacted_stream(events)
         response = Response(status=status, headers=kept, events=events, fault=fault)
-        self._record(call, response, assembled)
+        return self._record(call, response, assembled)
 
-    def _record(self, call: Call, response: Response, assembled: JSON = None) -> None:
+    def _record(self, call: Call, response: Response, assembled: JSON = None) -> bool:
+        """Record the call's exchange; False when it could not be saved."""
         try:
-            call.session.recorded(call.exchange(response), assembled)
+            return call.session.recorded(call.exchange(response), assembled)
         except Exception:  # recording must never break the agent's call
             log.exception("otel-replay could not record an exchange")
+            return True
 
 
 def _passthrough(headers: CIMultiDict[str]) -> CIMultiDict[str]:

@@ -95,6 +95,8 @@ class Session:
         self.hits: list[int] = []
         self.live: list[Exchange] = []
         self.misses: list[Miss] = []
+        self.unsaved = 0  # live calls answered after the trace store stopped writing
+        self.refused = 0  # live calls refused for that reason
         self._lock = threading.Lock()
         self._forwarding = 0  # live calls whose exchange is not recorded yet
         self._settled = threading.Condition(self._lock)
@@ -149,9 +151,10 @@ class Session:
             doc = exchange_to_trace_json(exchange, replayed=True)
             self.store.append_traces(self.store.traces_line(doc))
 
-    def recorded(self, exchange: Exchange, assembled: Any = None) -> None:
+    def recorded(self, exchange: Exchange, assembled: Any = None) -> bool:
         """A live exchange (record mode, or an auto-mode miss forwarded live);
-        ``assembled`` is a streamed response's body, when already put together."""
+        ``assembled`` is a streamed response's body, when already put together. False
+        when it could not be saved (see ``write_failure``)."""
         # the span's line is made (and redacted) first: an exchange that cannot be stored
         # leaves no trace in the session either
         doc = exchange_to_trace_json(exchange, assembled=assembled)
@@ -177,7 +180,25 @@ class Session:
                 index = self.matcher.append(exchange.request)
                 self.matcher.used.add(index)
                 self.hits.append(index)
-        self.store.append_traces(line)
+        if self.store.append_traces(line):
+            return True
+        with self._lock:
+            self.unsaved += 1
+        return False
+
+    @property
+    def write_failure(self) -> str | None:
+        """Why recording stopped (a write to the trace store failed), or None."""
+        return self.store.failure
+
+    def refuse_live(self) -> str | None:
+        """Before a live call: once recording has stopped, the reason (and the call is
+        counted as refused), else None: a call that could not be saved is not made."""
+        failure = self.store.failure
+        if failure is not None:
+            with self._lock:
+                self.refused += 1
+        return failure
 
     def missed(self, miss: ReplayMiss, provider: str, path: str, body: Any) -> None:
         with self._lock:
@@ -227,7 +248,19 @@ class Session:
             hits=list(self.hits),
             cassette=str(self.cassette_path) if self.cassette_path else None,
             traces=str(self.user_traces) if self.user_traces else None,
+            not_saved=self.unsaved + self.refused,
+            write_errors=self._write_errors(),
         )
+
+    def _write_errors(self) -> list[str]:
+        failure = self.store.failure
+        if failure is None:
+            return []
+        saved = len(self.live) - self.unsaved
+        return [
+            f"{failure}; recording stopped there: {self.unsaved} live call(s) answered but "
+            f"not saved, {self.refused} refused; the {saved} saved before are kept"
+        ]
 
     def discard(self) -> None:
         """Give up a session that never ran (the gateway could not start)."""
@@ -242,6 +275,9 @@ class Session:
 
     def _write_cassette(self) -> None:
         path = self.cassette_path
+        if path is not None and self.live and len(self.live) == self.unsaved:
+            log.error("otel-replay: no exchange of this run was saved; kept %s as it was", path)
+            return
         if path is None or not self.live:
             if self.mode == "record" and path is not None and not path.exists():
                 dump(Cassette(interactions=[], source=self._source()), path)
