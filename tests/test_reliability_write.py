@@ -238,3 +238,42 @@ def test_unwritable_trace_store_fails_the_stream_in_flight_and_refuses_later_cal
     assert summary.write_errors and f"cannot write {traces}" in summary.write_errors[0]
     assert summary.line().endswith("· 2 not saved")
     assert not (tmp_path / "c.json").exists()
+
+
+def test_symlinked_cassette_and_trace_file_are_written_through_to_their_targets(
+    tmp_path: Path,
+) -> None:
+    agent = _agent(tmp_path)
+    store = tmp_path / "store"
+    store.mkdir()
+    real_cassette, real_traces = store / "real.json", store / "real.jsonl"
+    real_traces.write_text("")
+    stale = '{"version": 1}\n'
+    real_cassette.write_text(stale)
+    work = tmp_path / "work"
+    work.mkdir()
+    cassette, traces = work / "c.json", work / "t.jsonl"
+    cassette.symlink_to(os.path.relpath(real_cassette, work))
+    traces.symlink_to(real_traces)
+    with run_stub() as stub:
+        upstream = ["--upstream-openai", stub.openai_url]
+        record = ["record", "--cassette", str(cassette), "--traces", str(traces), *upstream]
+        code, err = _finish(_cli(record, ["first:2"], agent))
+        assert code == 0, err
+        auto = ["replay", "--mode", "auto", "--cassette", str(cassette), *upstream]
+        code, err = _finish(_cli(auto, ["first:2", "second:1"], agent))
+        assert code == 0, err
+    assert cassette.is_symlink() and traces.is_symlink(), "the links stay links"
+    assert real_cassette.read_text() != stale
+    assert _contents(real_cassette) == ["first 0", "first 1", "second 0"]
+    assert len(real_traces.read_bytes().splitlines()) == 2
+    assert sorted(p.name for p in work.iterdir()) == ["c.json", "t.jsonl"]
+    code, err = _finish(
+        _cli(
+            ["replay", "--mode", "strict", "--cassette", str(cassette)],
+            ["first:2", "second:1"],
+            agent,
+        )
+    )
+    assert code == 0, err
+    assert "3 replayed · 0 live · 0 misses" in err, err
