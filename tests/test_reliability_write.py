@@ -277,3 +277,40 @@ def test_symlinked_cassette_and_trace_file_are_written_through_to_their_targets(
     )
     assert code == 0, err
     assert "3 replayed · 0 live · 0 misses" in err, err
+
+
+def test_cassette_that_cannot_be_written_keeps_the_runs_recordings_and_says_where(
+    tmp_path: Path,
+) -> None:
+    agent, cassette = _agent(tmp_path), tmp_path / "c.json"
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    with run_stub() as stub:
+        upstream = ["--upstream-openai", stub.openai_url]
+        code, err = _finish(
+            _cli(["record", "--cassette", str(cassette), *upstream], ["old:30"], agent)
+        )
+        assert code == 0, err
+        before = cassette.read_bytes()
+        # the cassette grows past the file-size limit: the append cannot be written
+        auto = ["replay", "--mode", "auto", "--cassette", str(cassette), *upstream]
+        limit = str(len(before) + 1000)
+        agent_run = [sys.executable, str(agent), "old:30", "new:2"]
+        proc = subprocess.run(
+            [sys.executable, "-c", LIMITED_CLI, limit, *auto, "--", *agent_run],
+            env={**os.environ, "OPENAI_API_KEY": OPENAI_KEY, "TMPDIR": str(temp)},
+            capture_output=True,
+            text=True,
+            timeout=RUN_TIMEOUT,
+        )
+    assert proc.returncode != 0, proc.stderr
+    assert f"{cassette}: cannot write: File too large" in proc.stderr, proc.stderr
+    assert cassette.read_bytes() == before
+    kept = list(temp.glob("otel-replay-*.jsonl"))
+    assert len(kept) == 1 and f"recordings are kept in {kept[0]}" in proc.stderr, proc.stderr
+    rebuilt = tmp_path / "rebuilt.json"
+    build = subprocess.run(
+        [*CLI, "build", str(kept[0]), "-o", str(rebuilt)], capture_output=True, text=True
+    )
+    assert build.returncode == 0, build.stderr
+    assert _contents(rebuilt) == ["new 0", "new 1"]

@@ -230,6 +230,9 @@ class Session:
         try:
             self._write_cassette()
             self._write_misses()
+        except CassetteError:
+            self._keep_temp_traces()
+            raise
         finally:
             self._remove_temp_traces()
         summary = self.summary()
@@ -267,11 +270,28 @@ class Session:
         self.store.close()
         self._remove_temp_traces()
 
-    def _remove_temp_traces(self) -> None:
+    def _remove_temp_traces(self, keep: bool = False) -> None:
         if self._temp_traces is not None:
             temp = self._temp_traces
-            for path in (temp, sibling(temp, "logs"), sibling(temp, "metrics")):
+            for path in (sibling(temp, "logs"), sibling(temp, "metrics")):
                 path.unlink(missing_ok=True)
+            if not keep:
+                temp.unlink(missing_ok=True)
+            self._temp_traces = None
+
+    def _keep_temp_traces(self) -> None:
+        """The cassette could not be written: this run's own trace file, which holds its
+        recordings, is kept and named rather than removed."""
+        temp = self._temp_traces
+        if temp is None or not self.live:
+            return
+        self._remove_temp_traces(keep=True)
+        log.error(
+            "otel-replay: this run's recordings are kept in %s; "
+            "`otel-replay build %s -o CASSETTE` makes a cassette of them",
+            temp,
+            temp,
+        )
 
     def _write_cassette(self) -> None:
         path = self.cassette_path
