@@ -10,6 +10,7 @@ otel-replay". Problems name the file and the place: ``line 12`` for broken JSON,
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import tempfile
@@ -43,6 +44,7 @@ __all__ = [
     "from_json",
     "load",
     "loads",
+    "locked",
     "to_json",
     "write_atomic",
 ]
@@ -134,7 +136,10 @@ def write_atomic(target: Path, text: str) -> None:
 @contextmanager
 def atomic_text(target: Path) -> Iterator[TextIO]:
     """A text handle whose content replaces ``target`` atomically when the block ends
-    without an exception (see :func:`write_atomic`); on an exception nothing changes."""
+    without an exception (see :func:`write_atomic`); on an exception nothing changes.
+    A symlinked ``target`` is written through: its final target is replaced and the
+    link stays."""
+    target = written_path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     mode = target.stat().st_mode & 0o777 if target.exists() else 0o644
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
@@ -149,6 +154,37 @@ def atomic_text(target: Path) -> Iterator[TextIO]:
         Path(tmp).unlink(missing_ok=True)
         raise
     _fsync_dir(target.parent)
+
+
+def written_path(target: Path) -> Path:
+    """The file a write to ``target`` changes: a symlink's final target (dangling or
+    not), else ``target`` itself."""
+    return Path(os.path.realpath(target)) if target.is_symlink() else target
+
+
+@contextmanager
+def locked(target: str | os.PathLike[str]) -> Iterator[Path]:
+    """Hold the cassette ``target`` for one writer at a time, across processes; yields the
+    file a write changes (see :func:`written_path`).
+
+    The lock is an exclusive ``flock`` on the directory holding that file, so nothing is
+    left beside the cassette; a run that appends re-reads the cassette under it (two
+    pytest-xdist workers sharing a cassette then both keep what they recorded)."""
+    path = written_path(Path(target))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        fd = os.open(path.parent, os.O_RDONLY)
+    except OSError as exc:
+        raise CassetteError(path, "", f"cannot lock: {exc.strerror or exc}") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+    except OSError as exc:
+        os.close(fd)
+        raise CassetteError(path, "", f"cannot lock: {exc.strerror or exc}") from None
+    try:
+        yield path
+    finally:
+        os.close(fd)  # closing the last descriptor releases the lock
 
 
 def _fsync_dir(directory: Path) -> None:

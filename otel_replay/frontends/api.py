@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from otel_replay.core.errors import ConfigError, ReplayMiss
+from otel_replay.core.errors import ConfigError, OtelReplayError, ReplayMiss
 from otel_replay.session.session import MODES, Summary, default_mode
 
 __all__ = ["GatewayHandle", "patched_environ", "raise_for_misses", "record", "replay"]
@@ -60,8 +60,11 @@ def patched_environ(env: Mapping[str, str]) -> Iterator[None]:
 
 
 def raise_for_misses(summary: Summary, *, cause: BaseException | None = None) -> None:
-    """Raise the first miss of a finished run as :class:`ReplayMiss` (from ``cause``)."""
+    """Raise the first miss of a finished run as :class:`ReplayMiss` (from ``cause``);
+    else a failure to write what the run recorded as :class:`OtelReplayError`."""
     if not summary.misses:
+        if summary.write_errors:
+            raise OtelReplayError(f"otel-replay: {summary.write_errors[0]}") from cause
         return
     first = summary.misses[0]
     prefix = "replay miss: "

@@ -202,7 +202,7 @@ def _run(args: argparse.Namespace, command: list[str]) -> int:
     finally:
         summary = gateway.stop()
     print(summary.line(), file=sys.stderr)
-    for message in summary.misses:
+    for message in [*summary.write_errors, *summary.misses]:
         print(f"otel-replay: {message}", file=sys.stderr)
     if summary.misses and args.cassette is not None:
         if summary.replayed == 0 and not Path(args.cassette).exists():
@@ -215,7 +215,7 @@ def _run(args: argparse.Namespace, command: list[str]) -> int:
             print(f"otel-replay: see `otel-replay why --cassette {args.cassette}`", file=sys.stderr)
     if code:
         return code
-    return 1 if summary.misses else 0
+    return 1 if summary.misses or summary.write_errors else 0
 
 
 def _child(command: list[str], env: dict[str, str]) -> int:
@@ -272,7 +272,9 @@ def _serve(args: argparse.Namespace) -> int:
             signal.signal(sig, handler)
     print(json.dumps({"summary": summary.to_json()}), flush=True)
     print(summary.line(), file=sys.stderr)
-    return 0
+    for message in summary.write_errors:
+        print(f"otel-replay: {message}", file=sys.stderr)
+    return 1 if summary.write_errors else 0
 
 
 def _build(args: argparse.Namespace) -> int:

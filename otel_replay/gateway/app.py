@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import os
 import time
@@ -46,6 +45,7 @@ from otel_replay.gateway.relay import (
     over_limit_event,
 )
 from otel_replay.gateway.upstream import HOP_BY_HOP, NoUpstream, Upstream, UpstreamRequest
+from otel_replay.gateway.writers import abort, body_response, passthrough
 from otel_replay.otlp.http import add_otlp_routes
 from otel_replay.providers import Route
 from otel_replay.session.session import Session
@@ -221,7 +221,7 @@ class Gateway:
         if response.fault in ("reset", "timeout"):
             if response.fault == "timeout":
                 await asyncio.sleep(REPLAYED_HANG_SECONDS)
-            _abort(request)
+            abort(request)
             return web.Response(status=499)
         headers = dict(response.headers)
         headers["x-otel-replay"] = "replayed"
@@ -236,7 +236,7 @@ class Gateway:
             events = None
             headers.pop("content-type", None)
         if events is None:
-            return _body_response(response.status, headers, body)
+            return body_response(response.status, headers, body)
         codec = call.codec
         headers["content-type"] = codec.content_type
         stream = web.StreamResponse(status=response.status, headers=headers)
@@ -252,7 +252,7 @@ class Gateway:
                     await asyncio.sleep(delay)
                 await stream.write(codec.encode(event))
         if response.fault == "reset_mid_stream":
-            _abort(request)
+            abort(request)
             return stream
         await stream.write_eof()
         return stream
@@ -261,7 +261,13 @@ class Gateway:
     async def forward(self, call: Call) -> web.StreamResponse:
         """Forward live and record. A plain answer reaches the agent first and is recorded
         right after (the session's ``finish`` waits for it); a stream is recorded as its
-        last event passes, before the stream ends."""
+        last event passes, before the stream ends. Once recording has stopped (a write
+        failed) a live call is refused: what the agent gets could not be saved."""
+        failure = call.session.refuse_live()
+        if failure is not None:
+            message = f"otel-replay: recording stopped, call not forwarded: {failure}"
+            body = call.provider.error_body(507, message, "otel_replay_write_failed")
+            return web.json_response(body, status=507, headers={"x-should-retry": "false"})
         with call.session.forwarding():
             return await self._forward(call)
 
@@ -281,7 +287,7 @@ class Gateway:
             return self.unroutable(call, exc)
         except UpstreamError as exc:
             self._record(call, Response(status=0, fault=exc.kind))
-            _abort(request)
+            abort(request)
             return web.Response(status=502)
         except asyncio.CancelledError:
             # the agent gave up waiting: it saw a timeout, so that is what replays
@@ -301,13 +307,13 @@ class Gateway:
             return answer
         except UpstreamError as exc:
             self._record(call, Response(status=upstream.status, headers=kept, fault=exc.kind))
-            _abort(request)
+            abort(request)
             return web.Response(status=502)
         except asyncio.CancelledError:
             self._record(call, Response(status=0, fault="timeout"))
             raise
         response = web.Response(
-            status=upstream.status, body=data, headers=_passthrough(upstream.headers)
+            status=upstream.status, body=data, headers=passthrough(upstream.headers)
         )
         try:
             await response.prepare(request)
@@ -326,7 +332,7 @@ class Gateway:
         chunks: Any,
     ) -> web.StreamResponse:
         request = call.request
-        stream = web.StreamResponse(status=status, headers=_passthrough(upstream_headers))
+        stream = web.StreamResponse(status=status, headers=passthrough(upstream_headers))
         await stream.prepare(request)
         relay = StreamRelay(call.codec.decoder(), self.limits.max_event_bytes)
         events, held = relay.events, relay.held
@@ -351,14 +357,17 @@ class Gateway:
             events.extend(relay.close())
         # recorded before the stream's end: the agent has every event already, and its
         # next call then does not queue behind this recording
-        self._record_stream(call, status, kept, events, fault)
+        saved = self._record_stream(call, status, kept, events, fault)
+        if not saved:  # an unsaved stream ends in a failure
+            abort(request)
+            return stream
         with contextlib.suppress(ConnectionResetError):
             if held:
                 await stream.write(bytes(held))
             if fault is None:
                 await stream.write_eof()
         if fault is not None:
-            _abort(request)
+            abort(request)
         return stream
 
     def _record_stream(
@@ -368,35 +377,15 @@ class Gateway:
         kept: dict[str, str],
         events: list[SSEEvent],
         fault: str | None,
-    ) -> None:
+    ) -> bool:
         events, assembled = call.redacted_stream(events)
         response = Response(status=status, headers=kept, events=events, fault=fault)
-        self._record(call, response, assembled)
+        return self._record(call, response, assembled)
 
-    def _record(self, call: Call, response: Response, assembled: JSON = None) -> None:
+    def _record(self, call: Call, response: Response, assembled: JSON = None) -> bool:
+        """Record the call's exchange; False when it could not be saved."""
         try:
-            call.session.recorded(call.exchange(response), assembled)
+            return call.session.recorded(call.exchange(response), assembled)
         except Exception:  # recording must never break the agent's call
             log.exception("otel-replay could not record an exchange")
-
-
-def _passthrough(headers: CIMultiDict[str]) -> CIMultiDict[str]:
-    return CIMultiDict((k, v) for k, v in headers.items() if k.lower() not in HOP_BY_HOP)
-
-
-def _body_response(status: int, headers: dict[str, str], body: JSON) -> web.Response:
-    """A recorded body: JSON as JSON; text (not JSON) as recorded, with its content type."""
-    if body is None:
-        return web.Response(status=status, headers=headers)
-    if isinstance(body, str):
-        headers.setdefault("content-type", "text/plain; charset=utf-8")
-        return web.Response(status=status, headers=headers, body=body.encode())
-    headers["content-type"] = "application/json"
-    data = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
-    return web.Response(status=status, headers=headers, body=data)
-
-
-def _abort(request: web.Request) -> None:
-    transport = request.transport
-    if transport is not None:
-        transport.abort()
+            return True

@@ -9,7 +9,9 @@ batch is redacted before it is serialised, so secrets never reach the file.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
+import logging
 import os
 import re
 import threading
@@ -27,6 +29,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from otel_replay.otlp import codec
 from otel_replay.redaction.headers import HEADER_ATTRIBUTE_PREFIXES, scrub_header_attributes
+
+log = logging.getLogger("otel_replay")
 
 # How a header attribute's key reads in an OTLP JSON line.
 _HEADER_MARKERS = tuple(f'"key":"{prefix}' for prefix in HEADER_ATTRIBUTE_PREFIXES)
@@ -50,17 +54,29 @@ class _LineFile:
         self._file: BinaryIO | None = None
 
     def append(self, line: bytes) -> None:
+        """Write one whole line or, raising ``OSError``, none of it: a write cut short
+        (a full disk, a file-size limit) is cut off again, so every line stays valid."""
         if self.path is None:
             return
         if self._file is None:
             self._file = self._open(self.path)
-        self._file.write(line)
-        self._file.flush()
+        fd = self._file.fileno()
+        start = os.fstat(fd).st_size
+        view = memoryview(line)
+        try:
+            while view:
+                view = view[os.write(fd, view) :]
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, start)
+            raise
 
     @staticmethod
     def _open(path: Path) -> BinaryIO:
         path.parent.mkdir(parents=True, exist_ok=True)
-        file = open(path, "ab")  # kept open across calls; close() closes it
+        # unbuffered, kept open across calls (close() closes it): each line is written
+        # by ``append`` itself
+        file = open(path, "ab", buffering=0)
         # A line cut short by a crash must not swallow the next one.
         if file.tell() > 0:
             with open(path, "rb") as reader:
@@ -103,6 +119,8 @@ class TraceStore:
         self.spans_received = 0
         self.logs_received = 0
         self.metric_points_received = 0
+        self.failure: str | None = None  # the first write that failed, once one has
+        self.lines_lost = 0
 
     @classmethod
     def beside(
@@ -141,7 +159,7 @@ class TraceStore:
         with self._lock:
             self.spans_received += count
             if line is not None:
-                self._traces.append(line)
+                self._append(self._traces, line)
 
     def traces_line(self, doc: dict[str, Any]) -> bytes | None:
         """The line ``write_traces`` would store for the request whose OTLP JSON form
@@ -151,12 +169,13 @@ class TraceStore:
             return None
         return self._doc_line(doc)
 
-    def append_traces(self, line: bytes | None) -> None:
+    def append_traces(self, line: bytes | None) -> bool:
         """Store a line from ``traces_line`` (otel-replay's own spans: not counted as
-        received), flushed at once like every batch."""
-        if line is not None:
-            with self._lock:
-                self._traces.append(line)
+        received), flushed at once like every batch; False when it could not be."""
+        if line is None:
+            return True
+        with self._lock:
+            return self._append(self._traces, line)
 
     def write_logs(self, msg: ExportLogsServiceRequest) -> None:
         count = codec.count_log_records(msg)
@@ -164,7 +183,7 @@ class TraceStore:
         with self._lock:
             self.logs_received += count
             if line is not None:
-                self._logs.append(line)
+                self._append(self._logs, line)
 
     def write_metrics(self, msg: ExportMetricsServiceRequest) -> None:
         count = codec.count_metric_points(msg)
@@ -172,7 +191,21 @@ class TraceStore:
         with self._lock:
             self.metric_points_received += count
             if line is not None:
-                self._metrics.append(line)
+                self._append(self._metrics, line)
+
+    def _append(self, target: _LineFile, line: bytes) -> bool:
+        """Write one line (under ``_lock``). The first failure stops the store: that
+        line and every later one are counted in ``lines_lost``, not written, so what is
+        on disk is a clean prefix of the run (``failure`` says why)."""
+        if self.failure is None:
+            try:
+                target.append(line)
+                return True
+            except OSError as exc:
+                self.failure = f"cannot write {target.path}: {exc.strerror or exc}"
+                log.error("otel-replay: %s; nothing more is written", self.failure)
+        self.lines_lost += 1
+        return False
 
     def _line(self, target: _LineFile, msg: Message, nonempty: bool) -> bytes | None:
         """The redacted JSON line for ``msg``, or None when there is nothing to write."""

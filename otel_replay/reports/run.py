@@ -26,14 +26,19 @@ class Summary:
     hits: list[int] = field(default_factory=list)
     cassette: str | None = None
     traces: str | None = None
+    not_saved: int = 0  # model calls not saved (or refused) because a write failed
+    write_errors: list[str] = field(default_factory=list)  # what could not be written
 
     def line(self) -> str:
         n, spans = len(self.misses), self.spans_received
-        return (
+        line = (
             f"otel-replay: {self.replayed} replayed · {self.live} live · "
             f"{n} {'miss' if n == 1 else 'misses'} · "
             f"{spans} {'span' if spans == 1 else 'spans'} received"
         )
+        if self.write_errors:
+            line += f" · {self.not_saved} not saved"
+        return line
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -46,6 +51,8 @@ class Summary:
             "unused": list(self.unused),
             "cassette": self.cassette,
             "traces": self.traces,
+            "not_saved": self.not_saved,
+            "write_errors": list(self.write_errors),
         }
 
 
@@ -57,6 +64,8 @@ def combined(summaries: Iterable[Summary], mode: str) -> Summary:
         total.live += summary.live
         total.misses.extend(summary.misses)
         total.spans_received += summary.spans_received
+        total.not_saved += summary.not_saved
+        total.write_errors.extend(summary.write_errors)
     return total
 
 

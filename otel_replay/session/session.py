@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from otel_replay.cassette.model import Cassette, dump, load
+from otel_replay.cassette.model import Cassette, dump, load, locked
 from otel_replay.cassette.provenance import extended_source, run_source
 from otel_replay.cassette.recordings import Recordings
 from otel_replay.core import envvars
@@ -76,7 +76,6 @@ class Session:
         self.user_traces = traces
         self.cassette = self._load_cassette()  # first: a bad cassette leaves nothing behind
         self.recordings = Recordings(self.cassette)
-        self._loaded = len(self.recordings)
         self._temp_traces: Path | None = None
         if traces is None and mode in ("record", "auto"):
             fd, name = tempfile.mkstemp(prefix="otel-replay-", suffix=".jsonl")
@@ -96,6 +95,8 @@ class Session:
         self.hits: list[int] = []
         self.live: list[Exchange] = []
         self.misses: list[Miss] = []
+        self.unsaved = 0  # live calls answered after the trace store stopped writing
+        self.refused = 0  # live calls refused for that reason
         self._lock = threading.Lock()
         self._forwarding = 0  # live calls whose exchange is not recorded yet
         self._settled = threading.Condition(self._lock)
@@ -150,9 +151,10 @@ class Session:
             doc = exchange_to_trace_json(exchange, replayed=True)
             self.store.append_traces(self.store.traces_line(doc))
 
-    def recorded(self, exchange: Exchange, assembled: Any = None) -> None:
+    def recorded(self, exchange: Exchange, assembled: Any = None) -> bool:
         """A live exchange (record mode, or an auto-mode miss forwarded live);
-        ``assembled`` is a streamed response's body, when already put together."""
+        ``assembled`` is a streamed response's body, when already put together. False
+        when it could not be saved (see ``write_failure``)."""
         # the span's line is made (and redacted) first: an exchange that cannot be stored
         # leaves no trace in the session either
         doc = exchange_to_trace_json(exchange, assembled=assembled)
@@ -178,7 +180,25 @@ class Session:
                 index = self.matcher.append(exchange.request)
                 self.matcher.used.add(index)
                 self.hits.append(index)
-        self.store.append_traces(line)
+        if self.store.append_traces(line):
+            return True
+        with self._lock:
+            self.unsaved += 1
+        return False
+
+    @property
+    def write_failure(self) -> str | None:
+        """Why recording stopped (a write to the trace store failed), or None."""
+        return self.store.failure
+
+    def refuse_live(self) -> str | None:
+        """Before a live call: once recording has stopped, the reason (and the call is
+        counted as refused), else None: a call that could not be saved is not made."""
+        failure = self.store.failure
+        if failure is not None:
+            with self._lock:
+                self.refused += 1
+        return failure
 
     def missed(self, miss: ReplayMiss, provider: str, path: str, body: Any) -> None:
         with self._lock:
@@ -210,6 +230,9 @@ class Session:
         try:
             self._write_cassette()
             self._write_misses()
+        except CassetteError:
+            self._keep_temp_traces()
+            raise
         finally:
             self._remove_temp_traces()
         summary = self.summary()
@@ -228,21 +251,53 @@ class Session:
             hits=list(self.hits),
             cassette=str(self.cassette_path) if self.cassette_path else None,
             traces=str(self.user_traces) if self.user_traces else None,
+            not_saved=self.unsaved + self.refused,
+            write_errors=self._write_errors(),
         )
+
+    def _write_errors(self) -> list[str]:
+        failure = self.store.failure
+        if failure is None:
+            return []
+        saved = len(self.live) - self.unsaved
+        return [
+            f"{failure}; recording stopped there: {self.unsaved} live call(s) answered but "
+            f"not saved, {self.refused} refused; the {saved} saved before are kept"
+        ]
 
     def discard(self) -> None:
         """Give up a session that never ran (the gateway could not start)."""
         self.store.close()
         self._remove_temp_traces()
 
-    def _remove_temp_traces(self) -> None:
+    def _remove_temp_traces(self, keep: bool = False) -> None:
         if self._temp_traces is not None:
             temp = self._temp_traces
-            for path in (temp, sibling(temp, "logs"), sibling(temp, "metrics")):
+            for path in (sibling(temp, "logs"), sibling(temp, "metrics")):
                 path.unlink(missing_ok=True)
+            if not keep:
+                temp.unlink(missing_ok=True)
+            self._temp_traces = None
+
+    def _keep_temp_traces(self) -> None:
+        """The cassette could not be written: this run's own trace file, which holds its
+        recordings, is kept and named rather than removed."""
+        temp = self._temp_traces
+        if temp is None or not self.live:
+            return
+        self._remove_temp_traces(keep=True)
+        log.error(
+            "otel-replay: this run's recordings are kept in %s; "
+            "`otel-replay build %s -o CASSETTE` makes a cassette of them",
+            temp,
+            temp,
+        )
 
     def _write_cassette(self) -> None:
         path = self.cassette_path
+        if path is not None and self.live and len(self.live) == self.unsaved:
+            log.error("otel-replay: no exchange of this run was saved; kept %s as it was", path)
+            return
         if path is None or not self.live:
             if self.mode == "record" and path is not None and not path.exists():
                 dump(Cassette(interactions=[], source=self._source()), path)
@@ -250,14 +305,18 @@ class Session:
                 log.warning("otel-replay: nothing was recorded; kept the existing %s", path)
             return
         if self.mode == "record":
-            self._derive_into(path)
+            with locked(path):
+                self._derive_into(path)
             return
         derived = [ex for ex in self._derive() if not _transport_fault(ex)]
         if not derived:
             return
-        old = self.cassette.interactions[: self._loaded]
-        source = extended_source(self.cassette.source, self._source)
-        dump(Cassette(interactions=old + derived, source=source), path)
+        # appended to the cassette as it is now, not as it was loaded: another run (a
+        # pytest-xdist worker) may have appended its own recordings since
+        with locked(path) as target:
+            now = load(target) if target.exists() else Cassette(interactions=[], source={})
+            source = extended_source(now.source, self._source)
+            dump(Cassette(interactions=now.interactions + derived, source=source), target)
 
     def _derive(self) -> list[Exchange]:
         """The exchanges recorded in this run, derived from its traces through the same

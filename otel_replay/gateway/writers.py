@@ -1,0 +1,36 @@
+"""The aiohttp writers the gateway answers with: a recorded body, the upstream's headers
+passed through, a dropped connection."""
+
+from __future__ import annotations
+
+import json
+
+from aiohttp import web
+from multidict import CIMultiDict
+
+from otel_replay.core.exchange import JSON
+from otel_replay.gateway.upstream import HOP_BY_HOP
+
+__all__ = ["abort", "body_response", "passthrough"]
+
+
+def passthrough(headers: CIMultiDict[str]) -> CIMultiDict[str]:
+    return CIMultiDict((k, v) for k, v in headers.items() if k.lower() not in HOP_BY_HOP)
+
+
+def body_response(status: int, headers: dict[str, str], body: JSON) -> web.Response:
+    """A recorded body: JSON as JSON; text (not JSON) as recorded, with its content type."""
+    if body is None:
+        return web.Response(status=status, headers=headers)
+    if isinstance(body, str):
+        headers.setdefault("content-type", "text/plain; charset=utf-8")
+        return web.Response(status=status, headers=headers, body=body.encode())
+    headers["content-type"] = "application/json"
+    data = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
+    return web.Response(status=status, headers=headers, body=data)
+
+
+def abort(request: web.Request) -> None:
+    transport = request.transport
+    if transport is not None:
+        transport.abort()
