@@ -263,3 +263,14 @@ def test_nesting_within_the_limit_loads(outside: Path) -> None:
     path.write_text(text)
     body = load(path).interactions[3].response.body
     assert isinstance(body, dict) and isinstance(body["x"], list)
+
+
+def test_a_deeply_nested_request_file_for_why_is_a_one_line_error(outside: Path) -> None:
+    cassette = outside / "fine.json"
+    cassette.write_text(_cassette())
+    request = outside / "request.json"
+    request.write_text("[" * 200_000 + "]" * 200_000)
+    proc = _run_cli(["why", "--cassette", str(cassette), "--request", str(request)])
+    lines = proc.stderr.strip().splitlines()
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert lines == [f"otel-replay: {request}: cannot read a JSON request (nested too deeply)"]
