@@ -49,7 +49,10 @@ parts = st.lists(st.fixed_dictionaries({"type": st.just("text"), "content": text
 # SSE data: compact JSON (stored as "json"), JSON that is not compact, and plain text.
 compact_json = json_values.map(lambda v: json.dumps(v, ensure_ascii=False, separators=(",", ":")))
 spaced_json = json_objects.map(lambda v: json.dumps(v, indent=1))
-sse_data = compact_json | spaced_json | text | st.just("[DONE]")
+# a cassette's wire values: SSE data and header values on lines of their own (see wire.py)
+one_line = st.text(st.characters(codec="utf-8", exclude_characters="\r\n\x00"), max_size=20)
+sse_data = compact_json | spaced_json | one_line | st.just("[DONE]")
+header_names = st.from_regex(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]{1,20}", fullmatch=True)
 events = st.builds(
     SSEEvent,
     data=sse_data,
@@ -81,12 +84,14 @@ def requests(draw: st.DrawFn) -> CanonicalRequest:
 @st.composite
 def responses(draw: st.DrawFn) -> Response:
     streamed = draw(st.booleans())
+    fault = draw(st.none() | st.sampled_from(["timeout", "reset", "reset_mid_stream"]))
+    status = draw(st.integers(100, 599) | (st.just(0) if fault else st.nothing()))
     return Response(
-        status=draw(st.integers(0, 599)),
-        headers=draw(st.dictionaries(text, text, max_size=3)),
+        status=status,
+        headers=draw(st.dictionaries(header_names, one_line, max_size=3)),
         body=None if streamed else draw(json_values),
         events=draw(st.lists(events, max_size=4)) if streamed else None,
-        fault=draw(st.none() | st.sampled_from(["timeout", "reset", "reset_mid_stream"])),
+        fault=fault,
     )
 
 

@@ -13,11 +13,12 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import stat
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TextIO
+from typing import BinaryIO, TextIO
 
 from otel_replay.cassette.format import Cassette
 from otel_replay.cassette.provenance import default_source
@@ -28,6 +29,7 @@ from otel_replay.cassette.versions import (
     convert_0_to_1,
     decode,
 )
+from otel_replay.cassette.wire import MAX_DEPTH, too_deep
 from otel_replay.core.errors import CassetteError
 from otel_replay.core.exchange import JSON
 from otel_replay.core.gcpause import paused_gc
@@ -96,21 +98,93 @@ def _loads(text: str, path: str) -> Cassette:
         ) from None
     except ValueError as exc:
         raise CassetteError(path, "", f"invalid JSON: {exc}") from None
-    return from_json(doc, path)
+    except RecursionError:
+        raise CassetteError(path, "", _TOO_DEEP) from None
+    deep = too_deep(doc)
+    if deep is not None:
+        raise CassetteError(path, deep, _TOO_DEEP)
+    try:
+        return from_json(doc, path)
+    except RecursionError:  # not reached within MAX_DEPTH; kept so no traceback escapes
+        raise CassetteError(path, "", _TOO_DEEP) from None
+
+
+_TOO_DEEP = f"JSON nested more than {MAX_DEPTH} levels deep; is this a recorded cassette?"
 
 
 # --- I/O ------------------------------------------------------------------------------
 
 
 def load(path: str | os.PathLike[str]) -> Cassette:
-    """Read a cassette file. A missing or unreadable file is a CassetteError too."""
+    """Read a cassette file. A missing or unreadable file is a CassetteError too, and so
+    is anything but a regular file (a FIFO or a device would block or never end) or a
+    file over ``MAX_CASSETTE_BYTES``."""
+    return loads(_read_text(path), str(path))
+
+
+MAX_CASSETTE_BYTES = 4 << 30
+"""The largest cassette file ``load`` reads (4 GiB; it is held in memory while decoded)."""
+
+
+def _read_text(path: str | os.PathLike[str]) -> str:
+    """The file's text, opened without blocking and read no further than the limit."""
     try:
-        text = Path(path).read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise CassetteError(path, "", "not UTF-8 text") from None
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
         raise CassetteError(path, "", f"cannot read: {exc.strerror or exc}") from None
-    return loads(text, str(path))
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise CassetteError(path, "", f"not a regular file ({_kind(info.st_mode)})")
+        if info.st_size > MAX_CASSETTE_BYTES:
+            raise CassetteError(path, "", _too_large(info.st_size))
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            data = _read_bounded(handle, info.st_size)
+    except OSError as exc:
+        raise CassetteError(path, "", f"cannot read: {exc.strerror or exc}") from None
+    finally:
+        os.close(fd)
+    if len(data) > MAX_CASSETTE_BYTES:
+        raise CassetteError(path, "", _too_large(len(data)))
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise CassetteError(path, "", "not UTF-8 text") from None
+
+
+def _read_bounded(handle: BinaryIO, size: int) -> bytes:
+    """The file's bytes, at most one past the limit: its size in one read, then in chunks
+    when it has grown since (or, like a ``/proc`` file, reports no size)."""
+    parts = [handle.read(min(size, MAX_CASSETTE_BYTES) + 1)]
+    total = len(parts[0])
+    while total > size and total <= MAX_CASSETTE_BYTES:
+        part = handle.read(min(_CHUNK, MAX_CASSETTE_BYTES + 1 - total))
+        if not part:
+            break
+        parts.append(part)
+        total += len(part)
+    return b"".join(parts) if len(parts) > 1 else parts[0]
+
+
+_CHUNK = 1 << 20
+
+
+def _too_large(size: int) -> str:
+    return (
+        f"{size} bytes is over the {MAX_CASSETTE_BYTES}-byte limit for a cassette;"
+        " split the recording into several cassettes"
+    )
+
+
+def _kind(mode: int) -> str:
+    kinds = {
+        stat.S_ISDIR: "a directory",
+        stat.S_ISFIFO: "a FIFO",
+        stat.S_ISCHR: "a character device",
+        stat.S_ISBLK: "a block device",
+        stat.S_ISSOCK: "a socket",
+    }
+    return next((name for test, name in kinds.items() if test(mode)), "an unknown kind of file")
 
 
 def dump(cassette: Cassette, path: str | os.PathLike[str]) -> None:

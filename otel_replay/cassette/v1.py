@@ -18,6 +18,7 @@ from typing import Any
 
 from otel_replay.cassette.fields import Fields, Problem, check
 from otel_replay.cassette.format import Cassette
+from otel_replay.cassette.wire import check_event, check_headers, check_status
 from otel_replay.core.errors import CassetteError
 from otel_replay.core.exchange import (
     ALL_KNOWN,
@@ -167,7 +168,9 @@ def _decode_event(value: object, where: str) -> SSEEvent:
     if ("json" in obj.data) == ("data" in obj.data):
         raise Problem(where, "needs exactly one of 'json' and 'data'")
     data = obj.req("data", "str") if "data" in obj.data else compact(obj.data["json"])
-    return SSEEvent(data=data, event=obj.opt("event", None, "str"), t=float(obj.req("t", "number")))
+    event, t = obj.opt("event", None, "str"), float(obj.req("t", "number"))
+    check_event(event, data, t, where)
+    return SSEEvent(data=data, event=event, t=t)
 
 
 def _decode_response(value: object, where: str) -> Response:
@@ -179,14 +182,17 @@ def _decode_response(value: object, where: str) -> Response:
     headers = obj.opt("headers", {}, "dict")
     for name, header in headers.items():
         check(header, f"{where}.headers.{name}", "str")
+    check_headers(headers, where)
+    status, fault = obj.req("status", "int"), obj.opt("fault", None, "str")
+    check_status(status, fault, where)
     return Response(
-        status=obj.req("status", "int"),
+        status=status,
         headers=headers,
         body=body,
         events=None
         if events is None
         else [_decode_event(e, f"{where}.events[{i}]") for i, e in enumerate(events)],
-        fault=obj.opt("fault", None, "str"),
+        fault=fault,
     )
 
 

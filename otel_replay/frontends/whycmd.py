@@ -27,6 +27,8 @@ def _request_file(path: Path, provider: str | None, api_path: str | None) -> dic
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise ConfigError(f"{path}: cannot read a JSON request ({exc})") from exc
+    except RecursionError:
+        raise ConfigError(f"{path}: cannot read a JSON request (nested too deeply)") from None
     if isinstance(data, dict) and "body" in data and "path" in data:
         record = dict(data)
     else:
