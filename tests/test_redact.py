@@ -18,7 +18,7 @@ from secrets_corpus import (
 )
 
 from otel_replay.redaction.headers import is_sensitive_header
-from otel_replay.redaction.names import is_secret_name, parse_dotenv
+from otel_replay.redaction.names import is_secret_name, parse_dotenv, redact_argv
 from otel_replay.redaction.redact import PATTERNS_ONLY, Redactor
 
 NO_DOTENV = Path("/nonexistent-otel-replay-test-dir")
@@ -305,3 +305,34 @@ def test_corpus_covers_the_hosted_model_and_platform_keys():
         "openrouter-key", "perplexity-key", "gitlab-token", "npm-token", "sendgrid-key",
         "digitalocean-token", "basic-auth", "token-auth", "azure-account-key", "slack-webhook",
     }  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("text", "redacted"),
+    [
+        ('{"aws": {"secret_key": "wJalrXUtnFEMI/K7MDENG"}}',
+         '{"aws": {"secret_key": "[REDACTED:secret-field]"}}'),
+        ('{"arguments": "{\\"password\\": \\"correct-horse-9\\"}"}',
+         '{"arguments": "{\\"password\\": \\"[REDACTED:secret-field]\\"}"}'),
+        ('"refresh_token": "1//0gabcdefghijk"', '"refresh_token": "[REDACTED:secret-field]"'),
+        ("--db-password=hunter2secret", "--db-password=[REDACTED:secret-field]"),
+        ("client_secret=abcdefgh12345", "client_secret=[REDACTED:secret-field]"),
+        ('{"api_key": "weather-service-key"}', '{"api_key": "[REDACTED:secret-field]"}'),
+        # not secrets: prose, short values, booleans, placeholders, a key named "key"
+        ("the secret: plainword", "the secret: plainword"),
+        ('{"password": true, "max_tokens": 100, "key": "weather_city"}',
+         '{"password": true, "max_tokens": 100, "key": "weather_city"}'),
+        ('{"secret": "[REDACTED:x]"}', '{"secret": "[REDACTED:x]"}'),
+    ],
+)  # fmt: skip
+def test_values_under_secret_names_are_redacted(text, redacted):
+    assert PATTERNS_ONLY.text(text) == redacted
+
+
+def test_a_command_line_hides_the_values_of_secret_options():
+    argv = ["agent", "--db-password=hunter2secret", "--api-key", "plainvalue", "--city", "Lisbon",
+            "--token", "--verbose"]  # fmt: skip
+    assert redact_argv(argv, PATTERNS_ONLY.text) == [
+        "agent", "--db-password=[REDACTED:secret-field]", "--api-key", "[REDACTED:argument]",
+        "--city", "Lisbon", "--token", "--verbose",
+    ]  # fmt: skip

@@ -97,3 +97,32 @@ def test_encoded_text_without_secrets_is_left_alone(tmp_path: Path):
     assert PATTERNS_ONLY.text('{"text": "caf\\u00e9 ok \\u2014 fine"}') == (
         '{"text": "caf\\u00e9 ok \\u2014 fine"}'
     )
+
+
+def test_the_agents_command_line_in_a_cassette_hides_secret_options(tmp_path: Path):
+    import os
+    import subprocess
+    import sys
+
+    from otel_replay.testing.stub import run_stub
+
+    agent = tmp_path / "agent.py"
+    agent.write_text(
+        "import openai\n"
+        "openai.OpenAI(max_retries=0).chat.completions.create(\n"
+        "    model='m', messages=[{'role': 'user', 'content': 'hi'}])\n"
+    )
+    secrets = ["hunter2secret", "plainvalue1"]
+    with run_stub() as stub:
+        done = subprocess.run(
+            [sys.executable, "-m", "otel_replay", "record", "--cassette", "c.json",
+             "--upstream-openai", stub.openai_url, "--", sys.executable, str(agent),
+             f"--db-password={secrets[0]}", "--api-key", secrets[1]],
+            cwd=tmp_path, capture_output=True, text=True, timeout=120,
+            env={**os.environ, "OPENAI_API_KEY": "sk-test-1234567890"},
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    text = (tmp_path / "c.json").read_text()
+    assert '"--db-password=[REDACTED:secret-field]"' in text
+    assert '"[REDACTED:argument]"' in text
+    assert not any(secret in text for secret in secrets)

@@ -18,7 +18,7 @@ MB = 1_000_000
 TRAPS = {
     "jwt": "eyJ",
     "url-password": "://user:",
-    "aws": "aws_secret_key=",
+    "aws": "aws_secret_key=x ",
     "bearer-word": "Bearer authentication ",
     "openai": "sk-" + "a" * 31 + " ",
     "query-placeholder": "?key=[REDACTED:x]&",

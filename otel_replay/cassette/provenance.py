@@ -15,6 +15,7 @@ from pathlib import Path
 
 from otel_replay._version import __version__
 from otel_replay.core.exchange import JSON
+from otel_replay.redaction.names import redact_argv
 
 __all__ = ["build_source", "default_source", "extended_source", "run_source"]
 
@@ -38,10 +39,11 @@ def run_source(
     command: Sequence[str], traces: Path | None, redact: Callable[[str], str]
 ) -> dict[str, JSON]:
     """Provenance of a cassette a run records: the time, the version, the agent's command
-    (each argument through ``redact``) and the trace file the run kept, if any."""
+    (each argument through ``redact``, and the value of an option named like a secret
+    hidden) and the trace file the run kept, if any."""
     source: dict[str, JSON] = {"recorded_at": _utc_now(), "otel_replay": __version__}
     if command:
-        source["command"] = [redact(part) for part in command]
+        source["command"] = list(redact_argv(command, redact))
     if traces:
         source["traces"] = [str(traces)]
     return source

@@ -4,10 +4,11 @@ are plainly configuration (a model name, a base URL) and not credentials."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 
 from otel_replay.core.envvars import SECRET_NAME_SUFFIXES, SECRET_NAME_WORDS
 
-__all__ = ["is_secret_name", "looks_like_settings", "parse_dotenv"]
+__all__ = ["is_secret_name", "looks_like_settings", "parse_dotenv", "redact_argv"]
 
 
 _NUMBERED = re.compile(r"_?[0-9]+$")
@@ -94,3 +95,24 @@ def _dotenv_value(value: str) -> str:
         return inner
     comment = re.search(r"\s#", value)
     return value[: comment.start()].rstrip() if comment else value
+
+
+_SECRET_OPTION = re.compile(
+    r"--?[A-Za-z0-9_.-]*(?:password|passwd|secret|token|api[_-]?key|apikey|credentials?)",
+    re.IGNORECASE,
+)
+
+
+def redact_argv(argv: Sequence[str], redact: Callable[[str], str]) -> list[str]:
+    """A command line as it may be written down: every argument through ``redact``, and
+    the value after an option named like a secret (``--api-key VALUE``,
+    ``--db-password VALUE``) replaced whatever it looks like."""
+    out: list[str] = []
+    hide_next = False
+    for arg in argv:
+        if hide_next and not arg.startswith("-"):
+            out.append("[REDACTED:argument]")
+        else:
+            out.append(redact(arg))
+        hide_next = _SECRET_OPTION.fullmatch(arg) is not None
+    return out

@@ -43,6 +43,15 @@ _AWS_VALUE = r"(?:\\?[\"'])?\s*[:=]\s*(?:\\?[\"'])?(?P<secret>[A-Za-z0-9/+]{40,}
 _BEARER_VALUE = r"\s+(?P<secret>[A-Za-z0-9._~+/=-]{8,})"
 _BEARER_WORD = 20
 _BASIC_VALUE = r"\s+(?P<secret>[A-Za-z0-9+/]{4,}={0,2})"
+_PASSWORD_NAME = r"(?i:assw(?:or)?d|rivate[_-]?key)"
+_SECRET_NAME = r"(?i:ecret(?:[_-]?(?:access[_-]?)?key)?)"
+_API_KEY_NAME = r"(?i:pi[_-]?key)"
+_TOKEN_NAME = r"(?i:token)"
+_CREDENTIALS_NAME = r"(?i:redentials?)"
+# The name ends at the value: a closing quote (JSON-escaped in a raw body) and ``:``, or
+# ``=`` (prose such as "the password: ..." is left alone); a placeholder, a nested object
+# or a short value (a flag, ``true``) is not a secret.
+_FIELD_VALUE = r"(?:\\?[\"']\s*:|\s*=)\s*(?:\\?[\"'])?(?P<secret>[^\s\"'\\,;&{}\[\]<>]{8,})"
 _QUERY_VALUE = (
     r"(?i:api[_-]?key|apikey|key|access[_-]?token|auth[_-]?token|token|client[_-]?secret"
     r"|secret|password|passwd|sig|signature|x-amz-signature|x-amz-credential"
@@ -75,6 +84,19 @@ _SHAPES: tuple[tuple[str, str], ...] = (
     ("aws-secret-key", "A" + _AWS_NAME + _AWS_VALUE),
     ("aws-secret-key", "s" + _SECRET_ACCESS_NAME + _AWS_VALUE),
     ("aws-secret-key", "S" + _SECRET_ACCESS_NAME + _AWS_VALUE),
+    # A value under a secret's name: ``"password": "..."``, ``client_secret=...``,
+    # ``--db-password=...``, ``"api_key": "..."``, ``refresh_token: ...`` (JSON, YAML,
+    # query, command line), whatever the value looks like.
+    ("secret-field", "p" + _PASSWORD_NAME + _FIELD_VALUE),
+    ("secret-field", "P" + _PASSWORD_NAME + _FIELD_VALUE),
+    ("secret-field", "s" + _SECRET_NAME + _FIELD_VALUE),
+    ("secret-field", "S" + _SECRET_NAME + _FIELD_VALUE),
+    ("secret-field", "a" + _API_KEY_NAME + _FIELD_VALUE),
+    ("secret-field", "A" + _API_KEY_NAME + _FIELD_VALUE),
+    ("secret-field", "_" + _TOKEN_NAME + _FIELD_VALUE),
+    ("secret-field", "-" + _TOKEN_NAME + _FIELD_VALUE),
+    ("secret-field", "c" + _CREDENTIALS_NAME + _FIELD_VALUE),
+    ("secret-field", "C" + _CREDENTIALS_NAME + _FIELD_VALUE),
     ("github-token", r"gh[pousr]_[A-Za-z0-9]{36,}"),
     ("github-token", r"github_pat_[A-Za-z0-9_]{22,}"),
     ("google-api-key", r"AIza[0-9A-Za-z_-]{35}"),
@@ -120,6 +142,8 @@ ANCHORS: tuple[str, ...] = (
     *"AIza xox xapp- eyJ earer EARER :// =".split(),
     *"hf_ gsk_ xai- r8_ dapi pplx- glpat- npm_ SG. _v1_ hooks.slack.com".split(),
     *"asic ASIC Token TOKEN ccountKey= ccessKey=".split(),
+    *"assw ASSW rivate RIVATE pi_key pi-key piKey pikey PI_KEY PIKEY PI-KEY".split(),
+    *"_token _TOKEN _Token -token -TOKEN redential REDENTIAL".split(),
 )
 # Literal text whose base64 forms betray an encoded secret: the anchors of three or more
 # characters (``=`` alone encodes to nothing of its own), and longer prefixes so that a
