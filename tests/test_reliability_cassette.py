@@ -18,6 +18,7 @@ import pytest
 
 from otel_replay.cassette import model
 from otel_replay.cassette.model import load
+from otel_replay.cassette.wire import MAX_DEPTH
 from otel_replay.core.errors import CassetteError
 
 pytest_plugins = ["pytester"]
@@ -245,15 +246,15 @@ def test_a_sparse_file_over_the_limit_is_refused_without_reading_it(outside: Pat
 # --- nesting --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("depth", [200_000, 5_000, 600, 130])
+@pytest.mark.parametrize("depth", [200_000, 5_000, 600, MAX_DEPTH + 2])
 def test_deeply_nested_json_is_a_one_line_error(outside: Path, depth: int) -> None:
     path = outside / "deep.json"
     nested = "[" * depth + "]" * depth
     text = _cassette(_interaction(body={"choices": []})).replace('"choices": []', '"x": ' + nested)
     path.write_text(text)
-    with pytest.raises(CassetteError, match="nested more than 128 levels deep"):
+    with pytest.raises(CassetteError, match=f"nested more than {MAX_DEPTH} levels deep"):
         load(path)
-    _assert_refused(path, "nested more than 128 levels deep", ("replay", "why"))
+    _assert_refused(path, f"nested more than {MAX_DEPTH} levels deep", ("replay", "why"))
 
 
 def test_nesting_within_the_limit_loads(outside: Path) -> None:

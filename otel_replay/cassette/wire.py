@@ -14,14 +14,15 @@ from itertools import chain, compress
 
 from otel_replay.cassette.fields import Problem
 from otel_replay.core.exchange import JSON
+from otel_replay.core.limits import CASSETTE_FRAME_DEPTH, MAX_BODY_DEPTH
 
 __all__ = ["FAULTS", "MAX_DEPTH", "check_event", "check_headers", "check_status", "too_deep"]
 
 FAULTS = frozenset({"timeout", "reset", "reset_mid_stream"})
 """The transport faults the gateway records and replays (see ``Response.fault``)."""
 
-MAX_DEPTH = 128
-"""How deeply JSON values in a cassette may nest (tool schemas nest a few tens deep)."""
+MAX_DEPTH = MAX_BODY_DEPTH + CASSETTE_FRAME_DEPTH
+"""How deeply a cassette's JSON may nest: any body the gateway accepts, in its frame."""
 
 _TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _BREAKS = re.compile(r"[\r\n\x00]")

@@ -15,6 +15,7 @@ from aiohttp import web
 from otel_replay.core.errors import OtelReplayError
 from otel_replay.core.exchange import JSON, CanonicalRequest, Exchange, Response, SSEEvent
 from otel_replay.core.ids import new_span_id, new_trace_id
+from otel_replay.core.limits import MAX_BODY_DEPTH
 from otel_replay.providers import Route
 from otel_replay.providers.base import Provider
 from otel_replay.redaction.redact import Redactor
@@ -25,7 +26,6 @@ __all__ = ["BodyTooDeep", "Call", "parse_body", "parse_traceparent", "redacted_b
 
 log = logging.getLogger("otel_replay.gateway")
 
-MAX_DEPTH = 128  # as ``Limits.max_depth``
 _STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')  # a JSON string, escapes and all
 _NOT_BRACKET = bytes(b for b in range(256) if b not in b"[]{}")
 _STEP = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
@@ -39,7 +39,7 @@ class BodyTooDeep(OtelReplayError, ValueError):
         super().__init__(f"otel-replay: the request body nests deeper than {limit} levels")
 
 
-def parse_body(raw: bytes, max_depth: int = MAX_DEPTH) -> JSON:
+def parse_body(raw: bytes, max_depth: int = MAX_BODY_DEPTH) -> JSON:
     """The JSON value of a body; its text when it is not JSON; None when empty.
     :class:`BodyTooDeep` when it nests beyond ``max_depth``."""
     if not raw:

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from otel_replay.core.limits import MAX_BODY_DEPTH
+
 __all__ = ["Limits"]
 
 MIB = 1024 * 1024
@@ -22,5 +24,5 @@ class Limits:
     max_event_bytes: int = 16 * MIB
     """One streamed event's size; beyond it the stream ends with an error."""
 
-    max_depth: int = 128
+    max_depth: int = MAX_BODY_DEPTH
     """How deeply a request body's JSON may nest; deeper is a 400."""
