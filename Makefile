@@ -3,8 +3,10 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# the real coding-agent CLIs the tests drive, pinned in tests/clients (npm, cached in the venv)
+CLIENTS := $(VENV)/clients/.installed
 
-.PHONY: demo test lint typecheck bench soak clean
+.PHONY: demo test lint typecheck bench soak clients clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -14,10 +16,18 @@ $(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[test,bench]'
 	touch $(STAMP)
 
+$(CLIENTS): tests/clients/package.json tests/clients/package-lock.json
+	mkdir -p $(VENV)/clients
+	cp tests/clients/package.json tests/clients/package-lock.json $(VENV)/clients/
+	cd $(VENV)/clients && npm ci --no-audit --no-fund --loglevel=error
+	touch $(CLIENTS)
+
+clients: $(CLIENTS)
+
 demo: $(STAMP)
 	$(BIN)/otel-replay demo
 
-test: lint typecheck
+test: lint typecheck $(CLIENTS)
 	$(BIN)/python -m pytest -q
 
 lint: $(STAMP)
