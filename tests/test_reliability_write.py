@@ -8,6 +8,9 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from otel_replay.cassette.model import load
 from otel_replay.testing.stub import run_stub
@@ -167,13 +170,15 @@ def test_disk_full_while_recording_stops_loudly_and_keeps_what_was_saved(
     saved = _contents(cassette)
     assert 0 < len(saved) < 40
     assert saved == [f"call {i}" for i in range(len(saved))]
-    # the agent saw failures once nothing more could be saved, in the provider's format
-    ok, failed = len(saved) + 1, 40 - len(saved) - 1
+    # every answer the agent got was saved: the call in flight when the disk filled got
+    # a failure, as did every later one, in the provider's format
+    ok, failed = len(saved), 40 - len(saved)
     assert f"ok={ok} failed={failed}" in proc.stdout, proc.stdout
-    assert "Error code: 507 - otel-replay: recording stopped" in proc.stdout
+    assert "Error code: 507 - otel-replay: " in proc.stdout
     assert "File too large" in proc.stdout
-    # the summary says what was not saved, and why, in one line each
-    assert f"{ok} live · 0 misses · 0 spans received · {40 - len(saved)} not saved" in err
+    # the summary says what was not saved (the call in flight was forwarded live, its
+    # answer not saved), and why, in one line each
+    assert f"{ok + 1} live · 0 misses · 0 spans received · {failed} not saved" in err
     assert f"cannot write {traces}: File too large; recording stopped there" in err, err
     # every line of the trace file is whole, and the cassette replays offline
     assert len(traces.read_bytes().splitlines()) == len(saved)
@@ -188,25 +193,32 @@ def test_disk_full_while_recording_stops_loudly_and_keeps_what_was_saved(
     assert f"{len(saved)} replayed · 0 live · 0 misses" in replay_err, replay_err
 
 
+def _unwritable_store(tmp_path: Path, traces: Path, stub: Any) -> Any:
+    """A recording gateway's configuration whose every trace write fails: a directory
+    stands where the trace file should be."""
+    from otel_replay.gateway.runner import GatewayConfig
+
+    traces.mkdir()
+    return GatewayConfig(
+        mode="record",
+        cassette=tmp_path / "c.json",
+        traces=traces,
+        upstreams={"openai": stub.openai_url, "anthropic": stub.anthropic_url},
+        environ={"OPENAI_API_KEY": OPENAI_KEY},
+    )
+
+
 def test_unwritable_trace_store_fails_the_stream_in_flight_and_refuses_later_calls(
     tmp_path: Path,
 ) -> None:
     import anthropic
     import httpx
 
-    from otel_replay.gateway.runner import GatewayConfig, GatewayThread
+    from otel_replay.gateway.runner import GatewayThread
 
     traces = tmp_path / "traces"
-    traces.mkdir()  # a directory where the trace file should be: every write fails
     with run_stub() as stub:
-        config = GatewayConfig(
-            mode="record",
-            cassette=tmp_path / "c.json",
-            traces=traces,
-            upstreams={"openai": stub.openai_url, "anthropic": stub.anthropic_url},
-            environ={"OPENAI_API_KEY": OPENAI_KEY},
-        )
-        with GatewayThread(config) as gateway:
+        with GatewayThread(_unwritable_store(tmp_path, traces, stub)) as gateway:
             env = gateway.env
             messages = [{"role": "user", "content": "hello"}]
             # a client reading the stream to its end (the SDKs stop at its last event)
@@ -237,6 +249,31 @@ def test_unwritable_trace_store_fails_the_stream_in_flight_and_refuses_later_cal
     assert summary.not_saved == 2 and summary.live == 1
     assert summary.write_errors and f"cannot write {traces}" in summary.write_errors[0]
     assert summary.line().endswith("· 2 not saved")
+    assert not (tmp_path / "c.json").exists()
+
+
+def test_unwritable_trace_store_fails_the_plain_call_in_flight(tmp_path: Path) -> None:
+    """A plain answer is recorded before the agent gets it: one that could not be saved
+    reaches the agent as a 507, so the agent never acts on an answer a replay lacks."""
+    import openai
+
+    from otel_replay.gateway.runner import GatewayThread
+
+    traces = tmp_path / "traces"
+    with run_stub() as stub:
+        with GatewayThread(_unwritable_store(tmp_path, traces, stub)) as gateway:
+            client = openai.OpenAI(
+                base_url=gateway.env["OPENAI_BASE_URL"], api_key=OPENAI_KEY, max_retries=0
+            )
+            with pytest.raises(openai.APIStatusError) as failed:
+                client.chat.completions.create(
+                    model="gpt-4o-mini", messages=[{"role": "user", "content": "hello"}]
+                )
+            summary = gateway.stop()
+        forwarded = len(stub.received)
+    assert failed.value.status_code == 507
+    assert "answer not saved" in str(failed.value) and f"cannot write {traces}" in str(failed.value)
+    assert forwarded == 1 and summary.live == 1 and summary.not_saved == 1
     assert not (tmp_path / "c.json").exists()
 
 

@@ -259,15 +259,14 @@ class Gateway:
 
     # -- forward and record ------------------------------------------------------------
     async def forward(self, call: Call) -> web.StreamResponse:
-        """Forward live and record. A plain answer reaches the agent first and is recorded
-        right after (the session's ``finish`` waits for it); a stream is recorded as its
-        last event passes, before the stream ends. Once recording has stopped (a write
-        failed) a live call is refused: what the agent gets could not be saved."""
+        """Forward live and record. A plain answer is recorded before it reaches the
+        agent; a stream is recorded as its last event passes, before the stream ends. An
+        answer that could not be saved reaches the agent as a failure (a plain one as a 507,
+        a stream cut short), and once recording has stopped a live call is refused: what the
+        agent gets is always what a replay will give it."""
         failure = call.session.refuse_live()
         if failure is not None:
-            message = f"otel-replay: recording stopped, call not forwarded: {failure}"
-            body = call.provider.error_body(507, message, "otel_replay_write_failed")
-            return web.json_response(body, status=507, headers={"x-should-retry": "false"})
+            return _not_saved(call, f"recording stopped, call not forwarded: {failure}")
         with call.session.forwarding():
             return await self._forward(call)
 
@@ -312,16 +311,13 @@ class Gateway:
         except asyncio.CancelledError:
             self._record(call, Response(status=0, fault="timeout"))
             raise
-        response = web.Response(
+        body = redacted_body(call.session.redactor, data)
+        if not self._record(call, Response(status=upstream.status, headers=kept, body=body)):
+            failure = call.session.write_failure or "the exchange could not be written"
+            return _not_saved(call, f"answer not saved, recording stopped: {failure}")
+        return web.Response(
             status=upstream.status, body=data, headers=passthrough(upstream.headers)
         )
-        try:
-            await response.prepare(request)
-            await response.write_eof()
-        finally:
-            body = redacted_body(call.session.redactor, data)
-            self._record(call, Response(status=upstream.status, headers=kept, body=body))
-        return response
 
     async def _forward_stream(
         self,
@@ -389,3 +385,10 @@ class Gateway:
         except Exception:  # recording must never break the agent's call
             log.exception("otel-replay could not record an exchange")
             return True
+
+
+def _not_saved(call: Call, why: str) -> web.Response:
+    """A live call whose answer could not be (or will not be) saved: a 507 in the
+    provider's error format, which the SDKs do not retry."""
+    body = call.provider.error_body(507, f"otel-replay: {why}", "otel_replay_write_failed")
+    return web.json_response(body, status=507, headers={"x-should-retry": "false"})
