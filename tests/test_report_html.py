@@ -8,10 +8,10 @@ import json
 from pathlib import Path
 
 import pytest
-from browser import browser_page
 from report_runs import record, replay_missing
 
 from otel_replay.frontends.cli import main
+from otel_replay.testing.browser import browser_page
 
 ROWS = "[...document.querySelectorAll('#rows .row')]"
 

@@ -189,4 +189,5 @@
     }
   }
   document.body.setAttribute("data-ready", String(n));
+  if (window.performance && performance.mark) performance.mark("otel-replay-ready");
 })();

@@ -1,6 +1,7 @@
 """Debian's Chromium, headless, driven over the DevTools protocol (aiohttp's websocket
 client): load a page, watch its console and network, run script in it, screenshot it.
-Nothing is downloaded: the browser is the system's ``chromium``."""
+The report tests and the report benchmark use it. Nothing is downloaded: the browser is
+the system's ``chromium`` (``make test`` installs it when missing)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+
+__all__ = ["FLAGS", "Page", "browser_page", "chromium"]
 
 FLAGS = [
     "--headless",
@@ -62,7 +65,8 @@ class Page:
                 if future is not None and not future.done():
                     future.set_result(data)
                 continue
-            method, params = data.get("method", ""), data.get("params", {})
+            method: str = data.get("method", "")
+            params: dict[str, Any] = data.get("params", {})
             if method == "Runtime.consoleAPICalled" and params.get("type") in ("error", "assert"):
                 self.errors.append(json.dumps(params.get("args")))
             elif method == "Runtime.exceptionThrown":
@@ -98,6 +102,11 @@ class Page:
         if "exceptionDetails" in reply:
             raise RuntimeError(f"{expression}: {reply['exceptionDetails']}")
         return reply["result"].get("value")
+
+    async def close(self) -> None:
+        self._reader.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._reader
 
     async def key(self, key: str, code: str | None = None, keycode: int = 0) -> None:
         for kind in ("keyDown", "keyUp"):
@@ -140,9 +149,7 @@ async def browser_page() -> AsyncIterator[Page]:
                 try:
                     yield page
                 finally:
-                    page._reader.cancel()
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await page._reader
+                    await page.close()
     finally:
         proc.terminate()
         try:
