@@ -20,7 +20,8 @@ KEY = "sk-test-1234567890abcdef"
 
 
 @contextmanager
-def _key() -> Iterator[None]:
+def key_set() -> Iterator[None]:
+    """OPENAI_API_KEY set for the block (recording needs one; nothing checks it)."""
     before = os.environ.get("OPENAI_API_KEY")
     os.environ["OPENAI_API_KEY"] = KEY
     try:
@@ -35,7 +36,7 @@ def _key() -> Iterator[None]:
 def record(stub: StubUpstream, folder: Path, name: str, **variant: Any) -> tuple[Path, Path]:
     """Record one run of the agent (``variant``: its options); (cassette, trace file)."""
     cassette, traces = folder / f"{name}.json", folder / f"{name}.jsonl"
-    with _key(), otel_replay.record(cassette, traces=traces, upstream_openai=stub.openai_url):
+    with key_set(), otel_replay.record(cassette, traces=traces, upstream_openai=stub.openai_url):
         trajectory_agent.run(**variant)
     return cassette, traces
 
