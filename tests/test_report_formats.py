@@ -117,3 +117,6 @@ def test_pytest_plugin_reports_by_extension(
     assert page.startswith("<!DOCTYPE html>")
     assert '<tr class="failed"><td>test_agent.py::test_weather</td>' in page
     assert "replay miss: messages changed" in page
+    # the failing test's diff against its recording
+    assert "diff against the recording" in page
+    assert "differ at step 1: replay miss" in page

@@ -6,14 +6,24 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from otel_replay.core.errors import ConfigError
+from otel_replay.core.errors import ConfigError, OtelReplayError
 from otel_replay.reports import write_json
 from otel_replay.reports.misses import Miss
 from otel_replay.reports.run import Block, Summary, run_report, suite_report
 
-__all__ = ["REPORT_FORMATS", "SPAN_REPORTS", "report_format", "write_run_report", "write_suite"]
+if TYPE_CHECKING:
+    from otel_replay.reports.diff import TrajectoryDiff
+
+__all__ = [
+    "REPORT_FORMATS",
+    "SPAN_REPORTS",
+    "block_diffs",
+    "report_format",
+    "write_run_report",
+    "write_suite",
+]
 
 REPORT_FORMATS = {".json": "json", ".html": "html", ".htm": "html", ".md": "md"}
 SPAN_REPORTS = frozenset(ext for ext, kind in REPORT_FORMATS.items() if kind != "json")
@@ -63,4 +73,29 @@ def write_suite(
         return
     from otel_replay.reports.page import suite_markdown, suite_page
 
-    _write_text(path, suite_page(doc) if kind == "html" else suite_markdown(doc))
+    diffs = block_diffs(blocks)
+    _write_text(path, suite_page(doc, diffs) if kind == "html" else suite_markdown(doc, diffs))
+
+
+def block_diffs(blocks: Sequence[Block]) -> dict[int, TrajectoryDiff]:
+    """For each block that missed (by its index), its run against its recording: the
+    recordings it replayed in order, then its misses (a strict run stops at its first)."""
+    from otel_replay.cassette.model import load
+    from otel_replay.reports.diff import diff_trajectories
+    from otel_replay.reports.trajectory import Step, trajectory_of
+
+    out: dict[int, TrajectoryDiff] = {}
+    for i, block in enumerate(blocks):
+        summary = block.summary
+        if not summary.misses:
+            continue
+        try:
+            recorded = load(block.cassette).interactions
+        except OtelReplayError:  # no recording to compare with: the misses say it all
+            continue
+        base = trajectory_of([(ex, None) for ex in recorded], source=block.cassette)
+        ran = [(recorded[h], None) for h in summary.hits if 0 <= h < len(recorded)]
+        new = trajectory_of(ran, source=block.nodeid)
+        new.steps += [Step("miss", message, (), state="miss") for message in summary.misses]
+        out[i] = diff_trajectories(base, new)
+    return out

@@ -4,12 +4,12 @@ trajectory), a test session, and a trajectory diff."""
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from otel_replay.reports.diff import TrajectoryDiff
-from otel_replay.reports.difftext import render_md, shown_rows, step_label
+from otel_replay.reports.difftext import render_md, render_text, shown_rows, step_label
 from otel_replay.reports.html import page, span_data
 from otel_replay.reports.prices import price_date
 from otel_replay.reports.spantree import SpanNode
@@ -107,11 +107,12 @@ def _block_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
     return list(doc.get("blocks", []))
 
 
-def suite_page(doc: dict[str, Any]) -> str:
-    """A test session's report: totals, then one row per block."""
+def suite_page(doc: dict[str, Any], diffs: Mapping[int, TrajectoryDiff] | None = None) -> str:
+    """A test session's report: totals, then one row per block; a block that missed
+    shows its diff against its recording."""
     totals = doc["totals"]
     rows = []
-    for block in _block_rows(doc):
+    for i, block in enumerate(_block_rows(doc)):
         misses = "<br>".join(_e(m) for m in block.get("misses", []))
         cls = ' class="failed"' if block.get("misses") else ""
         rows.append(
@@ -119,6 +120,11 @@ def suite_page(doc: dict[str, Any]) -> str:
             f"<td>{_e(block['mode'])}</td><td>{block['replayed']}</td><td>{block['live']}</td>"
             f"<td>{misses}</td></tr>"
         )
+        if diffs and i in diffs:
+            rows.append(
+                '<tr class="diff"><td colspan="6"><details><summary>diff against the '
+                f"recording</summary><pre>{_e(render_text(diffs[i]))}</pre></details></td></tr>"
+            )
     body = f"""<header><h1>otel-replay · test session</h1>
 <p id="summary">{totals["replayed"]} replayed · {totals["live"]} live ·
 {len(totals["misses"])} misses · {totals["spans_received"]} spans received
@@ -128,7 +134,7 @@ def suite_page(doc: dict[str, Any]) -> str:
     return page("otel-replay · test session", body)
 
 
-def suite_markdown(doc: dict[str, Any]) -> str:
+def suite_markdown(doc: dict[str, Any], diffs: Mapping[int, TrajectoryDiff] | None = None) -> str:
     totals = doc["totals"]
     lines = [
         "### otel-replay test session",
@@ -145,6 +151,10 @@ def suite_markdown(doc: dict[str, Any]) -> str:
             f"| {b['test']} | {b['cassette']} | {b['mode']} | {b['replayed']} | {b['live']} "
             f"| {misses} |"
         )
+    for i, diff in sorted((diffs or {}).items()):
+        test = _block_rows(doc)[i]["test"]
+        lines += ["", f"<details><summary>{test}: diff against the recording</summary>", ""]
+        lines += [render_md(diff).replace("### ", "#### ", 1), "</details>"]
     return "\n".join(lines) + "\n"
 
 
