@@ -155,7 +155,8 @@ def render_md(diff: TrajectoryDiff) -> str:
     lines += ["", "| | # | what | step | BASE had |", "|---|---|---|---|---|"]
     before, rows, after = shown_rows(diff)
     if before:
-        lines.append(f"| | 1–{before} | same | {_plural(before, 'equal step')} | |")
+        span = f"1–{before}" if before > 1 else "1"
+        lines.append(f"| | {span} | same | {_plural(before, 'equal step')} | |")
     for r in rows:
         was = _md(r.was) if r.was else ""
         lines.append(f"| {_MD_MARK[r.op]} | {r.number} | {r.what} | {_md(r.label)} | {was} |")
