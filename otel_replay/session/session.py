@@ -28,7 +28,7 @@ from otel_replay.matching.normalize import current_places
 from otel_replay.matching.profiles import RuleSources, mentions
 from otel_replay.matching.session_rules import DEFAULT_SOURCES, cassette_rules
 from otel_replay.matching.session_rules import matching_rules as matching_rules
-from otel_replay.matching.why import explain
+from otel_replay.matching.why import explain_against
 from otel_replay.otlp.store import TraceStore, sibling
 from otel_replay.redaction.redact import Redactor
 from otel_replay.reports.formats import SPAN_REPORTS, write_run_report
@@ -43,6 +43,7 @@ MODES = ("strict", "auto", "record", "off")
 
 log = logging.getLogger("otel_replay")
 _GC_PAUSE_EXCHANGES = 1_000
+_WHY_SPANS = 20  # misses whose span carries their why
 
 
 def default_mode(environ: dict[str, str] | None = None) -> str:
@@ -214,14 +215,14 @@ class Session:
         request: CanonicalRequest | None = None,
         place: tuple[str | None, str | None, int] = (None, None, 0),
     ) -> None:
-        """A miss of ``request`` (its redacted ``body``); ``place``: the trace and parent
-        span ids its ``traceparent`` named and when it started, where its span goes."""
+        """A miss; ``place``: its traceparent's trace and span ids, and its start time."""
         with self._lock:
             used = sorted(self.matcher.used)
             self.misses.append(Miss(str(miss), miss.component, provider, path, body, used))
         if self.writes_replayed_spans:
-            recorded = [ex.request for ex in self.cassette.interactions]
-            why = explain(request, recorded, used, 1, self.normalizer) if request else None
+            # the first misses explain themselves; an agent looping on misses costs no more
+            explained = request is not None and len(self.misses) <= _WHY_SPANS
+            why = explain_against(self.matcher, request, 1) if explained and request else None
             doc = miss_to_trace_json(str(miss), miss.component, provider, path, body, why, place)
             self.store.append_traces(self.store.traces_line(doc))
 
