@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import textwrap
 from pathlib import Path
 
@@ -120,3 +121,34 @@ def test_pytest_plugin_reports_by_extension(
     # the failing test's diff against its recording
     assert "diff against the recording" in page
     assert "differ at step 1: replay miss" in page
+
+
+def test_report_and_diff_redact_a_foreign_trace(tmp_path: Path) -> None:
+    """A trace file from elsewhere may hold a secret the trace store would have replaced:
+    neither the report nor the diff writes it."""
+    from secrets_corpus import FAKE_OPENAI_KEY
+
+    span = {
+        "traceId": "0af7651916cd43dd8448eb211c80319c",
+        "spanId": "b7ad6b7169203331",
+        "name": "execute_tool fetch",
+        "startTimeUnixNano": "1",
+        "endTimeUnixNano": "2",
+        "attributes": [
+            {"key": "gen_ai.operation.name", "value": {"stringValue": "execute_tool"}},
+            {"key": "gen_ai.tool.call.arguments", "value": {"stringValue": FAKE_OPENAI_KEY}},
+        ],
+    }
+    doc = {"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}
+    traces = tmp_path / "foreign.jsonl"
+    traces.write_text(json.dumps(doc) + "\n", encoding="utf-8")
+    other = tmp_path / "other.jsonl"
+    other.write_text(json.dumps(doc).replace(FAKE_OPENAI_KEY, "{}") + "\n", encoding="utf-8")
+    page, md = tmp_path / "r.html", tmp_path / "d.md"
+    assert main(["report", str(traces), "-o", str(page)]) == 0
+    assert main(["diff", str(traces), str(other), "-o", str(md)]) == 1
+    assert "tool arguments changed" in md.read_text(encoding="utf-8")
+    for path in (page, md):
+        text = path.read_text(encoding="utf-8")
+        assert FAKE_OPENAI_KEY not in text
+    assert "[REDACTED:openai-key]" in page.read_text(encoding="utf-8")

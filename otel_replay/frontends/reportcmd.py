@@ -16,12 +16,12 @@ DIFF_FORMATS = ("text", "md", "html")
 
 
 def _write(path: Path, text: str) -> None:
-    from otel_replay.cassette.model import write_atomic
+    """Written redacted: a trace file from elsewhere (a production Collector's) may hold
+    secrets the gateway's trace store would have replaced."""
+    from otel_replay.redaction.redact import Redactor
+    from otel_replay.reports.formats import write_text
 
-    try:
-        write_atomic(path, text)
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot write: {exc.strerror or exc}") from None
+    write_text(path, text, Redactor.from_environment().text)
 
 
 def report_command(traces: Sequence[Path], output: Path) -> int:
@@ -65,7 +65,9 @@ def diff_command(base: Path, new: Path, fmt: str | None, output: Path | None) ->
     render = {"text": render_text, "md": render_md, "html": diff_page}[fmt]
     text = render(diff)
     if output is None:
-        sys.stdout.write(text)
+        from otel_replay.redaction.redact import Redactor
+
+        sys.stdout.write(Redactor.from_environment().text(text))
     else:
         _write(output, text)
         print(f"otel-replay diff: {diff.headline()} → {output}", file=sys.stderr)

@@ -4,7 +4,7 @@ summary, the misses and the trajectory, for a pull-request comment)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +23,7 @@ __all__ = [
     "report_format",
     "write_run_report",
     "write_suite",
+    "write_text",
 ]
 
 REPORT_FORMATS = {".json": "json", ".html": "html", ".htm": "html", ".md": "md"}
@@ -35,23 +36,34 @@ def report_format(path: Path) -> str:
     return REPORT_FORMATS.get(path.suffix.lower(), "json")
 
 
-def _write_text(path: Path, text: str) -> None:
+def _unchanged(text: str) -> str:
+    return text
+
+
+def write_text(path: Path, text: str, redact: Callable[[str], str] = _unchanged) -> None:
+    """``text`` through ``redact``, written crash-safely to ``path``; a ConfigError
+    naming the file when it cannot be written."""
     from otel_replay.cassette.model import write_atomic
 
     try:
-        write_atomic(path, text)
+        write_atomic(path, redact(text))
     except OSError as exc:
         raise ConfigError(f"{path}: cannot write: {exc.strerror or exc}") from None
 
 
 def write_run_report(
-    path: Path, summary: Summary, misses: Sequence[Miss], traces: Path | None
+    path: Path,
+    summary: Summary,
+    misses: Sequence[Miss],
+    traces: Path | None,
+    redact: Callable[[str], str] = _unchanged,
 ) -> None:
-    """One run's report at ``path``, in the format its extension names; ``traces``: the
-    run's trace file (its spans are shown by the HTML and Markdown forms)."""
+    """One run's report at ``path``, in the format its extension names, its text through
+    ``redact``; ``traces``: the run's trace file (the HTML and Markdown forms show its
+    spans)."""
     kind = report_format(path)
     if kind == "json":
-        write_json(path, run_report(summary, misses))
+        write_json(path, run_report(summary, misses), redact)
         return
     from otel_replay.reports.page import run_markdown, run_page
     from otel_replay.reports.spantree import load_spans
@@ -59,7 +71,7 @@ def write_run_report(
     nodes = load_spans([traces], on_error=lambda _exc: None) if traces is not None else []
     doc = run_report(summary, misses)
     text = run_page(nodes, doc) if kind == "html" else run_markdown(nodes, doc, traces)
-    _write_text(path, text)
+    write_text(path, text, redact)
 
 
 def write_suite(
@@ -74,7 +86,7 @@ def write_suite(
     from otel_replay.reports.page import suite_markdown, suite_page
 
     diffs = block_diffs(blocks)
-    _write_text(path, suite_page(doc, diffs) if kind == "html" else suite_markdown(doc, diffs))
+    write_text(path, suite_page(doc, diffs) if kind == "html" else suite_markdown(doc, diffs))
 
 
 def block_diffs(blocks: Sequence[Block]) -> dict[int, TrajectoryDiff]:

@@ -254,7 +254,7 @@ class Session:
             summary = self.summary()
             if self.report_path is not None:
                 traces = self.user_traces or self._temp_traces
-                write_run_report(self.report_path, summary, self.misses, traces)
+                write_run_report(self.report_path, summary, self.misses, traces, self.redactor.text)
         except CassetteError:
             self._keep_temp_traces()
             raise
