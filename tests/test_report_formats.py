@@ -152,3 +152,43 @@ def test_report_and_diff_redact_a_foreign_trace(tmp_path: Path) -> None:
         text = path.read_text(encoding="utf-8")
         assert FAKE_OPENAI_KEY not in text
     assert "[REDACTED:openai-key]" in page.read_text(encoding="utf-8")
+
+
+def test_page_data_cannot_end_its_script_and_cycles_are_listed(tmp_path: Path) -> None:
+    """Span text holding ``</script>`` stays data; spans whose parents name each other
+    are both listed, once."""
+    from otel_replay.reports.page import run_page
+    from otel_replay.reports.spantree import load_spans
+
+    def span(span_id: str, parent: str, name: str) -> dict[str, object]:
+        return {
+            "traceId": "0af7651916cd43dd8448eb211c80319c",
+            "spanId": span_id,
+            "parentSpanId": parent,
+            "name": name,
+            "startTimeUnixNano": "1",
+            "endTimeUnixNano": "2",
+        }
+
+    hostile = "</script><script>alert(1)</script>"
+    doc = {
+        "resourceSpans": [
+            {
+                "scopeSpans": [
+                    {
+                        "spans": [
+                            span("b7ad6b7169203331", "b7ad6b7169203332", hostile),
+                            span("b7ad6b7169203332", "b7ad6b7169203331", "other"),
+                        ]
+                    }
+                ]
+            }
+        ]
+    }
+    traces = tmp_path / "cycle.jsonl"
+    traces.write_text(json.dumps(doc) + "\n", encoding="utf-8")
+    page = run_page(load_spans([traces]))
+    assert page.count("<script") == 2 and page.count("</script>") == 2
+    data = page.split('id="data">', 1)[1].split("</script>", 1)[0]
+    spans = json.loads(data)["spans"]
+    assert sorted(s["n"] for s in spans) == sorted([hostile, "other"])
