@@ -76,3 +76,48 @@ async def test_report_in_headless_chromium(report: tuple[Path, Path], tmp_path: 
     # replay --report FILE.html wrote the same kind of page for the run
     html = run_html.read_text(encoding="utf-8")
     assert html.startswith("<!DOCTYPE html>") and "more model calls than the 2 recorded" in html
+
+
+def _many_spans(path: Path, runs: int) -> int:
+    """``runs`` agent runs of ten spans each (an agent span over nine tool spans)."""
+    spans = []
+    for run in range(runs):
+        root = f"{run * 10 + 1:016x}"
+        spans.append({"spanId": root, "name": f"invoke_agent run-{run}"})
+        for step in range(9):
+            spans.append(
+                {
+                    "spanId": f"{run * 10 + step + 2:016x}",
+                    "parentSpanId": root,
+                    "name": f"execute_tool step-{run}-{step}",
+                }
+            )
+    for i, span in enumerate(spans):
+        span.update(traceId="0af7651916cd43dd8448eb211c80319c")
+        span.update(startTimeUnixNano=str(1_000 + i * 10), endTimeUnixNano=str(1_005 + i * 10))
+    doc = {"resourceSpans": [{"scopeSpans": [{"spans": spans}]}]}
+    path.write_text(json.dumps(doc) + "\n", encoding="utf-8")
+    return len(spans)
+
+
+async def test_a_large_run_renders_only_the_rows_in_view(tmp_path: Path) -> None:
+    traces, page_file = tmp_path / "large.jsonl", tmp_path / "large.html"
+    total = _many_spans(traces, 210)
+    assert main(["report", str(traces), "-o", str(page_file)]) == 0
+    async with browser_page() as page:
+        await page.open(page_file.as_uri())
+        assert await page.eval("document.body.dataset.ready") == str(total)
+        # above 2,000 spans the first two levels are open: every span is a row to scroll
+        assert await page.eval("document.getElementById('rows').style.height") == "46200px"
+        assert await page.eval(f"{ROWS}.length") < 100  # only the rows in view are built
+        await page.eval(f"{ROWS}[0].click()")
+        await page.key("End", keycode=35)
+        last = await page.eval("document.querySelector('#detail h2').innerText")
+        assert last.startswith("execute_tool step-209-8")
+        await page.eval(
+            "const s = document.getElementById('search'); s.value = 'step-123-4';"
+            "s.dispatchEvent(new Event('input')); new Promise(r => setTimeout(r, 300))"
+        )
+        labels = await page.eval(f"{ROWS}.map(r => r.querySelector('.label').innerText)")
+        assert labels == ["invoke_agent run-123", "execute_tool step-123-4"]
+        assert page.errors == []
