@@ -133,3 +133,33 @@ def test_bad_input_is_a_clear_error(
     assert "absent.jsonl: no such file" in capsys.readouterr().err
     assert main(["diff", str(runs["base"]), str(garbage)]) == 2
     assert "garbage.jsonl" in capsys.readouterr().err
+
+
+def test_tool_spans_without_arguments_take_those_the_model_asked_for(tmp_path: Path) -> None:
+    """The example agent's ``execute_tool`` spans carry no arguments: its trajectory
+    takes them from the answer that asked, so trace and cassette still compare equal."""
+    import sys
+
+    from report_runs import key_set
+
+    import otel_replay
+
+    sys.path.insert(0, str(Path(__file__).parent.parent / "examples" / "openai_agent"))
+    try:
+        import openai_weather_agent
+    finally:
+        sys.path.pop(0)
+    cassette, traces = tmp_path / "c.json", tmp_path / "t.jsonl"
+    with run_stub() as stub, key_set():
+        with otel_replay.record(cassette, traces=traces, upstream_openai=stub.openai_url):
+            openai_weather_agent.run("Lisbon")
+    steps = load_trajectory(traces).steps
+    assert [(s.kind, s.name) for s in steps] == [
+        ("model", "gpt-4o-mini"),
+        ("tool", "get_weather"),
+        ("model", "gpt-4o-mini"),
+    ]
+    assert json.loads(steps[1].fact("arguments") or "") == {
+        "city": "What is the weather in Lisbon?"
+    }
+    assert diff_trajectories(load_trajectory(cassette), load_trajectory(traces)).equal

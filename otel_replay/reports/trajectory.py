@@ -135,6 +135,18 @@ def _asked_tools(step: Step) -> list[Step]:
     ]
 
 
+def _asked_for(
+    asked: Sequence[tuple[int, int, Step]], taken: set[int], name: str, before_ns: int
+) -> tuple[tuple[str, str], ...]:
+    """The arguments of the first call of tool ``name`` an answer before ``before_ns``
+    asked for and no tool span has taken yet (for an agent that does not record them)."""
+    for i, (start, _, step) in enumerate(asked):
+        if i not in taken and step.name == name and start <= before_ns:
+            taken.add(i)
+            return step.facts
+    return ()
+
+
 def trajectory_of(
     exchanges: Sequence[tuple[Exchange, SpanNode | None]],
     tools: Sequence[SpanNode] = (),
@@ -154,10 +166,15 @@ def trajectory_of(
         start = span.start_ns if span is not None else exchange.start_ns
         items.append((start, order, step))
         asked.extend((start, order, tool) for tool in _asked_tools(step))
+    taken: set[int] = set()
     for node in tools:
+        name = node.tool_name or node.name
         args = node.attrs.get("gen_ai.tool.call.arguments")
-        facts = (("arguments", _arguments(args)),) if args is not None else ()
-        step = Step("tool", node.tool_name or node.name, facts, span_id=node.span_id)
+        if args is not None:
+            facts: tuple[tuple[str, str], ...] = (("arguments", _arguments(args)),)
+        else:  # a span without its arguments: those the answer asked it for
+            facts = _asked_for(asked, taken, name, node.start_ns)
+        step = Step("tool", name, facts, span_id=node.span_id)
         items.append((node.start_ns, len(items), step))
     if not tools:
         items.extend(asked)
