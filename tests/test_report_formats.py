@@ -14,7 +14,7 @@ from report_runs import KEY, key_set, record, replay_missing
 import otel_replay
 from otel_replay.core.exchange import CanonicalRequest, Exchange, Response
 from otel_replay.frontends.cli import main
-from otel_replay.reports.prices import cost_of, price_date, price_of
+from otel_replay.reports.prices import cost_of, money, price_date, price_of
 from otel_replay.testing.stub import run_stub
 
 pytest_plugins = ["pytester"]
@@ -43,7 +43,8 @@ def test_recording_prices_its_live_calls(tmp_path: Path, stub_thread) -> None:  
     summary = run.summary
     assert summary is not None and summary.live == 2
     assert summary.live_cost is not None and summary.live_cost > 0
-    assert summary.line().endswith(f"· live calls cost ${summary.live_cost:.4f}")
+    assert summary.line().endswith(f"· live calls cost {money(summary.live_cost)}")
+    assert money(0.0000123) == "$0.000012" and money(1.5) == "$1.5000"
 
 
 def test_price_table() -> None:

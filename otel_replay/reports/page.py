@@ -11,7 +11,7 @@ from typing import Any
 from otel_replay.reports.diff import TrajectoryDiff
 from otel_replay.reports.difftext import render_md, render_text, shown_rows, step_label
 from otel_replay.reports.html import page, span_data
-from otel_replay.reports.prices import price_date
+from otel_replay.reports.prices import cost_of, money, price_date
 from otel_replay.reports.spantree import SpanNode
 from otel_replay.reports.trajectory import trajectory_from_spans
 
@@ -26,8 +26,6 @@ def counts(nodes: Sequence[SpanNode]) -> dict[str, Any]:
     states = [n.state for n in nodes if n.state]
     starts = [n.start_ns for n in nodes if n.start_ns]
     ends = [n.end_ns for n in nodes if n.end_ns]
-    from otel_replay.reports.prices import cost_of
-
     costs = [cost_of(n.exchange) for n in nodes if n.state == "live" and n.exchange]
     priced = [c for c in costs if c is not None]
     return {
@@ -41,7 +39,7 @@ def counts(nodes: Sequence[SpanNode]) -> dict[str, Any]:
 
 
 def _cost(value: float | None) -> str:
-    return "" if value is None else f" · live calls cost ${value:.4f} (prices of {price_date()})"
+    return "" if value is None else f" · live calls cost {money(value)} (prices of {price_date()})"
 
 
 def _summary_html(nodes: Sequence[SpanNode], doc: dict[str, Any] | None) -> str:
@@ -93,7 +91,10 @@ def run_markdown(nodes: Sequence[SpanNode], doc: dict[str, Any] | None, traces: 
             lines.append(f"- **{miss.get('message', '')}**")
         lines += [f"- {error}" for error in doc.get("write_errors", [])]
     else:
-        lines.append(f"{c['spans']} spans · {c['replayed']} replayed · {c['live']} live")
+        lines.append(
+            f"{c['spans']} spans · {c['replayed']} replayed · {c['live']} live · "
+            f"{c['misses']} misses" + _cost(c["cost"])
+        )
     if nodes:
         steps = trajectory_from_spans(nodes, str(traces or ""), []).steps
         lines += ["", "| # | step |", "|---|---|"]

@@ -16,7 +16,7 @@ from typing import Any
 from otel_replay import providers
 from otel_replay.core.exchange import Exchange
 
-__all__ = ["cost_of", "price_date", "price_of", "priced_total", "usage_of"]
+__all__ = ["cost_of", "money", "price_date", "price_of", "priced_total", "usage_of"]
 
 _PER = 1_000_000
 
@@ -26,6 +26,11 @@ def _table() -> dict[str, Any]:
     text = resources.files("otel_replay.reports").joinpath("prices.json").read_text("utf-8")
     data: dict[str, Any] = json.loads(text)
     return data
+
+
+def money(value: float) -> str:
+    """``$0.0123``; amounts under a cent to six places, so a small run is not ``$0.0000``."""
+    return f"${value:.4f}" if value >= 0.01 or value == 0 else f"${value:.6f}"
 
 
 def price_date() -> str:

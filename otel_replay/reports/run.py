@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from otel_replay.reports.misses import Miss
+from otel_replay.reports.prices import money
 
 __all__ = ["Block", "Summary", "combined", "run_report", "suite_report"]
 
@@ -35,7 +36,7 @@ class Summary:
         """``live calls cost $0.0123`` (and how many could not be priced), or None."""
         if not self.live or self.live_cost is None or self.live_unpriced == self.live:
             return None
-        text = f"live calls cost ${self.live_cost:.4f}"
+        text = f"live calls cost {money(self.live_cost)}"
         if self.live_unpriced:
             text += f" ({self.live_unpriced} not priced)"
         return text
