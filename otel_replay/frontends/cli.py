@@ -133,13 +133,20 @@ def _parser() -> argparse.ArgumentParser:
 
 def _report_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     rep = sub.add_parser("report", help="one self-contained HTML page of a run's spans")
-    rep.add_argument("traces", nargs="+", type=Path, metavar="TRACES")
-    rep.add_argument("-o", "--output", type=Path, required=True, metavar="FILE.html")
+    rep.add_argument("traces", nargs="+", type=Path, metavar="TRACES", help="trace files")
+    rep.add_argument(
+        "-o", "--output", type=Path, required=True, metavar="FILE.html", help="or FILE.md"
+    )
     dif = sub.add_parser("diff", help="align two runs' trajectories (trace files or cassettes)")
-    dif.add_argument("base", type=Path, metavar="BASE")
-    dif.add_argument("new", type=Path, metavar="NEW")
-    dif.add_argument("--format", choices=("text", "md", "html"), default=None)
-    dif.add_argument("-o", "--output", type=Path, metavar="FILE")
+    dif.add_argument("base", type=Path, metavar="BASE", help="trace file or cassette")
+    dif.add_argument("new", type=Path, metavar="NEW", help="trace file or cassette")
+    dif.add_argument(
+        "--format",
+        choices=("text", "md", "html"),
+        default=None,
+        help="default: by -o's extension, else text; exit 0 when equal, 1 when they differ",
+    )
+    dif.add_argument("-o", "--output", type=Path, metavar="FILE", help="default: stdout")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
