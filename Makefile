@@ -5,8 +5,11 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 # the real coding-agent CLIs the tests drive, pinned in tests/clients (npm, cached in the venv)
 CLIENTS := $(VENV)/clients/.installed
+# the headless browser the HTML report is tested in: Debian's chromium, installed only when
+# missing (needs root or sudo on a fresh Debian machine; nothing is downloaded at test time)
+BROWSER := $(VENV)/.chromium
 
-.PHONY: demo test lint typecheck bench soak clients clean
+.PHONY: demo test lint typecheck bench soak clients browser clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -24,10 +27,19 @@ $(CLIENTS): tests/clients/package.json tests/clients/package-lock.json
 
 clients: $(CLIENTS)
 
+$(BROWSER): | $(BIN)/python
+	command -v chromium >/dev/null || { \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get install -y --no-install-recommends chromium || \
+		{ $$SUDO apt-get update && $$SUDO apt-get install -y --no-install-recommends chromium; }; }
+	touch $(BROWSER)
+
+browser: $(BROWSER)
+
 demo: $(STAMP)
 	$(BIN)/otel-replay demo
 
-test: lint typecheck $(CLIENTS)
+test: lint typecheck $(CLIENTS) $(BROWSER)
 	$(BIN)/python -m pytest -q
 
 lint: $(STAMP)

@@ -23,6 +23,7 @@ BENCHMARKS = (
     "build",
     "vcr",
     "redaction",
+    "report",
 )
 
 

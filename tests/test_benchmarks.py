@@ -20,6 +20,7 @@ EXPECTED_ROWS = {
     "6 build": 2,
     "7 vcrpy": 2,
     "8 redaction": 3,
+    "9 report": 2,
 }
 
 

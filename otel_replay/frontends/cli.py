@@ -35,7 +35,9 @@ def _gateway_options(parser: argparse.ArgumentParser) -> None:
     for row in PROVIDERS:
         if row.option_help is not None:
             parser.add_argument(f"--upstream-{row.name}", metavar="URL", help=row.option_help)
-    parser.add_argument("--report", type=Path, metavar="FILE", help="write a JSON run report")
+    parser.add_argument(
+        "--report", type=Path, metavar="FILE", help="write a run report (.json, .html, .md)"
+    )
     parser.add_argument("--host", default="127.0.0.1", help="bind address (default loopback)")
     _rules_option(parser)
 
@@ -125,7 +127,26 @@ def _parser() -> argparse.ArgumentParser:
     _rules_option(show)
 
     sub.add_parser("demo", help="record and replay a built-in agent against a stub upstream")
+    _report_parsers(sub)
     return parser
+
+
+def _report_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    rep = sub.add_parser("report", help="one self-contained HTML page of a run's spans")
+    rep.add_argument("traces", nargs="+", type=Path, metavar="TRACES", help="trace files")
+    rep.add_argument(
+        "-o", "--output", type=Path, required=True, metavar="FILE.html", help="or FILE.md"
+    )
+    dif = sub.add_parser("diff", help="align two runs' trajectories (trace files or cassettes)")
+    dif.add_argument("base", type=Path, metavar="BASE", help="trace file or cassette")
+    dif.add_argument("new", type=Path, metavar="NEW", help="trace file or cassette")
+    dif.add_argument(
+        "--format",
+        choices=("text", "md", "html"),
+        default=None,
+        help="default: by -o's extension, else text; exit 0 when equal, 1 when they differ",
+    )
+    dif.add_argument("-o", "--output", type=Path, metavar="FILE", help="default: stdout")
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -159,6 +180,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             from otel_replay.frontends.rulescmd import show_rules
 
             return show_rules(args.profile, args.cassette, args.rules)
+        if args.command in ("report", "diff"):
+            from otel_replay.frontends import reportcmd
+
+            if args.command == "report":
+                return reportcmd.report_command(args.traces, args.output)
+            return reportcmd.diff_command(args.base, args.new, args.format, args.output)
         if args.command == "demo":
             from otel_replay.testing.demo import run_demo
 

@@ -30,8 +30,8 @@ from otel_replay.core.errors import CassetteError, ConfigError, EgressBlocked, R
 from otel_replay.frontends.api import GatewayHandle, patched_environ
 from otel_replay.frontends.rulefiles import rule_sources
 from otel_replay.providers import PROVIDERS
-from otel_replay.reports import write_json
-from otel_replay.reports.run import combined, suite_report
+from otel_replay.reports.formats import write_suite
+from otel_replay.reports.run import combined
 from otel_replay.session.session import MODES, Session, Summary, default_mode
 
 __all__ = ["OtelReplayUnusedWarning"]
@@ -77,7 +77,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         dest="otel_replay_report",
         metavar="FILE",
         default=None,
-        help="write a JSON report of every block",
+        help="write a report of every block (.json, .html or .md by extension)",
     )
     for row in PROVIDERS:
         if row.option_help is not None:
@@ -362,7 +362,7 @@ class OtelReplayPlugin:
 
     def pytest_sessionfinish(self) -> None:
         if self.report is not None:
-            write_json(Path(self.report), suite_report(self.totals(), self.results, self.blocked))
+            write_suite(Path(self.report), self.totals(), self.results, self.blocked)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if not self.results and not self.blocked:

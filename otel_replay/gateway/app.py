@@ -199,7 +199,10 @@ class Gateway:
 
     # -- miss --------------------------------------------------------------------------
     def miss(self, call: Call, miss: ReplayMiss) -> web.Response:
-        self.session.missed(miss, call.provider.name, call.path, call.body)
+        place = (call.trace_id, call.parent_span_id, call.start_ns)
+        self.session.missed(
+            miss, call.provider.name, call.path, call.body, request=call.canonical, place=place
+        )
         log.info("%s", miss)
         body = call.provider.error_body(400, str(miss), "replay_miss")
         return web.json_response(

@@ -37,6 +37,11 @@ def explain(
     normalised by ``normalizer`` (the built-in rules by default; the recordings by
     ``recorded_by`` when given)."""
     matcher = Matcher(recordings, used=used, normalizer=normalizer, recorded_by=recorded_by)
+    return explain_against(matcher, live, k)
+
+
+def explain_against(matcher: Matcher, live: CanonicalRequest, k: int = 3) -> str:
+    """``explain`` against a matcher already built (a running session's, as it stands)."""
     outcome = matcher.probe(live)
     if isinstance(outcome, int):
         head = f"no miss: the request matches recording #{outcome} (unused)"

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from otel_replay.reports.misses import Miss
+from otel_replay.reports.prices import money
 
 __all__ = ["Block", "Summary", "combined", "run_report", "suite_report"]
 
@@ -28,6 +29,17 @@ class Summary:
     traces: str | None = None
     not_saved: int = 0  # model calls not saved (or refused) because a write failed
     write_errors: list[str] = field(default_factory=list)  # what could not be written
+    live_cost: float | None = None  # the list price of the live calls that could be priced
+    live_unpriced: int = 0  # live calls whose model (or usage) is not known
+
+    def cost_text(self) -> str | None:
+        """``live calls cost $0.0123`` (and how many could not be priced), or None."""
+        if not self.live or self.live_cost is None or self.live_unpriced == self.live:
+            return None
+        text = f"live calls cost {money(self.live_cost)}"
+        if self.live_unpriced:
+            text += f" ({self.live_unpriced} not priced)"
+        return text
 
     def line(self) -> str:
         n, spans = len(self.misses), self.spans_received
@@ -38,6 +50,9 @@ class Summary:
         )
         if self.write_errors:
             line += f" · {self.not_saved} not saved"
+        cost = self.cost_text()
+        if cost is not None:
+            line += f" · {cost}"
         return line
 
     def to_json(self) -> dict[str, Any]:
@@ -53,6 +68,8 @@ class Summary:
             "traces": self.traces,
             "not_saved": self.not_saved,
             "write_errors": list(self.write_errors),
+            "live_cost": self.live_cost,
+            "live_unpriced": self.live_unpriced,
         }
 
 
@@ -66,6 +83,9 @@ def combined(summaries: Iterable[Summary], mode: str) -> Summary:
         total.spans_received += summary.spans_received
         total.not_saved += summary.not_saved
         total.write_errors.extend(summary.write_errors)
+        if summary.live_cost is not None:
+            total.live_cost = (total.live_cost or 0.0) + summary.live_cost
+        total.live_unpriced += summary.live_unpriced
     return total
 
 

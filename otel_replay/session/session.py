@@ -28,19 +28,22 @@ from otel_replay.matching.normalize import current_places
 from otel_replay.matching.profiles import RuleSources, mentions
 from otel_replay.matching.session_rules import DEFAULT_SOURCES, cassette_rules
 from otel_replay.matching.session_rules import matching_rules as matching_rules
+from otel_replay.matching.why import explain_against
 from otel_replay.otlp.store import TraceStore, sibling
 from otel_replay.redaction.redact import Redactor
-from otel_replay.reports import write_json
+from otel_replay.reports.formats import SPAN_REPORTS, write_run_report
 from otel_replay.reports.misses import Miss as Miss
 from otel_replay.reports.misses import write_misses
+from otel_replay.reports.prices import priced_total
 from otel_replay.reports.run import Summary as Summary
-from otel_replay.reports.run import run_report
 from otel_replay.spans.encode import exchange_to_trace_json
+from otel_replay.spans.miss import miss_to_trace_json
 
 MODES = ("strict", "auto", "record", "off")
 
 log = logging.getLogger("otel_replay")
 _GC_PAUSE_EXCHANGES = 1_000
+_WHY_SPANS = 20  # misses whose span carries their why
 
 
 def default_mode(environ: dict[str, str] | None = None) -> str:
@@ -77,7 +80,9 @@ class Session:
         self.cassette = self._load_cassette()  # first: a bad cassette leaves nothing behind
         self.recordings = Recordings(self.cassette)
         self._temp_traces: Path | None = None
-        if traces is None and mode in ("record", "auto"):
+        # an HTML or Markdown report shows the run's spans: they need a trace file too
+        self._spans_for_report = report is not None and report.suffix.lower() in SPAN_REPORTS
+        if traces is None and (mode in ("record", "auto") or self._spans_for_report):
             fd, name = tempfile.mkstemp(prefix="otel-replay-", suffix=".jsonl")
             os.close(fd)
             self._temp_traces = Path(name)
@@ -140,7 +145,7 @@ class Session:
 
     @property
     def writes_replayed_spans(self) -> bool:
-        return self.user_traces is not None
+        return self.user_traces is not None or self._spans_for_report
 
     # -- events from the gateway -----------------------------------------------------------
     def replayed_hit(self, index: int, exchange: Exchange | None = None) -> None:
@@ -200,10 +205,26 @@ class Session:
                 self.refused += 1
         return failure
 
-    def missed(self, miss: ReplayMiss, provider: str, path: str, body: Any) -> None:
+    def missed(
+        self,
+        miss: ReplayMiss,
+        provider: str,
+        path: str,
+        body: Any,
+        *,
+        request: CanonicalRequest | None = None,
+        place: tuple[str | None, str | None, int] = (None, None, 0),
+    ) -> None:
+        """A miss; ``place``: its traceparent's trace and span ids, and its start time."""
         with self._lock:
             used = sorted(self.matcher.used)
             self.misses.append(Miss(str(miss), miss.component, provider, path, body, used))
+        if self.writes_replayed_spans:
+            # the first misses explain themselves; an agent looping on misses costs no more
+            explained = request is not None and len(self.misses) <= _WHY_SPANS
+            why = explain_against(self.matcher, request, 1) if explained and request else None
+            doc = miss_to_trace_json(str(miss), miss.component, provider, path, body, why, place)
+            self.store.append_traces(self.store.traces_line(doc))
 
     # -- end of run ------------------------------------------------------------------------
     @contextlib.contextmanager
@@ -230,17 +251,19 @@ class Session:
         try:
             self._write_cassette()
             self._write_misses()
+            summary = self.summary()
+            if self.report_path is not None:
+                traces = self.user_traces or self._temp_traces
+                write_run_report(self.report_path, summary, self.misses, traces, self.redactor.text)
         except CassetteError:
             self._keep_temp_traces()
             raise
         finally:
             self._remove_temp_traces()
-        summary = self.summary()
-        if self.report_path is not None:
-            write_json(self.report_path, run_report(summary, self.misses))
         return summary
 
     def summary(self) -> Summary:
+        cost, unpriced = priced_total(self.live)
         return Summary(
             mode=self.mode,
             replayed=self.replayed,
@@ -253,6 +276,8 @@ class Session:
             traces=str(self.user_traces) if self.user_traces else None,
             not_saved=self.unsaved + self.refused,
             write_errors=self._write_errors(),
+            live_cost=cost if len(self.live) > unpriced else None,
+            live_unpriced=unpriced,
         )
 
     def _write_errors(self) -> list[str]:

@@ -30,3 +30,11 @@ RESPONSE_BODY = P + "response.body"
 RESPONSE_BODY_IS_JSON = P + "response.body_is_json"
 RESPONSE_EVENTS = P + "response.events"
 RESPONSE_FAULT = P + "response.fault"
+
+MISS = P + "miss"
+"""On a miss span (``spans.miss``): the miss line the agent got. A miss span carries no
+model call, so no reader turns it into an exchange."""
+MISS_COMPONENT = P + "miss.component"
+MISS_WHY = P + "miss.why"
+MISS_PROVIDER = P + "miss.provider"
+MISS_PATH = P + "miss.path"
