@@ -62,7 +62,7 @@ pattern = '(?m)^ - (?:Is a git repository|Platform|Shell|OS Version): [^\\n]*$'
 # the first message of its own, or a block at the end of the system prompt
 [[ignore]]
 path = "messages[*].parts[*]"
-pattern = '(?s)<system-reminder>\\s*As you answer the user.s questions, you can use the following context:\\s*# gitStatus\\n.*</system-reminder>\\s*'
+pattern = '(?s)<system-reminder>\\s*As you answer[^\\n]*:\\s*# gitStatus\\n.*</system-reminder>\\s*'
 
 [[ignore]]
 path = "system[*]"
