@@ -54,9 +54,18 @@ def otel_replay(
 
 
 def record(
-    cassette: Path, upstream: str, cwd: Path, home: Path, *claude: str, **extra: str
+    cassette: Path,
+    upstream: str,
+    cwd: Path,
+    home: Path,
+    *claude: str,
+    traces: Path | None = None,
+    **extra: str,
 ) -> subprocess.CompletedProcess[str]:
+    """Records; with ``traces``, the telemetry goes there (logs beside it)."""
     args = ["record", "--cassette", str(cassette), "--upstream-anthropic", upstream]
+    if traces is not None:
+        args += ["--traces", str(traces)]
     done = otel_replay(args, cwd, home, *claude, **extra)
     assert done.returncode == 0, done.stderr
     return done
