@@ -7,18 +7,23 @@ from __future__ import annotations
 
 import copy
 import json
+import tomllib
+from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 
 from otel_replay import providers
 from otel_replay.core.errors import ReplayMiss
 from otel_replay.matching.matcher import Matcher
 from otel_replay.matching.normalize import Normalizer
+from otel_replay.matching.profiles import PROFILE_TABLES
 from otel_replay.matching.rulefile import RuleFileError, parse_rules, to_toml
 from otel_replay.matching.rules import BUILTIN_RULES
 from otel_replay.matching.session_rules import matching_rules
 
+ROOT = Path(__file__).resolve().parent.parent
 HOME, CWD = "/home/alice", "/home/alice/src/proj"
 GIT = (
     "<system-reminder>\nAs you answer the user's questions, you can use the following "
@@ -247,3 +252,11 @@ def test_a_pattern_that_does_not_compile_is_a_one_line_error():
     text = '[[ignore]]\npath = "messages"\npattern = "(unclosed"\n'
     with pytest.raises(RuleFileError, match=r"^otel-replay.toml:3: \[\[ignore\]\] #1: pattern"):
         parse_rules(text, "otel-replay.toml")
+
+
+def test_the_profile_table_is_a_rule_file_the_schema_accepts():
+    schema = json.loads((ROOT / "schemas" / "rules.schema.json").read_text())
+    data = tomllib.loads(PROFILE_TABLES["claude-code"])
+    del data["detect"]
+    jsonschema.validate(data, schema)
+    assert any("pattern" in row for row in data["ignore"])
