@@ -18,7 +18,13 @@ from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from otel_replay.otlp.attributes import dict_to_attributes, python_to_any_value
 from otel_replay.pipeline.build import build_file
 from otel_replay.readers import read_exchanges
-from otel_replay.readers.claude_code import NO_BODY, NO_FILE, TRUNCATED, ClaudeCodeReader
+from otel_replay.readers.claude_code import (
+    FAILED,
+    NO_BODY,
+    NO_FILE,
+    TRUNCATED,
+    ClaudeCodeReader,
+)
 
 BETAS = ["claude-code-20250219", "context-management-2025-06-27"]
 
@@ -120,6 +126,20 @@ def test_what_cannot_be_read_is_tallied_with_its_reason_and_fix():
     assert line.startswith("claude-code 2.1.332: 3 model calls, 0 replayable; skipped: 1 ")
     assert "(fix: OTEL_LOG_RAW_API_BODIES=file:DIR" in line
     assert "CLAUDE_CODE_ENHANCED_TELEMETRY_BETA=1" in line
+
+
+def test_a_failed_call_is_skipped_as_such():
+    records = [
+        event(1, "api_request_body", body=json.dumps(request("one"))),
+        event(2, "api_error", status_code="529"),
+        event(3, "api_request_body", body=json.dumps(request("two"))),
+        event(4, "api_response_body", body=json.dumps(response("hi"))),
+        event(5, "api_request"),
+    ]
+    reader = ClaudeCodeReader()
+    [ex] = read_exchanges([], [logs(*records)], body_events=reader)
+    assert ex.raw_request["messages"][0]["content"] == "two"
+    assert reader.tallies["claude-code 2.1.332"].reasons() == {FAILED: 1}
 
 
 def test_a_build_of_calls_none_of_which_can_be_read_writes_nothing(tmp_path: Path):

@@ -74,6 +74,10 @@ BAD_FILE = Skip(
     "body file unreadable, too large or not a JSON object (body_ref)",
     "keep the files of OTEL_LOG_RAW_API_BODIES=file:DIR as Claude Code wrote them",
 )
+FAILED = Skip(
+    "the call failed (api_error): no response body is logged for it",
+    "record through the gateway (otel-replay record), which keeps failures",
+)
 NO_RESPONSE = Skip(
     "no response body event for the request",
     "let Claude Code exit on its own so it exports every event",
@@ -157,6 +161,8 @@ class ClaudeCodeReader:
             tally = self.tallies[source] = Tally()
         if name in CALLS:
             tally.calls += 1
+            if name == "api_error" and self._pending.pop(self._key(attrs), None) is not None:
+                tally.skipped[FAILED] += 1
             return None
         if name == REQUEST:
             tally.requests += 1
