@@ -291,8 +291,12 @@ def build_file(
             writer.add(exchange)
         count, skipped = len(writer), job.reader.errors
         tallies = job.body_events.tallies
-        notes = tuple(t.describe(name) for name, t in tallies.items() if t.reasons())
-        unreplayable = not count and any(t.calls or t.requests for t in tallies.values())
+        seen = sum(t.seen for t in tallies.values())
+        # calls the other spans (the gateway's own) did not make up for
+        notes = tuple(
+            t.describe(name) for name, t in tallies.items() if t.reasons() and count < seen
+        )
+        unreplayable = not count and seen > 0
         written = bool(count or not skipped) and not unreplayable
         if written:
             writer.commit(job.source() if source is None else source)

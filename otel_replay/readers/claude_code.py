@@ -93,10 +93,15 @@ class Tally:
     read: int = 0
     skipped: Counter[Skip] = field(default_factory=Counter)
 
+    @property
+    def seen(self) -> int:
+        """Model calls the source showed (reported, or logged with a body)."""
+        return max(self.calls, self.requests)
+
     def reasons(self) -> Counter[Skip]:
         """Every call not read, by reason (a call with no body event counts as such)."""
         found = Counter(self.skipped)
-        unaccounted = max(self.calls, self.requests) - self.read - sum(self.skipped.values())
+        unaccounted = self.seen - self.read - sum(self.skipped.values())
         no_body = min(max(self.calls - self.requests, 0), unaccounted)
         if no_body > 0:
             found[NO_BODY] += no_body
@@ -106,7 +111,7 @@ class Tally:
 
     def describe(self, source: str) -> str:
         """``claude-code 2.1.332: 2 model calls, 0 replayable; 2 skipped: … (fix: …)``."""
-        seen = max(self.calls, self.requests)
+        seen = self.seen
         text = f"{source}: {seen} model call{'s' if seen != 1 else ''}, {self.read} replayable"
         reasons = self.reasons()
         if reasons:
