@@ -153,3 +153,31 @@ def test_a_build_of_calls_none_of_which_can_be_read_writes_nothing(tmp_path: Pat
     assert report.unreplayable and not report.written
     assert report.notes and "body_truncated" in report.notes[0]
     assert not (tmp_path / "c.json").exists()
+
+
+def test_the_directories_a_request_names_are_its_places():
+    bare = {**request("hi"), "system": [{"type": "text", "text": "CWD: /srv/proj\nDate: x"}]}
+    full = {
+        **request("hi"),
+        "system": [{"type": "text", "text": "memory at `/home/a/.claude/projects/-p/memory/`"}],
+        "messages": [
+            {
+                "role": "system",
+                "content": [
+                    {
+                        "type": "text",
+                        "text": "# Environment\n"
+                        " - Primary working directory: /home/a/p\n - Platform: linux",
+                    }
+                ],
+            },
+        ],
+    }
+    for body, places in ((bare, ("/srv/proj", "")), (full, ("/home/a/p", "/home/a"))):
+        records = [
+            event(1, "api_request_body", body=json.dumps(body)),
+            event(2, "api_response_body", body=json.dumps(response("hi"))),
+        ]
+        reader = ClaudeCodeReader()
+        assert len(list(read_exchanges([], [logs(*records)], body_events=reader))) == 1
+        assert reader.places == places

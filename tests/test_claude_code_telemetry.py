@@ -1,7 +1,8 @@
 """Claude Code's own telemetry (its OTLP log events with raw API bodies) turned into a
 cassette by ``build``, with the real CLI: in file mode the cassette holds the requests as
 sent (the same bodies the gateway recorded, ``betas`` back in the header) and replays the
-run; a build that can read none of the calls exits 1 saying why and what to set."""
+run, in another directory with another HOME too; a build that can read none of the calls
+exits 1 saying why and what to set."""
 
 from __future__ import annotations
 
@@ -77,7 +78,13 @@ def test_a_cassette_built_from_file_mode_telemetry_replays_the_run(tmp_path):
     assert _raw_requests(cassette) == sent  # as sent: betas went as a header
     assert all("betas" not in body and "metadata" in body for body in sent)
 
-    done = replay(cassette, folder, home, "-p", TOOL, *TOOL_ARGS)
+    # the directories it was made in come from the requests: it replays in others
+    places = json.loads(cassette.read_text("utf-8"))["source"]["rules"]["places"]
+    assert places == {"cwd": str(folder), "home": str(home)}
+    checkout = tmp_path / "ci" / "checkout"
+    checkout.mkdir(parents=True)
+    shutil.copy(folder / "note.txt", checkout)
+    done = replay(cassette, checkout, tmp_path / "ci-home", "-p", TOOL, *TOOL_ARGS)
     assert done.returncode == 0, done.stderr
     assert "2 replayed · 0 live · 0 misses" in done.stderr
     assert done.stdout == made.stdout

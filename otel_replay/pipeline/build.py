@@ -299,8 +299,18 @@ def build_file(
         unreplayable = not count and seen > 0
         written = bool(count or not skipped) and not unreplayable
         if written:
-            writer.commit(job.source() if source is None else source)
+            writer.commit(_with_places(job.source(), job) if source is None else source)
     return BuildReport(count, skipped, written, notes, unreplayable)
+
+
+def _with_places(source: dict[str, JSON], job: _Job) -> dict[str, JSON]:
+    """The provenance with the directories Claude Code's requests were made in, so the
+    cassette replays in others (as ``source.rules.places`` of a recording)."""
+    places = job.body_events.places
+    if places is None:
+        return source
+    where: dict[str, JSON] = {"cwd": places[0], "home": places[1]}
+    return {**source, "rules": {"profiles": ["claude-code"], "places": where}}
 
 
 def redact_exchange(exchange: Exchange, redactor: Redactor) -> Exchange:

@@ -19,13 +19,19 @@ request of the same ``request_body_id``, else with the last request of its ``ses
 Every model call Claude Code reports (``api_request`` / ``api_error``) is counted per
 source (``service.name`` and ``service.version``) in a :class:`Tally`, with the reason each
 one that could not be read was skipped and the setting that fixes it (:class:`Skip`).
+
+``places`` are the working and home directories the first request read names (its
+``Primary working directory`` or ``CWD:`` line, and the folder holding ``.claude/projects``
+in its memory path): a cassette built from these events replays elsewhere as one recorded
+by the gateway does.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,6 +55,8 @@ MAX_BODY_FILE = 32 * 1024 * 1024
 _MAX_PENDING = 4096
 _BODY_FILE_SUFFIXES = (".request.json", ".response.json")
 _Pending = tuple[dict[str, Any], LogRecord]  # a request body, and the event that carried it
+_CWD = re.compile(r"^(?: - Primary working directory|CWD): (\S[^\n]*?)\s*$", re.M)
+_HOME = re.compile(r"`([^`\n]+?)[/\\]\.claude[/\\]projects[/\\]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,6 +157,7 @@ class ClaudeCodeReader:
         self.tallies: dict[str, Tally] = {}
         self._pending: dict[str, _Pending | None] = {}
         self._latest: dict[str, str] = {}  # session → key of its last request
+        self.places: tuple[str, str] | None = None
 
     def feed(
         self,
@@ -189,6 +198,8 @@ class ClaudeCodeReader:
             tally.skipped[skip or NO_BODY] += 1
             return None
         tally.read += 1
+        if self.places is None:
+            self.places = _places(pending[0])
         return _exchange(pending[0], pending[1], body, record)
 
     def _key(self, attrs: Mapping[str, Any]) -> str:
@@ -245,6 +256,32 @@ class ClaudeCodeReader:
         except (OSError, ValueError, RecursionError):
             return None, BAD_FILE
         return (body, None) if isinstance(body, dict) else (None, BAD_FILE)
+
+
+def _texts(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _texts(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _texts(item)
+
+
+def _places(request: dict[str, Any]) -> tuple[str, str] | None:
+    """The working and home directories a request names, when it names the first."""
+    cwd = home = ""
+    for text in _texts([request.get("system"), request.get("messages")]):
+        found = not cwd and _CWD.search(text)
+        if found:
+            cwd = found.group(1)
+        found = not home and _HOME.search(text)
+        if found:
+            home = found.group(1)
+        if cwd and home:
+            break
+    return (cwd, home) if cwd else None
 
 
 def _as_sent(body: dict[str, Any]) -> dict[str, Any]:
