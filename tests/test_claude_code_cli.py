@@ -7,9 +7,10 @@ prompt line or tool schema still misses, naming the component that changed."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import date, timedelta
 from pathlib import Path
 
 import pytest
@@ -84,11 +85,13 @@ def test_a_recording_made_a_day_earlier_replays(recorded, tmp_path):
     """Claude Code cannot be given another clock here: the recording's dates are moved a
     day back instead (the prompt says "Today's date is …")."""
     text = recorded.tool.read_text(encoding="utf-8")
-    today = datetime.now(UTC).date()
-    yesterday = today - timedelta(days=1)
-    assert f"Today's date is {today.isoformat()}" in text
+    found = re.search(r"Today's date is (\d{4}-\d{2}-\d{2})", text)
+    assert found is not None
+    day = date.fromisoformat(found.group(1))
+    earlier = text.replace(day.isoformat(), (day - timedelta(days=1)).isoformat())
+    assert earlier.count(day.isoformat()) == 0 < text.count(day.isoformat())
     old = tmp_path / "tool.json"
-    old.write_text(text.replace(today.isoformat(), yesterday.isoformat()), encoding="utf-8")
+    old.write_text(earlier, encoding="utf-8")
     done = replay(old, recorded.folder, recorded.folder.parent, "-p", TOOL, *TOOL_ARGS)
     _hits(done, 2, recorded.tool_out)
 
