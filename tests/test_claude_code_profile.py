@@ -55,6 +55,7 @@ def claude_body(**given: Any) -> dict[str, Any]:
         "result": "the answer is 42",
         "status": None,
         "status_block": None,
+        "tail": "",
         **given,
     }
     project = v["cwd"].replace("/", "-")
@@ -67,7 +68,7 @@ def claude_body(**given: Any) -> dict[str, Any]:
         {
             "type": "text",
             "text": f"# Memory\nYou have a persistent file-based memory at "
-            f"`{v['home']}/.claude/projects/{project}/memory/`.\n\n{v['system_line']}\nAct.",
+            f"`{v['home']}/.claude/projects/{project}/memory/`.\n\n{v['system_line']}\nAct.{v['tail']}",
         },
     ]
     if v["status_block"] is not None:
@@ -260,3 +261,14 @@ def test_the_profile_table_is_a_rule_file_the_schema_accepts():
     del data["detect"]
     jsonschema.validate(data, schema)
     assert any("pattern" in row for row in data["ignore"])
+
+
+def test_a_git_status_ending_the_system_prompt_of_earlier_versions_is_neutralised():
+    def tail(branch: str) -> str:
+        return f"\n\ngitStatus: This is the git status.\nCurrent branch: {branch}\n\nStatus:\n"
+
+    recorded = claude_body(tail=tail("main"))
+    assert probe(recorded, claude_body(tail=tail("feature")), (CWD, HOME)) == 0
+    changed = claude_body(tail=tail("feature"), system_line="# Context handling")
+    found = probe(recorded, changed, (CWD, HOME))
+    assert str(found).startswith("replay miss: system prompt changed")

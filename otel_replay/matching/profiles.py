@@ -68,6 +68,11 @@ pattern = '(?s)<system-reminder>\\s*As you answer[^\\n]*:\\s*# gitStatus\\n.*</s
 path = "system[*]"
 pattern = '(?s)\\s*gitStatus: This is the git status.*'
 
+# ... or a section at the end of the system prompt's last block (earlier versions)
+[[volatile]]
+kind = "cc_git_status"
+pattern = '(?s)gitStatus: This is the git status.*'
+
 # A tool description that names the month
 [[volatile]]
 kind = "cc_month"
