@@ -258,7 +258,7 @@ BAD = [
     (
         '[[ignore]]\npath = "params.a"\nmodle = "x"\n',
         "otel-replay.toml:3: [[ignore]] #1: unknown key 'modle' "
-        "(expected path, provider, model, endpoint, profile)",
+        "(expected path, pattern, provider, model, endpoint, profile)",
     ),
     (
         '[[ignore]]\npath = "prams.a"\n',

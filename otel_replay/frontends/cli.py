@@ -324,6 +324,14 @@ def _build(args: argparse.Namespace) -> int:
     )
     if progress is not None:
         print(file=sys.stderr)
+    for note in report.notes:
+        print(f"otel-replay build: {note}", file=sys.stderr)
+    if report.unreplayable:
+        print(
+            "otel-replay build: model calls found, none replayable; no cassette written",
+            file=sys.stderr,
+        )
+        return 1
     bad = report.skipped
     bad_records = f"{bad} bad record{'s' if bad != 1 else ''}"
     if not report.written:

@@ -4,13 +4,15 @@ dropping what they name from a JSON value.
 A path is dot-separated keys with ``[n]`` / ``[*]`` list indices; a key may hold ``*``
 wildcards (``fnmatch``). The first key names a canonical request's component. When a
 path goes on below a string that holds a JSON object or array, it continues inside that
-document, which is written back as compact JSON with the named values left out.
+document, which is written back as compact JSON with the named values left out. A
+``when`` predicate, when given, limits what the last step drops to the values it accepts.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
@@ -67,28 +69,36 @@ def parse_path(path: str) -> tuple[Step, ...]:
     return tuple(steps)
 
 
-def drop_path(value: JSON, steps: tuple[Step, ...]) -> JSON:
-    """``value`` without what ``steps`` name; the same object when nothing is named."""
+Predicate = Callable[[JSON], bool]
+
+
+def drop_path(value: JSON, steps: tuple[Step, ...], when: Predicate | None = None) -> JSON:
+    """``value`` without what ``steps`` name (only the values ``when`` accepts, when
+    given); the same object when nothing is dropped."""
     if not steps:
         return value
     if isinstance(value, str):
-        return _drop_in_text(value, steps)
+        return _drop_in_text(value, steps, when)
     step, rest = steps[0], steps[1:]
     if isinstance(value, dict):
         keys = step.keys(value)
+        if when is not None and not rest:
+            keys = [k for k in keys if when(value[k])]
         if not keys:
             return value
         if not rest:
             return {k: v for k, v in value.items() if k not in keys}
-        return _replace(value, {k: drop_path(value[k], rest) for k in keys})
+        return _replace(value, {k: drop_path(value[k], rest, when) for k in keys})
     if isinstance(value, list):
         indices = step.indices(value)
+        if when is not None and not rest:
+            indices = [i for i in indices if when(value[i])]
         if not indices:
             return value
         if not rest:
             gone = set(indices)
             return [v for i, v in enumerate(value) if i not in gone]
-        changed = {i: drop_path(value[i], rest) for i in indices}
+        changed = {i: drop_path(value[i], rest, when) for i in indices}
         if all(changed[i] is value[i] for i in indices):
             return value
         return [changed.get(i, v) for i, v in enumerate(value)]
@@ -101,14 +111,14 @@ def _replace(value: dict[str, JSON], changed: dict[str, JSON]) -> dict[str, JSON
     return {k: changed.get(k, v) for k, v in value.items()}
 
 
-def _drop_in_text(text: str, steps: tuple[Step, ...]) -> JSON:
+def _drop_in_text(text: str, steps: tuple[Step, ...], when: Predicate | None) -> JSON:
     if text.lstrip()[:1] not in ("{", "["):
         return text
     try:
         document = json.loads(text)
     except ValueError:
         return text
-    kept = drop_path(document, steps)
+    kept = drop_path(document, steps, when)
     if kept is document:
         return text
     return json.dumps(kept, separators=(",", ":"), ensure_ascii=False)

@@ -16,7 +16,7 @@ import re2
 
 from otel_replay.matching.rules import VolatileRule
 
-__all__ = ["LinearRules", "PatternError", "check_linear", "compile_linear"]
+__all__ = ["LinearRules", "PatternError", "check_linear", "compile_linear", "full_text"]
 
 _PLACEHOLDER = r"\[REDACTED:[A-Za-z0-9_.:-]+\]|<[A-Za-z][A-Za-z0-9_]*(?::[0-9]+)?>"
 
@@ -78,6 +78,23 @@ class LinearRules:
             if pattern.fullmatch(text):
                 return str(kind)
         return None
+
+
+def full_text(pattern: str) -> Callable[[Any], bool]:
+    """Whether a value is a string ``pattern`` matches in full, or an object with such a
+    string as one of its fields (an ignore rule's ``pattern``)."""
+    regex = check_linear(pattern)
+
+    def accepts(value: Any) -> bool:
+        if isinstance(value, str):
+            return regex.fullmatch(value) is not None
+        if isinstance(value, dict):
+            return any(
+                isinstance(v, str) and regex.fullmatch(v) is not None for v in value.values()
+            )
+        return False
+
+    return accepts
 
 
 def compile_linear(rules: Sequence[VolatileRule]) -> LinearRules | None:

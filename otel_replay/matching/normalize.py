@@ -35,8 +35,8 @@ import re
 from collections.abc import Callable, Sequence
 
 from otel_replay.core.exchange import COMPONENTS, JSON, CanonicalRequest
-from otel_replay.matching.ignore import Step, drop_path, parse_path
-from otel_replay.matching.linear import check_linear, compile_linear
+from otel_replay.matching.ignore import Predicate, Step, drop_path, parse_path
+from otel_replay.matching.linear import check_linear, compile_linear, full_text
 from otel_replay.matching.rules import (
     BUILTIN_RULES,
     KEEP,
@@ -114,7 +114,10 @@ class RuleSet:
             self.prefilter = re.compile("|".join(dict.fromkeys(f for f in filters if f)))
         self.linear = compile_linear([r for r in volatile if r.linear and r.kind != KEEP])
         self.numeric = [(r.kind, re.compile(r.pattern)) for r in plain if r.numbers]
-        self.ignore: tuple[tuple[Step, ...], ...] = tuple(parse_path(r.path) for r in ignore)
+        self.ignore: tuple[tuple[tuple[Step, ...], Predicate | None], ...] = tuple(
+            (parse_path(r.path), None if r.pattern is None else full_text(r.pattern))
+            for r in ignore
+        )
         self.stable: set[str] = set()
         self.stable_long: set[str] = set()
         self.stable_long_chars = 0
@@ -220,6 +223,8 @@ def _check(rule: Rule) -> None:
             raise ValueError(
                 f"the path {rule.path!r} must start with one of {', '.join(COMPONENTS)}"
             )
+        if rule.pattern is not None:
+            check_linear(rule.pattern)
         return
     if not _KIND.fullmatch(rule.kind):
         raise ValueError(f"a volatile rule's kind must be a word, not {rule.kind!r}")
@@ -338,11 +343,14 @@ class Normalizer:
             "model": request.model,
             "endpoint": endpoint,
         }
-        for steps in rules.ignore:
+        for steps, when in rules.ignore:
             name = steps[0].key
             if name not in parts:
                 continue
-            parts[name] = None if len(steps) == 1 else drop_path(parts[name], steps[1:])
+            if len(steps) > 1:
+                parts[name] = drop_path(parts[name], steps[1:], when)
+            elif when is None or when(parts[name]):
+                parts[name] = None
         numbering = Numbering()
         system = rules.walk(parts["system"], numbering)
         messages = rules.walk(parts["messages"], numbering)

@@ -41,6 +41,42 @@ path = "params.metadata.user_id.device_id"
 
 [[ignore]]
 path = "params.metadata.user_id.session_id"
+
+# The billing header that opens the system prompt ends its version with a digest of the
+# prompt (cc_version=2.1.332.0b8): the prompt itself is compared where it is.
+[[volatile]]
+kind = "cc_digest"
+pattern = '\\.[0-9a-f]{3}; cc_entrypoint='
+
+# "# Memory": <home>/.claude/projects/<working directory, non-alphanumerics as ->/memory/
+[[volatile]]
+kind = "cc_project"
+pattern = '[/\\\\]projects[/\\\\][A-Za-z0-9_-]+[/\\\\]memory[/\\\\]'
+
+# "# Environment": the machine, the shell and whether the directory is a repository
+[[volatile]]
+kind = "cc_environment"
+pattern = '(?m)^ - (?:Is a git repository|Platform|Shell|OS Version): [^\\n]*$'
+
+# The git status Claude Code attaches (branch, status lines, recent commits): a part of
+# the first message of its own, or a block at the end of the system prompt
+[[ignore]]
+path = "messages[*].parts[*]"
+pattern = '(?s)<system-reminder>\\s*As you answer[^\\n]*:\\s*# gitStatus\\n.*</system-reminder>\\s*'
+
+[[ignore]]
+path = "system[*]"
+pattern = '(?s)\\s*gitStatus: This is the git status.*'
+
+# ... or a section at the end of the system prompt's last block (earlier versions)
+[[volatile]]
+kind = "cc_git_status"
+pattern = '(?s)gitStatus: This is the git status.*'
+
+# A tool description that names the month
+[[volatile]]
+kind = "cc_month"
+pattern = 'The current month is [^.\\n]*'
 """,
     "codex": """\
 detect = ["params.client_metadata.x-codex-turn-metadata"]

@@ -6,6 +6,10 @@
     path = "params.metadata.user_id"
     provider = "anthropic"           # optional scope: provider, model, endpoint, profile
 
+    [[ignore]]                       # only the values whose text matches in full (RE2)
+    path = "messages[*].parts[*]"
+    pattern = "(?s)<system-reminder>\\n# gitStatus.*"
+
     [[volatile]]                     # matches become numbered placeholders, <order:1>
     kind = "order"
     pattern = "ORD-[0-9]{6}"         # RE2 syntax; numbers = true also replaces integers
@@ -45,7 +49,7 @@ __all__ = ["PYPROJECT_TABLE", "SCOPE_KEYS", "RuleFile", "RuleFileError", "parse_
 
 SCOPE_KEYS = ("provider", "model", "endpoint", "profile")
 _KEYS = {
-    "ignore": ("path", *SCOPE_KEYS),
+    "ignore": ("path", "pattern", *SCOPE_KEYS),
     "volatile": ("kind", "pattern", "numbers", *SCOPE_KEYS),
     "live": SCOPE_KEYS,
 }
@@ -162,7 +166,14 @@ def _ignore(entry: Mapping[str, Any], scope: Scope) -> Rule:
         raise _Bad(
             "path", f"path {json.dumps(path)} must start with one of {', '.join(COMPONENTS)}"
         )
-    return IgnoreRule(path, scope)
+    pattern = _text(entry, "pattern", required=False)
+    if pattern is not None:
+        try:
+            check_linear(pattern)
+        except PatternError as exc:
+            what = f"pattern {json.dumps(pattern)} does not compile: {exc}"
+            raise _Bad("pattern", what) from None
+    return IgnoreRule(path, scope, pattern)
 
 
 def _volatile(entry: Mapping[str, Any], scope: Scope) -> Rule:
@@ -228,6 +239,8 @@ def to_toml(rules: Iterable[Rule], *, scope_profile: bool = True) -> str:
     for rule in rules:
         if isinstance(rule, IgnoreRule):
             lines = ["[[ignore]]", f"path = {_string(rule.path)}"]
+            if rule.pattern is not None:
+                lines.append(f"pattern = {_string(rule.pattern)}")
         elif isinstance(rule, VolatileRule):
             lines = ["[[volatile]]", f"kind = {_string(rule.kind)}"]
             lines.append(f"pattern = {_string(rule.pattern)}")

@@ -7,8 +7,10 @@ so normalising twice changes nothing). ``IgnoreRule(path)`` drops what a path na
 canonical request before anything is compared: ``params.metadata.user_id``,
 ``messages[*].parts[*].id``, ``params.*.trace``; a path continues into a JSON document
 carried as a string (``params.client_metadata.x-turn.started_at`` where ``x-turn`` holds
-JSON text). Every row has a ``Scope``: provider, model, endpoint and agent profile, each a
-``fnmatch`` pattern or None for any.
+JSON text). With a ``pattern`` it drops only the values that are text the pattern matches
+in full, or objects holding such text in a field (a message part whose ``content`` is a
+block the client generates: ``messages[*].parts[*]``). Every row has a ``Scope``:
+provider, model, endpoint and agent profile, each a ``fnmatch`` pattern or None for any.
 
 ``LiveRule(scope)`` marks the requests it covers as always answered by the provider in
 ``auto`` mode. A volatile rule read from a rule file is ``linear``: compiled with RE2, so a
@@ -112,10 +114,13 @@ class VolatileRule:
 
 @dataclass(frozen=True, slots=True)
 class IgnoreRule:
-    """What ``path`` names in the canonical request is left out of matching."""
+    """What ``path`` names in the canonical request is left out of matching; with
+    ``pattern`` (RE2), only a named value that is a string the pattern matches in full, or
+    an object with such a string as one of its fields."""
 
     path: str
     scope: Scope = ANY
+    pattern: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

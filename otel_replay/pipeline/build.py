@@ -31,6 +31,7 @@ from otel_replay.core.errors import ConfigError, TraceFormatError
 from otel_replay.core.exchange import JSON, Exchange, SSEEvent
 from otel_replay.otlp.files import iter_log_requests, iter_trace_requests
 from otel_replay.readers import Selection, read_exchanges
+from otel_replay.readers.claude_code import ClaudeCodeReader
 from otel_replay.redaction.redact import Redactor
 
 __all__ = ["BuildReport", "build", "build_file", "expand_paths", "parse_time"]
@@ -178,12 +179,16 @@ class _Reader:
 @dataclass(frozen=True, slots=True)
 class BuildReport:
     """What ``build_file`` did: interactions written, bad records skipped, and whether
-    the cassette was written (not when every record was bad: nothing usable was found
-    and an existing file is kept)."""
+    the cassette was written (not when every record was bad, nor when the sources showed
+    model calls and none could be read (``unreplayable``): nothing usable was found and an
+    existing file is kept). ``notes``: per source that skipped model calls, what it
+    showed, what was skipped and why, and the setting that fixes it."""
 
     interactions: int
     skipped: int
     written: bool
+    notes: tuple[str, ...] = ()
+    unreplayable: bool = False
 
 
 class _Job:
@@ -209,13 +214,18 @@ class _Job:
         )
         self.reader = _Reader(self.files, progress, on_error or _default_on_error)
         self.redactor = redactor or Redactor.from_environment()
+        self.body_events = ClaudeCodeReader(body_dirs=[f.parent for f in self.files])
 
     def exchanges(self) -> Iterator[Exchange]:
         """Redacted exchanges, nearly in start-time order (the readers release them
         through a window)."""
         reader = self.reader
         found = read_exchanges(
-            reader.traces(), reader.logs(), selection=self.selection, on_error=reader.on_error
+            reader.traces(),
+            reader.logs(),
+            selection=self.selection,
+            on_error=reader.on_error,
+            body_events=self.body_events,
         )
         for exchange in found:
             yield redact_exchange(exchange, self.redactor)
@@ -280,10 +290,27 @@ def build_file(
         for exchange in job.exchanges():
             writer.add(exchange)
         count, skipped = len(writer), job.reader.errors
-        written = bool(count or not skipped)
+        tallies = job.body_events.tallies
+        seen = sum(t.seen for t in tallies.values())
+        # calls the other spans (the gateway's own) did not make up for
+        notes = tuple(
+            t.describe(name) for name, t in tallies.items() if t.reasons() and count < seen
+        )
+        unreplayable = not count and seen > 0
+        written = bool(count or not skipped) and not unreplayable
         if written:
-            writer.commit(job.source() if source is None else source)
-    return BuildReport(interactions=count, skipped=skipped, written=written)
+            writer.commit(_with_places(job.source(), job) if source is None else source)
+    return BuildReport(count, skipped, written, notes, unreplayable)
+
+
+def _with_places(source: dict[str, JSON], job: _Job) -> dict[str, JSON]:
+    """The provenance with the directories Claude Code's requests were made in, so the
+    cassette replays in others (as ``source.rules.places`` of a recording)."""
+    places = job.body_events.places
+    if places is None:
+        return source
+    where: dict[str, JSON] = {"cwd": places[0], "home": places[1]}
+    return {**source, "rules": {"profiles": ["claude-code"], "places": where}}
 
 
 def redact_exchange(exchange: Exchange, redactor: Redactor) -> Exchange:

@@ -27,7 +27,7 @@ from otel_replay.core.errors import TraceFormatError
 from otel_replay.core.exchange import Exchange
 from otel_replay.otlp.attributes import any_value_to_python, attributes_to_dict
 from otel_replay.otlp.codec import iter_spans
-from otel_replay.readers.claude_code import event_name
+from otel_replay.readers.claude_code import ClaudeCodeReader, event_name
 from otel_replay.readers.registry import BODY_EVENTS, Reading, read_call
 from otel_replay.readers.view import Event
 from otel_replay.readers.window import WINDOW, Window
@@ -94,16 +94,19 @@ def read_exchanges(
     *,
     selection: Selection | None = None,
     on_error: ErrorHandler | None = None,
+    body_events: ClaudeCodeReader | None = None,
 ) -> Iterator[Exchange]:
     """Every model call in the trace requests (and log requests), one exchange per call,
     in start-time order. Logs are read first: GenAI events linked to a span join it, and
-    Claude Code's body events become exchanges of their own. A span that cannot be read
-    goes to ``on_error`` (default: raise) and is skipped."""
+    Claude Code's body events become exchanges of their own (read by ``body_events``, when
+    the caller wants its tallies afterwards). A span that cannot be read goes to
+    ``on_error`` (default: raise) and is skipped."""
     select = selection or _ALL
     handle = on_error or _raise
     linked: dict[bytes, list[Event]] = {}
     window = Window()
-    for exchange in _read_logs(logs, select, linked):
+    claude = body_events if body_events is not None else BODY_EVENTS.make()
+    for exchange in _read_logs(logs, select, linked, claude):
         yield from window.add(exchange, BODY_EVENTS.fidelity)
     for request in requests:
         for resource, _scope, span in iter_spans(request):
@@ -132,9 +135,11 @@ def _span_ok(select: Selection, span: Span) -> bool:
 
 
 def _read_logs(
-    logs: Iterable[ExportLogsServiceRequest], select: Selection, linked: dict[bytes, list[Event]]
+    logs: Iterable[ExportLogsServiceRequest],
+    select: Selection,
+    linked: dict[bytes, list[Event]],
+    claude: ClaudeCodeReader,
 ) -> Iterator[Exchange]:
-    claude = BODY_EVENTS.make()
     for request in logs:
         for resource_logs in request.resource_logs:
             resource = attributes_to_dict(resource_logs.resource.attributes)
@@ -152,6 +157,6 @@ def _read_logs(
                         continue
                     time = record.time_unix_nano or record.observed_time_unix_nano
                     if select.item_ok(record.trace_id, time) or not record.trace_id:
-                        exchange = claude.feed(record, attrs)
+                        exchange = claude.feed(record, attrs, resource)
                         if exchange is not None:
                             yield exchange

@@ -5,7 +5,10 @@ are computed from the request, so the same request always gets the same answer:
 
 - with tools offered and no tool result yet in the conversation, the model calls the first
   tool with ``{"<first parameter>": "<last user text>"}``;
-- otherwise it answers ``stub reply to: <last user or tool text>``.
+- otherwise it answers ``stub reply to: <last user or tool text>``;
+- a user's text may script the turn (Anthropic Messages): ``stub:call NAME {json}`` calls
+  the offered tool ``NAME`` with those arguments, ``stub:text`` answers in text although
+  tools are offered (``stub_turns.directive``).
 
 Azure OpenAI's paths answer like the OpenAI ones: ``/openai/deployments/{deployment}/...``
 and ``/openai/...`` (both requiring ``?api-version=``; the deployment is the default model)

@@ -9,6 +9,7 @@ from typing import Any
 from otel_replay.testing.stub_turns import (
     Reply,
     digest,
+    directive,
     first_param,
     has_tool_result,
     last_text,
@@ -20,6 +21,21 @@ from otel_replay.testing.stub_turns import (
 __all__ = ["messages"]
 
 
+def _tool_call(tools: list[Any], messages: list[Any]) -> tuple[str, dict[str, Any]] | None:
+    """The tool the model calls, if any: the one a user's directive names, else the first
+    offered, until a tool result is in the conversation."""
+    if not tools or has_tool_result(messages):
+        return None
+    asked = directive(messages)
+    if asked is not None:
+        offered = {t.get("name") for t in tools if isinstance(t, dict)}
+        if asked.tool is None or asked.tool not in offered:
+            return None
+        return asked.tool, asked.arguments or {}
+    first = tools[0]
+    return first.get("name", "tool"), {first_param(first.get("input_schema")): last_text(messages)}
+
+
 def messages(body: dict[str, Any]) -> Reply:
     """A Messages answer: the message, or its events when asked to stream."""
     messages = body.get("messages") or []
@@ -27,15 +43,11 @@ def messages(body: dict[str, Any]) -> Reply:
     mid = "msg_" + digest(body)
     model = body.get("model", "stub-model")
     content: list[dict[str, Any]]
-    if tools and not has_tool_result(messages):
-        args = {first_param(tools[0].get("input_schema")): last_text(messages)}
+    call = _tool_call(tools, messages)
+    if call is not None:
+        name, args = call
         content = [
-            {
-                "type": "tool_use",
-                "id": "toolu_" + digest(body, 16),
-                "name": tools[0].get("name", "tool"),
-                "input": args,
-            }
+            {"type": "tool_use", "id": "toolu_" + digest(body, 16), "name": name, "input": args}
         ]
         stop = "tool_use"
         out_text = json.dumps(args)

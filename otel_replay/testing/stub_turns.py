@@ -1,16 +1,26 @@
 """The stub upstream's conversation logic, shared by its provider surfaces: what the
 model "says" is computed from the request, so the same request always gets the same
-answer, and how answers are cut into stream events."""
+answer, and how answers are cut into stream events.
+
+A user's text may script the turn, as a coding agent's prompt does: ``stub:call NAME
+{json}`` makes the model call the offered tool ``NAME`` with those arguments (once: not
+after a tool result), and ``stub:text`` makes it answer in text although tools are
+offered. A directive is looked for in every user text, so one in the prompt still counts
+when the agent adds text blocks of its own after it."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
+from dataclasses import dataclass
 from typing import Any
 
 __all__ = [
+    "Directive",
     "Reply",
     "digest",
+    "directive",
     "first_param",
     "has_tool_result",
     "last_text",
@@ -24,7 +34,10 @@ Reply = dict[str, Any] | list[bytes]
 
 
 def last_text(messages: list[Any]) -> str:
+    """The last user or tool text (a ``system`` message among them is not one)."""
     for message in reversed(messages):
+        if isinstance(message, dict) and message.get("role") == "system":
+            continue
         content = message.get("content") if isinstance(message, dict) else None
         if isinstance(content, str) and content:
             return content
@@ -43,6 +56,49 @@ def last_text(messages: list[Any]) -> str:
         if isinstance(message, dict) and message.get("type") == "function_call_output":
             return str(message.get("output", ""))
     return ""
+
+
+_DIRECTIVE = re.compile(r"stub:(?:call ([A-Za-z0-9_.-]+) (\{.*?\})(?=\s|$)|(text)\b)", re.S)
+
+
+@dataclass(frozen=True, slots=True)
+class Directive:
+    """What a user's text asks of the stub: a tool to call with its arguments, or text
+    (``tool`` None)."""
+
+    tool: str | None = None
+    arguments: dict[str, Any] | None = None
+
+
+def directive(messages: list[Any]) -> Directive | None:
+    """The last directive in the users' texts (``stub:call NAME {json}``, ``stub:text``)."""
+    found: Directive | None = None
+    for message in messages:
+        if not isinstance(message, dict) or message.get("role") != "user":
+            continue
+        content = message.get("content")
+        blocks = [content] if isinstance(content, str) else content or []
+        for block in blocks:
+            text = (
+                block
+                if isinstance(block, str)
+                else block.get("text")
+                if isinstance(block, dict)
+                else None
+            )
+            if not isinstance(text, str) or "stub:" not in text:
+                continue
+            for match in _DIRECTIVE.finditer(text):
+                if match.group(3):
+                    found = Directive()
+                    continue
+                try:
+                    arguments = json.loads(match.group(2))
+                except ValueError:
+                    continue
+                if isinstance(arguments, dict):
+                    found = Directive(match.group(1), arguments)
+    return found
 
 
 def has_tool_result(messages: list[Any]) -> bool:

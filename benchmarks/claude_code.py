@@ -1,0 +1,117 @@
+"""``python -m benchmarks.claude_code [RUNS]``: what otel-replay adds to a real Claude Code
+run (the CLI pinned in tests/clients, installed by ``make clients``).
+
+One tool turn (two model calls) against the stub upstream, ``RUNS`` times each: bare
+(Claude Code straight to the stub), recorded through otel-replay, replayed strictly. It
+prints the wall time of the whole run (bare: Claude Code alone, telemetry off) and, per
+model call, the duration and time to first token Claude Code itself reports in its
+``api_request`` events (for the bare figures a second run sends its telemetry to a
+gateway while its model calls go straight to the stub).
+Not part of ``python -m benchmarks``: it needs the npm CLI and takes about a minute.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from otel_replay.testing.stub import run_stub
+
+ROOT = Path(__file__).resolve().parent.parent
+CLAUDE = ROOT / ".venv" / "clients" / "node_modules" / ".bin" / "claude"
+CLI = [sys.executable, "-m", "otel_replay"]
+TURN = ["-p", 'stub:call Bash {"command": "cat note.txt"}', "--allowedTools", "Bash(cat note.txt)"]
+
+
+def _environment(home: Path) -> dict[str, str]:
+    own = ("CLAUDE", "ANTHROPIC_", "OTEL_")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(own)}
+    return {
+        **env,
+        "HOME": str(home),
+        "ANTHROPIC_API_KEY": "sk-ant-placeholder-000",
+        "DISABLE_AUTOUPDATER": "1",
+        "DISABLE_TELEMETRY": "1",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "CLAUDE_CODE_ENABLE_TELEMETRY": "1",
+        "OTEL_LOGS_EXPORTER": "otlp",
+    }
+
+
+def _calls(logs: Path) -> list[tuple[float, float]]:
+    """(duration_ms, ttft_ms) of each ``api_request`` event in a log file."""
+    found = []
+    for line in logs.read_text(encoding="utf-8").splitlines():
+        for resource in json.loads(line).get("resourceLogs", []):
+            for scope in resource.get("scopeLogs", []):
+                for record in scope.get("logRecords", []):
+                    attrs = {
+                        a["key"]: next(iter(a["value"].values()))
+                        for a in record.get("attributes", [])
+                    }
+                    if attrs.get("event.name") == "api_request":
+                        found.append((float(attrs["duration_ms"]), float(attrs["ttft_ms"])))
+    return found
+
+
+def _run(args: list[str], folder: Path, env: dict[str, str]) -> float:
+    start = time.perf_counter()
+    subprocess.run(args, cwd=folder, env=env, check=True, capture_output=True, timeout=120)
+    return time.perf_counter() - start
+
+
+def main(runs: int) -> None:
+    folder = Path(tempfile.mkdtemp(prefix="otel-replay-bench-"))
+    (folder / "note.txt").write_text("the answer is 42\n")
+    env = _environment(folder / "home")
+    cassette = folder / "c.json"
+    wall: dict[str, list[float]] = {"bare": [], "record": [], "replay": []}
+    calls: dict[str, list[tuple[float, float]]] = {"bare": [], "record": [], "replay": []}
+
+    def timed(kind: str, i: int, *args: str) -> float:
+        traces = folder / f"{kind}{i}.jsonl"
+        took = _run([*CLI, *args[:1], "--traces", str(traces), *args[1:]], folder, env)
+        calls[kind] += _calls(folder / f"{kind}{i}.logs.jsonl")
+        return took
+
+    with run_stub() as stub:
+        quiet = {**env, "ANTHROPIC_BASE_URL": stub.url, "CLAUDE_CODE_ENABLE_TELEMETRY": "0"}
+        direct = ["env", f"ANTHROPIC_BASE_URL={stub.url}", str(CLAUDE), *TURN]
+        upstream = ["--upstream-anthropic", stub.url]
+        for i in range(runs):
+            wall["bare"].append(_run([str(CLAUDE), *TURN], folder, quiet))
+            # the model calls straight to the stub, the telemetry to a gateway
+            timed("bare", i, "record", "--cassette", str(folder / "bare.json"), "--", *direct)
+            wall["record"].append(
+                timed(
+                    "record",
+                    i,
+                    "record",
+                    "--cassette",
+                    str(cassette),
+                    *upstream,
+                    "--",
+                    str(CLAUDE),
+                    *TURN,
+                )
+            )
+    for i in range(runs):
+        strict = ["--mode", "strict", "--cassette", str(cassette)]
+        wall["replay"].append(timed("replay", i, "replay", *strict, "--", str(CLAUDE), *TURN))
+    for kind in wall:
+        durations, ttfts = [c[0] for c in calls[kind]], [c[1] for c in calls[kind]]
+        print(
+            f"{kind:7s} run p50 {statistics.median(wall[kind]):5.2f} s · per call: duration p50 "
+            f"{statistics.median(durations):6.1f} ms, first token p50 "
+            f"{statistics.median(ttfts):6.1f} ms ({len(durations)} calls)"
+        )
+
+
+if __name__ == "__main__":
+    main(int(sys.argv[1]) if len(sys.argv) > 1 else 5)
