@@ -26,6 +26,7 @@ from otel_replay import providers
 from otel_replay.core import envvars as ev
 from otel_replay.core.errors import ReplayMiss, UpstreamError, root_cause
 from otel_replay.core.exchange import JSON, Exchange, Response, SSEEvent
+from otel_replay.gateway import probes
 from otel_replay.gateway.call import (
     BodyTooDeep,
     Call,
@@ -96,6 +97,9 @@ class Gateway:
     # -- dispatch ----------------------------------------------------------------------
     async def handle(self, request: web.Request) -> web.StreamResponse:
         headers = {k.lower(): v for k, v in request.headers.items()}
+        kind = probes.probe(request.method, request.path, headers)
+        if kind is not None:  # not a model call: answered here, never recorded or counted
+            return probes.answer(kind)
         route = providers.ROUTER.route(request.path, headers)
         if route is None:
             decision = decide(self.session.mode, routed=False, match=None, own_key=False)

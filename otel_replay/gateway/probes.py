@@ -1,0 +1,47 @@
+"""Requests that are not model calls, answered at once and never recorded or counted.
+
+- A WebSocket upgrade (Codex first asks for the Responses API over a WebSocket,
+  ``GET /v1/responses`` with ``Upgrade: websocket``) gets ``426 Upgrade Required``: the
+  client's signal that the server speaks only plain HTTP, on which Codex falls back to
+  HTTP streaming for the rest of the session instead of retrying the socket.
+- A connectivity probe (Claude Code's ``HEAD /``; any ``HEAD``, which carries no model
+  call; a ``GET /``) gets ``200`` with nothing in it. Other paths no provider owns are
+  still answered 404 by the gateway, uncounted.
+
+:func:`probe` decides from the method, path and headers alone; the gateway writes the
+answer before routing, so neither reaches an upstream, a cassette or the summary.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Literal
+
+from aiohttp import web
+
+__all__ = ["Probe", "answer", "probe"]
+
+Probe = Literal["websocket", "connectivity"]
+
+
+def probe(method: str, path: str, headers: Mapping[str, str]) -> Probe | None:
+    """What kind of non-model request this is (``headers`` with lower-case names), or
+    None for anything else."""
+    upgrade = headers.get("upgrade", "")
+    if upgrade and "websocket" in upgrade.lower():
+        return "websocket"
+    if method == "HEAD" or (method == "GET" and path == "/"):
+        return "connectivity"
+    return None
+
+
+def answer(kind: Probe) -> web.Response:
+    """The quick answer to a probe of ``kind``."""
+    if kind == "websocket":
+        message = "otel-replay: WebSockets are not served; use HTTP (server-sent events)"
+        return web.json_response(
+            {"error": {"message": message, "type": "websocket_not_supported"}},
+            status=426,
+            headers={"x-should-retry": "false"},
+        )
+    return web.Response(status=200)
