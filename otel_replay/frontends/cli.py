@@ -218,6 +218,7 @@ def _config(args: argparse.Namespace, mode: str, command: list[str]) -> GatewayC
 
 
 def _run(args: argparse.Namespace, command: list[str]) -> int:
+    from otel_replay.gateway.agents import agent_command
     from otel_replay.gateway.runner import GatewayThread
 
     mode = "record" if args.command == "record" else (args.mode or default_mode())
@@ -225,7 +226,8 @@ def _run(args: argparse.Namespace, command: list[str]) -> int:
         return _child(command, dict(os.environ))
     gateway = GatewayThread(_config(args, mode, command)).start()
     try:
-        code = _child(command, {**os.environ, **gateway.env})
+        # an agent that reads no base-URL variable gets the gateway's on its command line
+        code = _child(agent_command(command, gateway.env), {**os.environ, **gateway.env})
     finally:
         summary = gateway.stop()
     print(summary.line(), file=sys.stderr)

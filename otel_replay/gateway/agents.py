@@ -1,0 +1,72 @@
+"""Agents that read no base-URL variable, and the options that point them at the gateway.
+
+Most agents reach the gateway through the variables of the provider table
+(``OPENAI_BASE_URL``, ``ANTHROPIC_BASE_URL``, …). A coding-agent CLI that ignores them
+gets the same URL as a command-line option instead, put in front of its own arguments by
+:func:`agent_command` when ``record`` / ``replay`` start it. The option overrides the
+setting for that run only: the agent's own configuration files (``CODEX_HOME``) are read
+as usual and never written.
+
+Adding such an agent is adding a row to ``AGENTS``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import PurePath
+
+from otel_replay.core import envvars as ev
+
+__all__ = ["AGENTS", "AgentSpec", "agent_command", "agent_for"]
+
+
+@dataclass(frozen=True, slots=True)
+class AgentSpec:
+    """One agent CLI: the names its executable goes by (without an extension such as
+    ``.js`` or ``.exe``), and per option, the setting and the variable of the agent's
+    environment whose value it takes (``-c openai_base_url="…"``)."""
+
+    name: str
+    executables: tuple[str, ...]
+    flag: str
+    settings: tuple[tuple[str, str], ...]
+
+    def options(self, env: Mapping[str, str]) -> list[str]:
+        """The options giving the agent the gateway's addresses in ``env``."""
+        options: list[str] = []
+        for setting, variable in self.settings:
+            if env.get(variable):
+                options += [self.flag, f"{setting}={json.dumps(env[variable])}"]
+        return options
+
+
+AGENTS: tuple[AgentSpec, ...] = (
+    # Codex reads no OPENAI_BASE_URL; its built-in provider takes `openai_base_url` (a
+    # TOML value, so quoted), given on the command line before the subcommand.
+    AgentSpec(
+        name="codex",
+        executables=("codex",),
+        flag="-c",
+        settings=(("openai_base_url", ev.OPENAI_BASE_URL),),
+    ),
+)
+
+
+def agent_for(command: Sequence[str]) -> AgentSpec | None:
+    """The agent ``command`` starts, when it is one of ``AGENTS``."""
+    if not command:
+        return None
+    name = PurePath(command[0]).name.lower()
+    stem = name.split(".", 1)[0]
+    return next((agent for agent in AGENTS if stem in agent.executables), None)
+
+
+def agent_command(command: Sequence[str], env: Mapping[str, str]) -> list[str]:
+    """``command`` with the options its agent needs to reach the gateway whose variables
+    are ``env``; unchanged for any other command."""
+    agent = agent_for(command)
+    if agent is None:
+        return list(command)
+    return [command[0], *agent.options(env), *command[1:]]
