@@ -16,7 +16,8 @@ and ``/openai/v1/...``; an Azure chat stream opens with the prompt-filter chunk 
 
 Streams are produced here independently of otel-replay's own stream code, the way the real
 APIs stream them, so tests that replay through the gateway check one against the other.
-Faults can be scripted per request with :meth:`StubUpstream.enqueue`.
+Faults can be scripted per request with :meth:`StubUpstream.enqueue`, and the output items of
+the next Responses API answers (a coding agent's shell call) with :meth:`StubUpstream.script`.
 """
 
 from __future__ import annotations
@@ -73,6 +74,7 @@ class StubUpstream:
         self.event_delay = event_delay
         self.received: list[Received] = []
         self.faults: deque[Fault] = deque()
+        self.scripted: deque[list[dict[str, Any]]] = deque()
         self.connections = 0
         self.release_last_event: asyncio.Event | None = None
         self._runner: web.AppRunner | None = None
@@ -125,6 +127,11 @@ class StubUpstream:
         """Script the answers to the next requests (first in, first used)."""
         self.faults.extend(faults)
 
+    def script(self, *outputs: list[dict[str, Any]]) -> None:
+        """Script the output items of the next Responses API answers, one list per
+        request (first in, first used); answers are computed again once they run out."""
+        self.scripted.extend(outputs)
+
     # -- dispatch ----------------------------------------------------------------------
     def _take_fault(self, path: str) -> Fault | None:
         for fault in list(self.faults):
@@ -169,7 +176,8 @@ class StubUpstream:
         if path == "/v1/chat/completions":
             return await self._answer(request, stub_openai.chat(body, azure=azure), fault)
         if path == "/v1/responses":
-            return await self._answer(request, stub_openai.responses(body), fault)
+            scripted = self.scripted.popleft() if self.scripted else None
+            return await self._answer(request, stub_openai.responses(body, scripted), fault)
         if path == "/v1/embeddings":
             return web.json_response(stub_openai.embeddings(body))
         if path == "/v1/completions":

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from typing import Any
 
 from otel_replay.testing.stub_turns import (
@@ -120,8 +121,10 @@ def chat(body: dict[str, Any], azure: bool = False) -> Reply:
     return chunks
 
 
-def responses(body: dict[str, Any]) -> Reply:
-    """A Responses API answer: the response, or its typed events when asked to stream."""
+def responses(body: dict[str, Any], scripted: list[dict[str, Any]] | None = None) -> Reply:
+    """A Responses API answer: the response, or its typed events when asked to stream.
+    ``scripted`` output items (a ``function_call``, a ``custom_tool_call``, a ``message``)
+    replace the computed answer."""
     raw_input = body.get("input")
     items = (
         [{"role": "user", "content": raw_input}]
@@ -131,7 +134,13 @@ def responses(body: dict[str, Any]) -> Reply:
     tools = body.get("tools") or []
     rid = "resp_" + digest(body)
     output: list[dict[str, Any]]
-    if tools and not has_tool_result(items):
+    if scripted:
+        output = [
+            {"id": f"item_{digest(body)}_{n}", "status": "completed", **item}
+            for n, item in enumerate(scripted)
+        ]
+        text = json.dumps(output)
+    elif tools and not has_tool_result(items):
         args = json.dumps({first_param(tools[0].get("parameters")): last_text(items)})
         output = [
             {
@@ -183,62 +192,38 @@ def responses(body: dict[str, Any]) -> Reply:
 
     emit("response.created", response={**base, "status": "in_progress", "output": []})
     emit("response.in_progress", response={**base, "status": "in_progress", "output": []})
-    item = output[0]
-    if item["type"] == "function_call":
-        emit("response.output_item.added", output_index=0, item={**item, "arguments": ""})
-        emit(
-            "response.function_call_arguments.delta",
-            item_id=item["id"],
-            output_index=0,
-            delta=item["arguments"],
-        )
-        emit(
-            "response.function_call_arguments.done",
-            item_id=item["id"],
-            output_index=0,
-            arguments=item["arguments"],
-        )
-    else:
+    for index, item in enumerate(output):
+        _item_events(emit, index, item)
+    emit("response.completed", response=done)
+    return events
+
+
+Emit = Callable[..., None]
+
+
+def _item_events(emit: Emit, index: int, item: dict[str, Any]) -> None:
+    """The stream events of one output item, as the Responses API sends them."""
+    kind = item["type"]
+    where = {"item_id": item["id"], "output_index": index}
+    if kind in ("function_call", "custom_tool_call"):
+        field = "arguments" if kind == "function_call" else "input"
+        emit("response.output_item.added", output_index=index, item={**item, field: ""})
+        emit(f"response.{kind}_{field}.delta", **where, delta=item[field])
+        emit(f"response.{kind}_{field}.done", **where, **{field: item[field]})
+    elif kind == "message":
+        text = "".join(part.get("text", "") for part in item.get("content", []))
         emit(
             "response.output_item.added",
-            output_index=0,
+            output_index=index,
             item={**item, "status": "in_progress", "content": []},
         )
         part = {"type": "output_text", "text": "", "annotations": []}
-        emit(
-            "response.content_part.added",
-            item_id=item["id"],
-            output_index=0,
-            content_index=0,
-            part=part,
-        )
+        emit("response.content_part.added", **where, content_index=0, part=part)
         for word in words(text):
-            emit(
-                "response.output_text.delta",
-                item_id=item["id"],
-                output_index=0,
-                content_index=0,
-                delta=word,
-                logprobs=[],
-            )
-        emit(
-            "response.output_text.done",
-            item_id=item["id"],
-            output_index=0,
-            content_index=0,
-            text=text,
-            logprobs=[],
-        )
-        emit(
-            "response.content_part.done",
-            item_id=item["id"],
-            output_index=0,
-            content_index=0,
-            part={**part, "text": text},
-        )
-    emit("response.output_item.done", output_index=0, item=item)
-    emit("response.completed", response=done)
-    return events
+            emit("response.output_text.delta", **where, content_index=0, delta=word, logprobs=[])
+        emit("response.output_text.done", **where, content_index=0, text=text, logprobs=[])
+        emit("response.content_part.done", **where, content_index=0, part={**part, "text": text})
+    emit("response.output_item.done", output_index=index, item=item)
 
 
 def completions(body: dict[str, Any]) -> dict[str, Any]:
