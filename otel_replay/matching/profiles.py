@@ -78,12 +78,52 @@ pattern = '(?s)gitStatus: This is the git status.*'
 kind = "cc_month"
 pattern = 'The current month is [^.\\n]*'
 """,
-    "codex": """\
+    "codex": r"""
 detect = ["params.client_metadata.x-codex-turn-metadata"]
 
-# client_metadata["x-codex-turn-metadata"] is JSON text with the turn's start time
+# client_metadata["x-codex-turn-metadata"] is JSON text: the turn's start time, and in a
+# git repository {"<path>": {"latest_git_commit_hash": …, "has_changes": …}} (absent elsewhere)
 [[ignore]]
 path = "params.client_metadata.x-codex-turn-metadata.turn_started_at_unix_ms"
+
+[[ignore]]
+path = "params.client_metadata.x-codex-turn-metadata.workspaces"
+
+# when each input item was made (epoch seconds with a fraction)
+[[ignore]]
+path = "messages[*].parts[*].internal_chat_message_metadata_passthrough.create_time"
+
+# the environment-context message: where it runs, in which shell and time zone
+[[volatile]]
+kind = "working_dir"
+pattern = '<cwd>[^<]*</cwd>'
+
+[[volatile]]
+kind = "workspace_root"
+pattern = '<root>[^<]*</root>'
+
+[[volatile]]
+kind = "shell"
+pattern = '<shell>[^<]*</shell>'
+
+[[volatile]]
+kind = "timezone"
+pattern = '<timezone>[^<]*</timezone>'
+
+# the heading of an AGENTS.md names its directory; the instructions below it still count
+[[volatile]]
+kind = "agents_md"
+pattern = '# AGENTS\.md instructions for [^\n]*'
+
+# the skill roots table names directories under CODEX_HOME
+[[volatile]]
+kind = "skill_root"
+pattern = '`r[0-9]+` = `[^`\n]*`'
+
+# how long a tool call took, in the text around its output
+[[volatile]]
+kind = "duration"
+pattern = 'Wall time [0-9.]+ seconds'
 """,
 }
 """Each built-in profile's table, in the rule file's syntax plus ``detect``."""
