@@ -94,9 +94,19 @@ def replay(cassette: Path, cwd: Path, codex_home: Path, prompt: str) -> Run:
     return otel_replay(args, cwd, codex_home, prompt)
 
 
+_RECORDED: dict[str, Recording] = {}
+
+
 @pytest.fixture(scope="session")
 def codex_recordings(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Recording]:
-    root = tmp_path_factory.mktemp("codex-recorded")
+    """The two recordings, made once per test process (each module importing this
+    fixture gets the same ones)."""
+    if not _RECORDED:
+        _RECORDED.update(_record(tmp_path_factory.mktemp("codex-recorded")))
+    return _RECORDED
+
+
+def _record(root: Path) -> dict[str, Recording]:
     home, project = make_home(root / "codex-home"), make_project(root / "project")
     recordings: dict[str, Recording] = {}
     with run_stub() as stub:

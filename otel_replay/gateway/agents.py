@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import PurePath
+from pathlib import PureWindowsPath
 
 from otel_replay.core import envvars as ev
 
@@ -58,7 +58,7 @@ def agent_for(command: Sequence[str]) -> AgentSpec | None:
     """The agent ``command`` starts, when it is one of ``AGENTS``."""
     if not command:
         return None
-    name = PurePath(command[0]).name.lower()
+    name = PureWindowsPath(command[0]).name.lower()  # either separator
     stem = name.split(".", 1)[0]
     return next((agent for agent in AGENTS if stem in agent.executables), None)
 

@@ -93,22 +93,29 @@ path = "params.client_metadata.x-codex-turn-metadata.workspaces"
 [[ignore]]
 path = "messages[*].parts[*].internal_chat_message_metadata_passthrough.create_time"
 
-# the environment-context message: where it runs, in which shell and time zone
+# the environment-context message: where it runs, in which shell and time zone (each
+# pattern starts inside the element, as `<shell>` alone reads as a placeholder)
 [[volatile]]
 kind = "working_dir"
-pattern = '<cwd>[^<]*</cwd>'
+pattern = '[^<>\n]+</cwd>'
 
 [[volatile]]
 kind = "workspace_root"
-pattern = '<root>[^<]*</root>'
+pattern = '[^<>\n]+</root>'
 
 [[volatile]]
 kind = "shell"
-pattern = '<shell>[^<]*</shell>'
+pattern = '[^<>\n]+</shell>'
 
 [[volatile]]
 kind = "timezone"
-pattern = '<timezone>[^<]*</timezone>'
+pattern = '[^<>\n]+</timezone>'
+
+# the primary agent is called `/root`, which is also root's home directory: named alike
+# whoever runs it
+[[volatile]]
+kind = "agent"
+pattern = '(?:`|to=|"agent_name":")/root\b'
 
 # the heading of an AGENTS.md names its directory; the instructions below it still count
 [[volatile]]
