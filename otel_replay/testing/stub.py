@@ -150,6 +150,9 @@ class StubUpstream:
         self.received.append(
             Received(request.method, request.path, headers, body, request.query_string)
         )
+        if "websocket" in headers.get("upgrade", "").lower():
+            # no WebSocket mode here: the client's cue to stream over HTTP instead
+            return web.json_response({"error": {"message": "stub: no WebSockets"}}, status=426)
         fault = self._take_fault(request.path)
         if fault is not None and fault.kind != "reset_mid_stream":
             return await self._fault(request, fault)
