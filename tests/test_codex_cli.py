@@ -75,16 +75,22 @@ def _next_day(tmp: Path, cassette: Path) -> tuple[Path, Path, Path]:
     return make_project(tmp / "project"), make_home(tmp / "home"), earlier
 
 
+def _all_at_once(tmp: Path, cassette: Path) -> tuple[Path, Path, Path]:
+    project, home, _ = _git_repository(tmp, cassette)
+    return project, home, a_day_earlier(cassette, tmp / "a-day-old.json")
+
+
 PLACES: dict[str, Callable[[Path, Path], tuple[Path, Path, Path]]] = {
     "another directory and CODEX_HOME": _elsewhere,
     "a git repository": _git_repository,
     "another day": _next_day,
+    "a git repository elsewhere, a day later": _all_at_once,
 }
+RUNS = [("tool", place) for place in list(PLACES)[:3]] + [("plain", list(PLACES)[3])]
 
 
-@pytest.mark.parametrize("turn", ["plain", "tool"])
-@pytest.mark.parametrize("place", list(PLACES))
-def test_replays_strictly_anywhere(codex_recordings, tmp_path, place, turn):
+@pytest.mark.parametrize(("turn", "place"), RUNS)
+def test_replays_strictly_anywhere(codex_recordings, tmp_path, turn, place):
     recording: Recording = codex_recordings[turn]
     project, home, cassette = PLACES[place](tmp_path, recording.cassette)
     run = replay(cassette, project, home, recording.prompt)
