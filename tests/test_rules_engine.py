@@ -253,6 +253,27 @@ def test_cached_engine_equals_the_uncached_definition(strings, with_user_rule):
     assert (a.seen, a.counts) == (b.seen, b.counts)
 
 
+LINEAR_TICKET = VolatileRule("ticket", r"TICKET-[0-9]+", linear=True)
+long_texts = st.lists(
+    st.sampled_from([*FRAGMENTS, "/home/ana/src", "<ticket:7>"]), max_size=12
+).map(lambda parts: "x" * 65 + "".join(parts))
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(long_texts, min_size=1, max_size=8))
+def test_long_strings_met_again_fill_their_template_as_the_definition(strings):
+    """A long string with volatile values is substituted once, then filled from its
+    template: every later request gets what substituting afresh gives, numbering alike."""
+    engine = Normalizer((*BUILTIN_RULES, LINEAR_TICKET), places=("/home/ana/src", "/home/ana"))
+    cached = engine.default_set()
+    warm = Numbering()
+    for s in strings:
+        cached.text(s, warm)
+    a, b = Numbering(), Numbering()
+    assert [cached.text(s, a) for s in strings] == [substitute(cached, s, b) for s in strings]
+    assert (a.seen, a.counts) == (b.seen, b.counts)
+
+
 @pytest.mark.parametrize(
     "rule",
     [

@@ -24,7 +24,10 @@ keys sorted (matching compares canonical JSON, so order carries no meaning).
 Strings that hold no volatile value are remembered per rule set (memoisation of
 ``substitute`` keyed by the string): short ones ("role", "user", a tool's name) are most
 strings of a request, and long ones (a system prompt, earlier turns) come back in every
-later request of an agent run. Long ones are kept up to a budget of characters.
+later request of an agent run. A long string that does hold volatile values (a coding
+agent's instructions name its directory and the date) is remembered as a ``Template``:
+filled with each request's numbering, it gives what substituting afresh gives. Long ones
+are kept up to a budget of characters.
 """
 
 from __future__ import annotations
@@ -37,6 +40,7 @@ from collections.abc import Callable, Sequence
 from otel_replay.core.exchange import COMPONENTS, JSON, CanonicalRequest
 from otel_replay.matching.ignore import Predicate, Step, drop_path, parse_path
 from otel_replay.matching.linear import check_linear, compile_linear, full_text
+from otel_replay.matching.numbering import Numbering, Template
 from otel_replay.matching.rules import (
     BUILTIN_RULES,
     KEEP,
@@ -66,24 +70,6 @@ STABLE_MAX_SIZE = 16384
 STABLE_LONG_MAX_CHARS = 4_000_000
 _KIND = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 _MAX_SETS = 256
-
-
-class Numbering:
-    """Placeholders of one request: per-kind counters and the values already seen."""
-
-    __slots__ = ("counts", "seen")
-
-    def __init__(self) -> None:
-        self.seen: dict[str, str] = {}
-        self.counts: dict[str, int] = {}
-
-    def placeholder(self, kind: str, value: str) -> str:
-        found = self.seen.get(value)
-        if found is None:
-            n = self.counts.get(kind, 0) + 1
-            self.counts[kind] = n
-            found = self.seen[value] = f"<{kind}:{n}>"
-        return found
 
 
 class RuleSet:
@@ -120,6 +106,7 @@ class RuleSet:
         )
         self.stable: set[str] = set()
         self.stable_long: set[str] = set()
+        self.templates: dict[str, Template] = {}
         self.stable_long_chars = 0
 
     def number(self, value: int, numbering: Numbering) -> JSON:
@@ -135,20 +122,30 @@ class RuleSet:
         return value
 
     def text(self, s: str, numbering: Numbering) -> str:
-        """``substitute`` remembered for strings it leaves alone."""
+        """``substitute`` remembered: strings it leaves alone, and for long strings with
+        volatile values, the result with its placeholders left open (``Template``)."""
         if s in self.stable:
             return s
         long = len(s) > STABLE_MAX_LENGTH
-        if long and s in self.stable_long:
-            return s
+        if long:
+            if s in self.stable_long:
+                return s
+            template = self.templates.get(s)
+            if template is not None:
+                return template.fill(numbering)
+            template = Template.of(s, lambda numbering: substitute(self, s, numbering))
+            if template is None:
+                if self.stable_long_chars + len(s) <= STABLE_LONG_MAX_CHARS:
+                    self.stable_long.add(s)
+                    self.stable_long_chars += len(s)
+                return s
+            if self.stable_long_chars + len(s) + len(template.text) <= STABLE_LONG_MAX_CHARS:
+                self.templates[s] = template
+                self.stable_long_chars += len(s) + len(template.text)
+            return template.fill(numbering)
         out = substitute(self, s, numbering)
-        if out is s:
-            if not long:
-                if len(self.stable) < STABLE_MAX_SIZE:
-                    self.stable.add(s)
-            elif self.stable_long_chars + len(s) <= STABLE_LONG_MAX_CHARS:
-                self.stable_long.add(s)
-                self.stable_long_chars += len(s)
+        if out is s and len(self.stable) < STABLE_MAX_SIZE:
+            self.stable.add(s)
         return out
 
     def walk(self, value: JSON, numbering: Numbering) -> JSON:

@@ -1,0 +1,79 @@
+"""The numbering of one request's placeholders, and substitution results kept with
+their placeholders left open.
+
+``Numbering`` gives each volatile value its placeholder, numbered per kind by first
+occurrence across a request. A ``Template`` is what substituting one string produced, with
+a stand-in where each placeholder goes and the calls made to the numbering in order:
+filling it with a request's numbering makes the same calls, so a long string met again
+(an agent's instructions, the history every later request repeats) is not scanned again.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+
+__all__ = ["Numbering", "Template"]
+
+
+class Numbering:
+    """Placeholders of one request: per-kind counters and the values already seen."""
+
+    __slots__ = ("counts", "seen")
+
+    def __init__(self) -> None:
+        self.seen: dict[str, str] = {}
+        self.counts: dict[str, int] = {}
+
+    def placeholder(self, kind: str, value: str) -> str:
+        found = self.seen.get(value)
+        if found is None:
+            n = self.counts.get(kind, 0) + 1
+            self.counts[kind] = n
+            found = self.seen[value] = f"<{kind}:{n}>"
+        return found
+
+
+class _Stand(Numbering):
+    """Hands out a distinct stand-in per call, ``<kind:N>`` with a number no text holds
+    (a random prefix per process), and remembers the calls in order. A stand-in has a
+    placeholder's shape, so every later pass of a substitution treats it as one."""
+
+    __slots__ = ("calls",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.calls: list[tuple[str, str]] = []
+
+    def placeholder(self, kind: str, value: str) -> str:
+        self.calls.append((kind, value))
+        return f"<{kind}:{_STAND_IN}{len(self.calls)}>"
+
+
+_STAND_IN = str(secrets.randbelow(9 * 10**17) + 10**17)
+_STAND_INS = re.compile(r"<[A-Za-z][A-Za-z0-9_]*:" + _STAND_IN + r"([0-9]+)>")
+
+
+@dataclass(frozen=True, slots=True)
+class Template:
+    """A substitution's result, its placeholders left open."""
+
+    text: str
+    calls: tuple[tuple[str, str], ...]
+
+    @classmethod
+    def of(cls, s: str, substitute: Callable[[Numbering], str]) -> Template | None:
+        """The template of ``substitute`` applied to ``s``; None when it returns ``s``
+        itself (nothing to replace)."""
+        stand = _Stand()
+        text = substitute(stand)
+        return None if text is s else cls(text, tuple(stand.calls))
+
+    def fill(self, numbering: Numbering) -> str:
+        """The result ``substitute`` gives with ``numbering`` (which it advances alike)."""
+        if not self.calls:
+            return self.text
+        given = [numbering.placeholder(kind, value) for kind, value in self.calls]
+        return _STAND_INS.sub(lambda m: given[int(m[1]) - 1], self.text)
