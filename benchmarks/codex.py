@@ -1,0 +1,134 @@
+"""What otel-replay adds to a Codex run: ``python -m benchmarks.codex``.
+
+Not part of ``make bench``: it needs the pinned Codex CLI (``make clients``). Prints two
+lines:
+
+1. Per model call: the first request of a Codex recording (about 75 KB: instructions,
+   tools, environment context), with fresh UUIDs each time so no exact-body shortcut
+   applies, posted sequentially to the stub upstream directly, through the gateway
+   recording, and to the gateway replaying strictly (p50).
+2. Per run: the wall time of one ``codex exec "say hi"`` straight at the stub, under
+   ``otel-replay record`` and under ``otel-replay replay --mode strict`` (median).
+
+Step 1 uses the recording step 2 makes.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from otel_replay.cassette.model import Cassette, dump, load
+from otel_replay.gateway.runner import GatewayConfig, GatewayThread
+from otel_replay.testing.stub import run_stub
+
+ROOT = Path(__file__).resolve().parent.parent
+CODEX = ROOT / ".venv" / "clients" / "node_modules" / ".bin" / "codex"
+CONFIG = "check_for_update_on_startup = false\n\n[analytics]\nenabled = false\n"
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+CALLS, RUNS = 30, 5
+
+
+def _fresh(body: Any) -> bytes:
+    ids: dict[str, str] = {}
+    text = _UUID.sub(lambda m: ids.setdefault(m[0], str(uuid.uuid4())), json.dumps(body))
+    return text.encode()
+
+
+def _post(port: int, data: bytes) -> float:
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    started = time.perf_counter()
+    headers = {"content-type": "application/json", "authorization": "Bearer sk-bench"}
+    connection.request("POST", "/v1/responses", data, headers)
+    response = connection.getresponse()
+    response.read()
+    elapsed = time.perf_counter() - started
+    connection.close()
+    if response.status != 200:
+        raise SystemExit(f"answered {response.status}")
+    return elapsed
+
+
+def _p50_ms(port: int, body: Any) -> float:
+    _post(port, _fresh(body))
+    return statistics.median(_post(port, _fresh(body)) for _ in range(CALLS)) * 1000
+
+
+def per_call(cassette: Path, folder: Path) -> str:
+    body = load(cassette).interactions[0].raw_request
+    with run_stub() as stub:
+        direct = _p50_ms(stub.port, body)
+        config = GatewayConfig(
+            mode="record", cassette=folder / "c.json", upstream_openai=stub.openai_url
+        )
+        with GatewayThread(config) as gateway:
+            assert gateway.server is not None
+            record = _p50_ms(gateway.server.port, body)
+    recorded = load(folder / "c.json")
+    many = Cassette(interactions=recorded.interactions[:1] * (CALLS + 2), source=recorded.source)
+    dump(many, folder / "r.json")
+    with GatewayThread(GatewayConfig(mode="strict", cassette=folder / "r.json")) as gateway:
+        assert gateway.server is not None
+        replay = _p50_ms(gateway.server.port, body)
+    size = len(_fresh(body)) // 1000
+    return (
+        f"per call ({size} KB request, p50 of {CALLS}): stub {direct:.1f} ms · "
+        f"record {record:.1f} ms · replay {replay:.1f} ms"
+    )
+
+
+def per_run(folder: Path) -> tuple[str, Path]:
+    home, project = folder / "home", folder / "project"
+    home.mkdir()
+    project.mkdir()
+    (home / "config.toml").write_text(CONFIG)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "CODEX_"))}
+    env.update(CODEX_HOME=str(home), OPENAI_API_KEY="sk-bench")
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
+    codex = [str(CODEX), "exec", "--skip-git-repo-check", "say hi"]
+    cli = [sys.executable, "-m", "otel_replay.frontends.cli"]
+    cassette = folder / "plain.json"
+
+    def timed(command: list[str], environ: dict[str, str]) -> float:
+        started = time.perf_counter()
+        done = subprocess.run(
+            command, cwd=project, env=environ, stdin=subprocess.DEVNULL, capture_output=True
+        )
+        if done.returncode:
+            raise SystemExit(done.stderr.decode()[-2000:])
+        return time.perf_counter() - started
+
+    with run_stub() as stub:
+        straight = [str(CODEX), "-c", f'openai_base_url="{stub.openai_url}"', *codex[1:]]
+        direct = [timed(straight, env) for _ in range(RUNS)]
+        upstream = ["--upstream-openai", stub.openai_url]
+        record = [*cli, "record", "--cassette", str(cassette), *upstream, "--", *codex]
+        recorded = [timed(record, env) for _ in range(RUNS)]
+    offline = {k: v for k, v in env.items() if k != "OPENAI_API_KEY"}
+    strict = [*cli, "replay", "--mode", "strict", "--cassette", str(cassette), "--", *codex]
+    replayed = [timed(strict, offline) for _ in range(RUNS)]
+    median = statistics.median
+    line = (
+        f"per run (codex exec, median of {RUNS}): direct {median(direct):.2f} s · "
+        f"record {median(recorded):.2f} s · replay {median(replayed):.2f} s"
+    )
+    return line, cassette
+
+
+if __name__ == "__main__":
+    if not CODEX.exists():
+        raise SystemExit(f"no Codex CLI at {CODEX}: run `make clients`")
+    with tempfile.TemporaryDirectory(prefix="otel-replay-codex-") as tmp:
+        run_line, plain = per_run(Path(tmp))
+        print(per_call(plain, Path(tmp)))
+        print(run_line)
