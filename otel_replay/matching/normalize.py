@@ -106,8 +106,8 @@ class RuleSet:
         )
         self.stable: set[str] = set()
         self.stable_long: set[str] = set()
-        self.templates: dict[str, Template] = {}
         self.stable_long_chars = 0
+        self.templates: dict[str, Template] = {}
 
     def number(self, value: int, numbering: Numbering) -> JSON:
         """An integer, or its placeholder when a rule for numbers matches all its digits."""
