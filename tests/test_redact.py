@@ -336,3 +336,59 @@ def test_a_command_line_hides_the_values_of_secret_options():
         "agent", "--db-password=[REDACTED:secret-field]", "--api-key", "[REDACTED:argument]",
         "--city", "Lisbon", "--token", "--verbose",
     ]  # fmt: skip
+
+
+_LONG_PIECES = st.sampled_from(
+    [
+        "plain prose about a tool and its arguments. ",
+        "see https://docs.example/guide?page=2 for more. ",
+        "key sk-proj-" + "Ab3" * 16 + " in a pasted log. ",
+        "Authorization: Bearer " + "tok" * 12 + " ",
+        '{"nested": "json text"} ',
+    ]
+)
+_CONVERSATION = st.lists(
+    st.fixed_dictionaries(
+        {
+            "role": st.sampled_from(["user", "assistant"]),
+            "content": st.lists(_LONG_PIECES, min_size=1, max_size=12).map("".join),
+        }
+    ),
+    min_size=1,
+    max_size=6,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(turns=st.lists(_CONVERSATION, min_size=1, max_size=4))
+def test_remembered_redaction_equals_a_fresh_redactor_turn_after_turn(
+    turns: list[list[dict[str, str]]],
+) -> None:
+    """Long strings are redacted once and remembered: each turn (which resends earlier
+    messages) gives exactly what a redactor that never saw them gives, whether the body's
+    size is known or not."""
+    remembering = Redactor({"OPENAI_API_KEY": "sk-" + "z" * 40})
+    conversation: list[dict[str, str]] = []
+    for turn in turns:
+        conversation = conversation + turn
+        body = {"messages": conversation, "system": "You are terse. " * 30}
+        fresh = Redactor({"OPENAI_API_KEY": "sk-" + "z" * 40}).json(copy.deepcopy(body))
+        assert remembering.json(body) == fresh
+        assert remembering.json(copy.deepcopy(body), size=10**6) == fresh
+
+
+def test_remembered_redaction_starts_afresh_past_its_budget(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import otel_replay.redaction.redact as redact
+
+    monkeypatch.setattr(redact, "_MEMO_MAX_CHARS", 2000)
+    redactor = Redactor()
+    secret = "sk-proj-" + "Q7" * 24
+    texts = [f"message {i} " + "x" * 600 + f" {secret}" for i in range(10)]
+    for text in texts:
+        out = redactor.json({"text": text}, size=10**6)
+        assert isinstance(out, dict) and secret not in out["text"]
+        assert "[REDACTED:openai-key]" in out["text"]
+    assert redactor._memo_chars <= 2000
+    assert 0 < len(redactor._memo) <= 3

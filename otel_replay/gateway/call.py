@@ -82,7 +82,7 @@ def redacted_body(redactor: Redactor, raw: bytes, body: JSON = None) -> JSON:
             text = None
         if text is not None and not redactor.might_hold_secret(text):
             return body
-    return redactor.json(body)
+    return redactor.json(body, size=len(raw))
 
 
 def parse_traceparent(value: str | None) -> tuple[str | None, str | None]:

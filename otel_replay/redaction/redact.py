@@ -39,8 +39,8 @@ from otel_replay.redaction.shapes import (
 )
 
 MIN_SECRET_LENGTH = 6
-_LONG_TEXT = 64 * 1024
 """Environment and ``.env`` values shorter than this are not treated as secrets."""
+_LONG_TEXT = 64 * 1024
 
 # A query secret always reads ``?name=`` or ``&name=`` with a name of letters, ``_`` and
 # ``-``, so ``=`` alone (frequent in base64 and prose) need not send text to the shapes.
@@ -48,6 +48,12 @@ _QUERY_ANCHOR = r"[?&][A-Za-z_-]+="
 
 _CLEAN_MAX_LENGTH = 64
 _CLEAN_MAX_SIZE = 16384
+# An agent resends its whole conversation every turn: a string this long or longer (a
+# system prompt, a tool description, an earlier message) is redacted once and its result
+# remembered, up to this many characters in all; then the memory starts afresh.
+_MEMO_MIN_LENGTH = 256
+_MEMO_MAX_CHARS = 32 * 1024 * 1024
+_MISSING = object()
 _SCALARS = (int, float, bool)
 
 
@@ -76,6 +82,8 @@ class Redactor:
         "_clean",
         "_encoded",
         "_literals",
+        "_memo",
+        "_memo_chars",
         "_names",
         "_prefilter_re",
         "_value_names",
@@ -100,6 +108,8 @@ class Redactor:
             self._anchors = ANCHORS + tuple(ordered)
         self._literals = tuple(a for a in self._anchors if a != "=")
         self._clean: set[str] = set()
+        self._memo: dict[str, str | None] = {}
+        self._memo_chars = 0
         self._value_names = by_value
         self._encoded = EncodedSecrets(ENCODED_ANCHORS + tuple(ordered), self._plain_text)
         self._prefilter_re = _prefilter(self._literals, self._encoded)
@@ -173,10 +183,15 @@ class Redactor:
             return found
         return f"[REDACTED:env:{self._value_names[found]}]"
 
-    def json(self, value: JSON) -> JSON:
+    def json(self, value: JSON, *, size: int | None = None) -> JSON:
         """A copy of a JSON value with every string (dict keys too) redacted.
 
-        Returns ``value`` itself when nothing needed redacting; never mutates it."""
+        Returns ``value`` itself when nothing needed redacting; never mutates it. ``size``:
+        the length of the value's JSON text, when the caller knows it; a value that large
+        (a whole conversation) nearly always holds some anchor, so it is walked at once
+        rather than first serialised for the prefilter."""
+        if size is not None and size > _LONG_TEXT:
+            return self._walk(value)
         try:
             blob = _json.dumps(value, ensure_ascii=False)
         except (TypeError, ValueError):
@@ -187,13 +202,29 @@ class Redactor:
 
     def _clean_text(self, s: str) -> str:
         """``text(s)``, remembering short strings that hold nothing to redact (keys,
-        attribute names, enum values...), which come back in every batch."""
+        attribute names, enum values...), which come back in every batch, and the result
+        for long ones, which come back in every turn of a conversation."""
+        size = len(s)
+        if size >= _MEMO_MIN_LENGTH:
+            return self._memo_text(s, size)
         clean = self._clean
         if s in clean:
             return s
         out = self.text(s)
-        if out is s and len(s) <= _CLEAN_MAX_LENGTH and len(clean) < _CLEAN_MAX_SIZE:
+        if out is s and size <= _CLEAN_MAX_LENGTH and len(clean) < _CLEAN_MAX_SIZE:
             clean.add(s)
+        return out
+
+    def _memo_text(self, s: str, size: int) -> str:
+        done = self._memo.get(s, _MISSING)
+        if done is not _MISSING:
+            return s if done is None else done  # type: ignore[return-value]
+        out = self.text(s)
+        if self._memo_chars + size > _MEMO_MAX_CHARS:
+            self._memo.clear()
+            self._memo_chars = 0
+        self._memo[s] = None if out is s else out
+        self._memo_chars += size
         return out
 
     def _walk(self, value: JSON) -> JSON:
