@@ -24,6 +24,7 @@ BENCHMARKS = (
     "vcr",
     "redaction",
     "report",
+    "session",
 )
 
 
