@@ -481,3 +481,32 @@ def test_corrupt_cassette_via_cli_exits_2_with_one_line(
         assert len(lines) == 1, (args[0], proc.stderr)
         assert "Traceback" not in proc.stderr
         assert str(path) in lines[0] and expected in lines[0], (args[0], lines[0])
+
+
+def _nesting(value: object) -> int:
+    if isinstance(value, dict):
+        return 1 + max((_nesting(v) for v in value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max((_nesting(v) for v in value), default=0)
+    return 0
+
+
+_TRICKY_TEXT = st.text(alphabet='ab"\\[]{}/\n\u00e9\U0001f600', max_size=12)
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | _TRICKY_TEXT,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_TRICKY_TEXT, inner, max_size=4),
+    max_leaves=40,
+)
+
+
+@given(value=_JSON_VALUES, ascii_only=st.booleans(), spaced=st.booleans())
+def test_body_depth_is_the_nesting_of_the_parsed_value(
+    value: object, ascii_only: bool, spaced: bool
+) -> None:
+    """The depth check reads the text alone (brackets, quotes and escapes inside strings
+    included) and finds the nesting the parsed value has, however the text is written."""
+    from otel_replay.gateway.call import _depth
+
+    separators = (", ", ": ") if spaced else (",", ":")
+    raw = json.dumps(value, ensure_ascii=ascii_only, separators=separators).encode()
+    assert _depth(raw, 0) == _nesting(value)

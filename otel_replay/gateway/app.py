@@ -46,13 +46,17 @@ from otel_replay.gateway.relay import (
     over_limit_event,
 )
 from otel_replay.gateway.upstream import HOP_BY_HOP, NoUpstream, Upstream, UpstreamRequest
-from otel_replay.gateway.writers import abort, body_response, passthrough
+from otel_replay.gateway.writers import abort, body_response, not_saved, passthrough
 from otel_replay.otlp.http import add_otlp_routes
 from otel_replay.providers import Route
 from otel_replay.session.session import Session
 from otel_replay.streams.codec import encode_all
 
 log = logging.getLogger("otel_replay.gateway")
+
+# A body sent in another layout than recorded is found exactly by re-encoding it; past
+# this size (where a miss as sent nearly always means other content) the matcher finds it.
+_REENCODED_EXACT_MAX = 64 * 1024
 
 # How long a recorded hang is replayed before the gateway gives up on the agent.
 REPLAYED_HANG_SECONDS = 600.0
@@ -151,7 +155,7 @@ class Gateway:
             body = session.recordings.request_body(exact)
         else:
             body = parse_body(raw, self.limits.max_depth)
-            if exact_first:
+            if exact_first and len(raw) <= _REENCODED_EXACT_MAX:
                 exact = session.exact_hit(provider.name, path, body)
             if exact is None and matching:
                 body = redacted_body(session.redactor, raw, body)
@@ -273,7 +277,7 @@ class Gateway:
         agent gets is always what a replay will give it."""
         failure = call.session.refuse_live()
         if failure is not None:
-            return _not_saved(call, f"recording stopped, call not forwarded: {failure}")
+            return not_saved(call.provider, f"recording stopped, call not forwarded: {failure}")
         with call.session.forwarding():
             return await self._forward(call)
 
@@ -321,7 +325,7 @@ class Gateway:
         body = redacted_body(call.session.redactor, data)
         if not self._record(call, Response(status=upstream.status, headers=kept, body=body)):
             failure = call.session.write_failure or "the exchange could not be written"
-            return _not_saved(call, f"answer not saved, recording stopped: {failure}")
+            return not_saved(call.provider, f"answer not saved, recording stopped: {failure}")
         return web.Response(
             status=upstream.status, body=data, headers=passthrough(upstream.headers)
         )
@@ -392,10 +396,3 @@ class Gateway:
         except Exception:  # recording must never break the agent's call
             log.exception("otel-replay could not record an exchange")
             return True
-
-
-def _not_saved(call: Call, why: str) -> web.Response:
-    """A live call whose answer could not be (or will not be) saved: a 507 in the
-    provider's error format, which the SDKs do not retry."""
-    body = call.provider.error_body(507, f"otel-replay: {why}", "otel_replay_write_failed")
-    return web.json_response(body, status=507, headers={"x-should-retry": "false"})

@@ -10,8 +10,9 @@ from multidict import CIMultiDict
 
 from otel_replay.core.exchange import JSON
 from otel_replay.gateway.upstream import HOP_BY_HOP
+from otel_replay.providers.base import Provider
 
-__all__ = ["abort", "body_response", "passthrough"]
+__all__ = ["abort", "body_response", "not_saved", "passthrough"]
 
 
 def passthrough(headers: CIMultiDict[str]) -> CIMultiDict[str]:
@@ -34,3 +35,10 @@ def abort(request: web.Request) -> None:
     transport = request.transport
     if transport is not None:
         transport.abort()
+
+
+def not_saved(provider: Provider, why: str) -> web.Response:
+    """A live call whose answer could not be (or will not be) saved: a 507 in the
+    provider's error format, which the SDKs do not retry."""
+    body = provider.error_body(507, f"otel-replay: {why}", "otel_replay_write_failed")
+    return web.json_response(body, status=507, headers={"x-should-retry": "false"})
