@@ -44,7 +44,7 @@ def _prose(seed: int, size: int) -> str:
     """Text with the line breaks and quotes of real prompts (escapes in the JSON)."""
     words = [f"w{(seed * 7919 + i * 104729) % 5000}" for i in range(size // 6 + 1)]
     for i in range(12, len(words), 13):
-        words[i] += '\n' if i % 3 else ' "quoted"'
+        words[i] += "\n" if i % 3 else ' "quoted"'
     return " ".join(words)[:size]
 
 
