@@ -1,0 +1,213 @@
+"""The agent's own telemetry in tests: import-time exporters reach the session's gateway,
+``run.spans`` holds the agent's span tree, trace snapshots catch a changed tree.
+
+The inner sessions run in a subprocess (``runpytest_subprocess``): the OpenTelemetry SDK
+sets its global providers once per process, and the point is a module that sets them up
+at import time, the way applications do. The agent is instrumented for real: the
+``openai`` SDK under ``opentelemetry-instrumentation-openai-v2`` for the model call, and
+``invoke_agent`` / ``execute_tool`` spans of its own; the stub upstream is the provider.
+"""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from otel_replay.testing.stub import run_stub
+
+pytest_plugins = ["pytester"]
+
+# The agent module: its exporter is built when the module is imported, before any block.
+AGENT = textwrap.dedent(
+    """
+    import json, os, urllib.request
+
+    import openai
+    from google.protobuf import json_format
+    from opentelemetry import trace
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+    from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter, SpanExportResult
+
+    class JsonSpanExporter(SpanExporter):
+        # OTLP/HTTP with JSON bodies, reading the endpoint the way the SDK's exporters do
+        def __init__(self):
+            self.url = os.environ.get(
+                "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://localhost:4318/v1/traces"
+            )
+
+        def export(self, spans):
+            body = json_format.MessageToJson(encode_spans(spans)).encode()
+            request = urllib.request.Request(
+                self.url, body, {"Content-Type": "application/json"}, method="POST"
+            )
+            with urllib.request.urlopen(request, timeout=10) as response:
+                ok = response.status == 200
+            return SpanExportResult.SUCCESS if ok else SpanExportResult.FAILURE
+
+    EXPORTER = os.environ["AGENT_EXPORTER"]
+    if EXPORTER == "grpc":
+        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+    elif EXPORTER == "http/protobuf":
+        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    else:
+        OTLPSpanExporter = JsonSpanExporter
+
+    provider = TracerProvider(resource=Resource.create({"service.name": "weather-agent"}))
+    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+    trace.set_tracer_provider(provider)
+    OpenAIInstrumentor().instrument()
+    tracer = trace.get_tracer("weather-agent")
+    CHANGED = os.environ.get("AGENT_CHANGE", "")
+
+    def agent(question):
+        with tracer.start_as_current_span("invoke_agent weather") as span:
+            span.set_attribute("gen_ai.operation.name", "invoke_agent")
+            span.set_attribute("gen_ai.agent.name", "weather")
+            with tracer.start_as_current_span("execute_tool get_weather") as tool:
+                tool.set_attribute("gen_ai.operation.name", "execute_tool")
+                tool.set_attribute("gen_ai.tool.name", "get_weather")
+                tool.set_attribute("flaky.random", os.urandom(3).hex())
+                tool.set_attribute("city", "Lisbon" if CHANGED != "attribute" else "Porto")
+            if CHANGED == "span":
+                with tracer.start_as_current_span("execute_tool get_time"):
+                    pass
+            with openai.OpenAI(max_retries=0) as client:
+                reply = client.chat.completions.create(
+                    model="gpt-4o-mini", messages=[{"role": "user", "content": question}]
+                )
+            return reply.choices[0].message.content
+    """
+)
+
+TEST = textwrap.dedent(
+    """
+    from agent import agent
+
+    def test_agent(otel_replay):
+        with otel_replay("weather") as run:
+            assert agent("hi") == "stub reply to: hi"
+        spans = run.spans
+        root = spans.one("invoke_agent weather")
+        tool = spans.one("execute_tool get_weather")
+        chat = spans.one("chat gpt-4o-mini")
+        assert root.parent is None and spans.roots == [root]
+        assert tool.parent is root and chat.parent is root
+        assert root.children[0] is tool and root.children[-1] is chat
+        assert (root.kind, chat.kind) == ("INTERNAL", "CLIENT")
+        assert chat.attributes["gen_ai.request.model"] == "gpt-4o-mini"
+        assert tool.attributes["gen_ai.tool.name"] == "get_weather"
+        assert root.trace_id == chat.trace_id and len(root.span_id) == 16
+        print("TREE", spans.tree().replace(chr(10), " / "))
+        run.assert_snapshot(ignore=["flaky.*"])
+    """
+)
+
+# What a slow exporter would say: it retried, or gave up, or could not connect.
+EXPORTER_TROUBLE = ("Transient error", "Failed to export", "retrying", "Connection refused")
+
+
+# Plugins the inner sessions do not need (they only cost start-up time), and the logging
+# plugin: without it the exporters' warnings reach stderr, where they are checked.
+QUIET = [f"-p no:{name}" for name in ("logging", "cacheprovider", "hypothesispytest")]
+QUIET += [f"-p no:{name}" for name in ("langsmith_plugin", "xdist", "xdist.looponfail", "anyio")]
+
+
+def inner_session(pytester: pytest.Pytester) -> None:
+    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
+    pytester.makepyfile(agent=AGENT, test_agent=TEST)
+
+
+def run_inner(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest_subprocess(*QUIET, "-s", *args)
+
+
+def assert_no_exporter_trouble(result: pytest.RunResult) -> None:
+    said = "\n".join(result.outlines + result.errlines)
+    for phrase in EXPORTER_TROUBLE:
+        assert phrase not in said, said
+
+
+def record(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.RunResult:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-telemetry-0000")
+    with run_stub() as stub:
+        result = run_inner(
+            pytester, "--otel-replay=record", f"--otel-replay-upstream-openai={stub.openai_url}"
+        )
+        assert len(stub.received) == 1
+    monkeypatch.delenv("OPENAI_API_KEY")
+    return result
+
+
+@pytest.mark.parametrize("exporter", ["http/protobuf", "http/json", "grpc"])
+def test_import_time_exporters_deliver_in_record_and_strict_replay(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, exporter: str
+) -> None:
+    """The exporter is built at import time, before any block: its spans reach the
+    session's gateway, the block reads them as a tree, no exporter retries or times out."""
+    inner_session(pytester)
+    monkeypatch.setenv("AGENT_EXPORTER", exporter)
+    if exporter == "grpc":
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
+    recorded = record(pytester, monkeypatch)
+    recorded.assert_outcomes(passed=1)
+    tree = "invoke_agent weather [INTERNAL] /   execute_tool get_weather [INTERNAL] /   chat"
+    assert f"TREE {tree} gpt-4o-mini [CLIENT]" in recorded.stdout.str()
+    recorded.stdout.fnmatch_lines(["*1 live · 0 misses · 3 spans received*"])
+    assert_no_exporter_trouble(recorded)
+    snapshot = pytester.path / "cassettes" / "weather.spans.json"
+    saved = json.loads(snapshot.read_text())["spans"]
+    assert [child["name"] for child in saved[0]["children"]] == [
+        "execute_tool get_weather",
+        "chat gpt-4o-mini",
+    ]
+    replayed = run_inner(pytester, "--otel-replay=strict")
+    replayed.assert_outcomes(passed=1)
+    replayed.stdout.fnmatch_lines(["*1 replayed · 0 live · 0 misses · 3 spans received*"])
+    assert_no_exporter_trouble(replayed)
+
+
+def test_snapshot_fails_with_a_tree_diff_when_the_agent_changes(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Written in record mode; in replay an added span or a changed attribute fails the
+    test with a tree diff, an ignored flaky attribute does not, and the update option
+    accepts the change."""
+    inner_session(pytester)
+    monkeypatch.setenv("AGENT_EXPORTER", "http/protobuf")
+    record(pytester, monkeypatch).assert_outcomes(passed=1)
+    snapshot = pytester.path / "cassettes" / "weather.spans.json"
+    text = snapshot.read_text()
+    assert "flaky.random" not in text  # ignored
+    assert '"gen_ai.response.id": "<id:1>"' in text  # the matching rules' placeholder
+
+    monkeypatch.setenv("AGENT_CHANGE", "span")
+    added = run_inner(pytester, "--otel-replay=strict")
+    added.assert_outcomes(failed=1)
+    added.stdout.fnmatch_lines(
+        [
+            "*SnapshotMismatch: trace snapshot *weather.spans.json differs*",
+            "*+    execute_tool get_time [[]INTERNAL]*",
+            "*--otel-replay-update-snapshots*",
+        ]
+    )
+    monkeypatch.setenv("AGENT_CHANGE", "attribute")
+    changed = run_inner(pytester, "--otel-replay=strict")
+    changed.assert_outcomes(failed=1)
+    changed.stdout.fnmatch_lines(['*-      | city = "Lisbon"*', '*+      | city = "Porto"*'])
+
+    updated = run_inner(pytester, "--otel-replay=strict", "--otel-replay-update-snapshots")
+    updated.assert_outcomes(passed=1)
+    assert '"Porto"' in snapshot.read_text()
+    run_inner(pytester, "--otel-replay=strict").assert_outcomes(passed=1)
+
+
+def test_snapshot_path_sits_beside_the_cassette(tmp_path: Path) -> None:
+    from otel_replay.reports.snapshot import snapshot_path
+
+    assert snapshot_path(tmp_path / "weather.json") == tmp_path / "weather.spans.json"
