@@ -149,11 +149,11 @@ def test_import_time_exporters_deliver_in_record_and_strict_replay(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, exporter: str
 ) -> None:
     """The exporter is built at import time, before any block: its spans reach the
-    session's gateway, the block reads them as a tree, no exporter retries or times out."""
+    session's gateway, the block reads them as a tree, no exporter retries or times out.
+    The gRPC exporter is not told to use gRPC's port (no OTEL_EXPORTER_OTLP_PROTOCOL): it
+    reaches the receiver through the HTTP port."""
     inner_session(pytester)
     monkeypatch.setenv("AGENT_EXPORTER", exporter)
-    if exporter == "grpc":
-        monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
     recorded = record(pytester, monkeypatch)
     recorded.assert_outcomes(passed=1)
     tree = "invoke_agent weather [INTERNAL] /   execute_tool get_weather [INTERNAL] /   chat"
