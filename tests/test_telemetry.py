@@ -64,6 +64,8 @@ AGENT = textwrap.dedent(
     OpenAIInstrumentor().instrument()
     tracer = trace.get_tracer("weather-agent")
     CHANGED = os.environ.get("AGENT_CHANGE", "")
+    with tracer.start_as_current_span("startup"):  # before any block: kept for the session
+        pass
 
     def agent(question):
         with tracer.start_as_current_span("invoke_agent weather") as span:
@@ -89,10 +91,12 @@ TEST = textwrap.dedent(
     """
     from agent import agent
 
-    def test_agent(otel_replay):
+    def test_agent(otel_replay, otel_replay_telemetry):
         with otel_replay("weather") as run:
             assert agent("hi") == "stub reply to: hi"
         spans = run.spans
+        assert not spans.named("startup")
+        assert otel_replay_telemetry.spans.one("startup").parent is None
         root = spans.one("invoke_agent weather")
         tool = spans.one("execute_tool get_weather")
         chat = spans.one("chat gpt-4o-mini")

@@ -29,7 +29,10 @@ import pytest
 from otel_replay.core.errors import CassetteError, ConfigError, EgressBlocked, ReplayMiss
 from otel_replay.frontends import pytest_telemetry
 from otel_replay.frontends.api import GatewayHandle, patched_environ
-from otel_replay.frontends.pytest_telemetry import pytest_load_initial_conftests  # noqa: F401
+from otel_replay.frontends.pytest_telemetry import (  # noqa: F401  (a hook and a fixture)
+    otel_replay_telemetry,
+    pytest_load_initial_conftests,
+)
 from otel_replay.frontends.rulefiles import rule_sources
 from otel_replay.frontends.telemetry import TelemetryGateway
 from otel_replay.providers import PROVIDERS

@@ -19,7 +19,14 @@ from otel_replay.reports.conventions import genai_problems
 if TYPE_CHECKING:
     from otel_replay.session.session import Session
 
-__all__ = ["add_options", "block_problems", "early_gateway", "opened", "redirect"]
+__all__ = [
+    "add_options",
+    "block_problems",
+    "early_gateway",
+    "opened",
+    "otel_replay_telemetry",
+    "redirect",
+]
 
 _EARLY = pytest.StashKey[TelemetryGateway]()
 
@@ -42,6 +49,20 @@ def redirect(config: pytest.Config, options: Any) -> None:
 
 def early_gateway(config: pytest.Config) -> TelemetryGateway | None:
     return config.stash.get(_EARLY, None)
+
+
+@pytest.fixture
+def otel_replay_telemetry(request: pytest.FixtureRequest) -> TelemetryGateway:
+    """(A fixture of the plugin module, which imports it.) Everything the session's
+    gateway received so far, in blocks or not: ``.spans``, ``.logs``, ``.metrics``."""
+    gateway = early_gateway(request.config)
+    if gateway is None:
+        pytest.fail(
+            "otel-replay: no session telemetry: it needs --otel-replay-telemetry=session "
+            "(the default) and a mode other than off",
+            pytrace=False,
+        )
+    return gateway
 
 
 def add_options(group: Any) -> None:
