@@ -2,7 +2,9 @@
 
 ``python examples/record_all.py`` — the OpenAI and Anthropic agents are recorded through
 ``otel_replay.record``; the production example's trace file is regenerated with
-OpenInference instrumentation and built into its cassette with ``otel-replay build``.
+OpenInference instrumentation and built into its cassette with ``otel-replay build``. The
+instrumented agent sets its telemetry up when imported, so the OTLP variables are
+redirected first (``redirect_telemetry``); its trace snapshot is written beside its cassette.
 """
 
 from __future__ import annotations
@@ -11,8 +13,9 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
-from otel_replay import record
+from otel_replay import record, redirect_telemetry
 from otel_replay.testing.stub import run_stub
 
 HERE = Path(__file__).resolve().parent
@@ -45,12 +48,25 @@ def record_agents() -> None:
                     answer = _agent(folder, module).run(arg)  # type: ignore[attr-defined]
                 assert gateway.summary is not None
                 print(f"{cassette.relative_to(HERE)}: {gateway.summary.line()} → {answer}")
+            record_instrumented(stub.openai_url)
     finally:
         for name, value in saved.items():
             if value is None:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+
+
+def record_instrumented(upstream: str) -> None:
+    with redirect_telemetry():  # before the agent's module builds its exporter
+        agent: Any = _agent("instrumented_agent", "instrumented_weather_agent")
+        agent.instrumentor.instrument()
+        cassette = HERE / "instrumented_agent" / "cassettes" / "weather.json"
+        with record(cassette, upstream_openai=upstream) as gateway:
+            answer = agent.run("Lisbon")
+        snapshot = gateway.assert_snapshot()
+        agent.instrumentor.uninstrument()
+    print(f"{snapshot.relative_to(HERE)}: {len(gateway.spans)} spans → {answer}")
 
 
 def record_production() -> None:
