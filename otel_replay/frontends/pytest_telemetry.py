@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from otel_replay.frontends.telemetry import Telemetry, TelemetryGateway
+from otel_replay.frontends.telemetry import Telemetry, TelemetryGateway, redirected_elsewhere
 from otel_replay.reports.conventions import genai_problems
 
 if TYPE_CHECKING:
@@ -44,7 +44,9 @@ def redirect(config: pytest.Config, options: Any) -> None:
     telemetry = getattr(options, "otel_replay_telemetry", "session")
     if _EARLY in config.stash or telemetry != "session" or options.otel_replay_mode == "off":
         return
-    config.stash[_EARLY] = TelemetryGateway(redirect=True)
+    # the outermost session of a process serves until the process exits (see
+    # TelemetryGateway); a session inside another one (pytester) stops with itself
+    config.stash[_EARLY] = TelemetryGateway(redirect=True, until_exit=not redirected_elsewhere())
 
 
 def early_gateway(config: pytest.Config) -> TelemetryGateway | None:

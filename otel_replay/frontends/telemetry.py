@@ -14,6 +14,7 @@ exporters, it points the OTLP variables at a gateway of its own, and later ``rec
 
 from __future__ import annotations
 
+import atexit
 import os
 import sys
 import time
@@ -169,9 +170,14 @@ def otlp_environment(url: str, grpc_port: int | None, caller: Mapping[str, str])
 
 class TelemetryGateway:
     """A gateway (mode ``off``) receiving the process's telemetry between blocks; with
-    ``redirect``, the OTLP variables point at it from now until ``stop()``."""
+    ``redirect``, the OTLP variables point at it from now until ``stop()``.
 
-    def __init__(self, *, redirect: bool = True) -> None:
+    ``until_exit``: ``stop()`` leaves it serving until the process exits. Providers set up
+    after it export once more as the process exits (a metric reader always does): they
+    find it there, where a stopped gateway would leave them retrying for seconds.
+    """
+
+    def __init__(self, *, redirect: bool = True, until_exit: bool = False) -> None:
         from otel_replay.gateway.runner import GatewayConfig, GatewayThread
 
         self.received = Received()
@@ -183,6 +189,10 @@ class TelemetryGateway:
         self.env = env if redirect else {}
         self._previous = {name: os.environ.get(name) for name in self.env}
         os.environ.update(self.env)
+        self.until_exit = until_exit
+        if until_exit:  # registered before the providers' own handlers, so it runs after them
+            atexit.register(self.thread.stop)
+        _LIVE.add(self)
 
     @property
     def spans(self) -> SpanList:
@@ -198,10 +208,13 @@ class TelemetryGateway:
         return self.received.window().metrics
 
     def stop(self) -> None:
-        """Flush the process's providers into the gateway, stop it, restore the variables."""
+        """Flush the process's providers into the gateway, stop it (unless ``until_exit``),
+        restore the variables."""
         global _ACTIVE
         flush_providers()
-        self.thread.stop()
+        if not self.until_exit:
+            self.thread.stop()
+        _LIVE.discard(self)
         for name, value in self._previous.items():
             if os.environ.get(name) != self.env[name]:
                 continue  # changed since: not ours to restore
@@ -220,6 +233,12 @@ class TelemetryGateway:
 
 
 _ACTIVE: TelemetryGateway | None = None
+_LIVE: set[TelemetryGateway] = set()
+
+
+def redirected_elsewhere() -> bool:
+    """Whether a redirection is in force in this process already (an outer session's)."""
+    return any(gateway.env for gateway in _LIVE)
 
 
 def redirect_telemetry() -> TelemetryGateway:
