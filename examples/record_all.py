@@ -60,10 +60,11 @@ def record_agents() -> None:
 def record_instrumented(upstream: str) -> None:
     with redirect_telemetry():  # before the agent's module builds its exporter
         agent: Any = _agent("instrumented_agent", "instrumented_weather_agent")
-        agent.instrumentor.instrument()
+        agent.instrumentor.instrument(tracer_provider=agent.PROVIDER)
         cassette = HERE / "instrumented_agent" / "cassettes" / "weather.json"
         with record(cassette, upstream_openai=upstream) as gateway:
             answer = agent.run("Lisbon")
+            gateway.flush(agent.PROVIDER)
         snapshot = gateway.assert_snapshot()
         agent.instrumentor.uninstrument()
     print(f"{snapshot.relative_to(HERE)}: {len(gateway.spans)} spans → {answer}")

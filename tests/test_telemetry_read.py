@@ -224,3 +224,25 @@ def test_the_genai_check_flag_fails_a_block_with_incomplete_model_spans(
     )
     without = pytester.runpytest_inprocess("-p", "no:hypothesispytest", "--otel-replay=record")
     without.assert_outcomes(passed=1)
+
+
+class _StuckProvider:
+    """A provider whose exporter never finishes (or whose flush fails outright)."""
+
+    def __init__(self, fail: bool) -> None:
+        self.fail = fail
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        if self.fail:
+            raise RuntimeError("exporter crashed")
+        return False
+
+
+def test_a_provider_that_does_not_flush_is_reported_not_raised(
+    tmp_path: Path, stub_key: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    with api.record(tmp_path / "c.json", upstream_openai=stub_key) as run:
+        flushed = run.flush(_StuckProvider(False), _StuckProvider(True), timeout=0.1)
+    assert flushed.timed_out == ["_StuckProvider", "_StuckProvider"]
+    assert "not flushed in time: _StuckProvider, _StuckProvider" in str(flushed)
+    assert "did not export within 0.1 s" in caplog.text and "exporter crashed" in caplog.text

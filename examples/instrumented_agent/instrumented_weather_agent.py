@@ -1,10 +1,12 @@
 """An OpenAI tool-calling agent instrumented the usual way, set up when it is imported.
 
-Its telemetry is configured at import time, as applications do: a global
-``TracerProvider`` exporting over OTLP/HTTP to ``OTEL_EXPORTER_OTLP_*``. The model calls
-are traced by ``opentelemetry-instrumentation-openai-v2`` (``instrument()``); the agent adds
-the GenAI conventions' ``invoke_agent`` and ``execute_tool`` spans of its own. It knows
-nothing about otel-replay.
+Its telemetry is configured at import time, as applications do: a ``TracerProvider``
+exporting over OTLP/HTTP to ``OTEL_EXPORTER_OTLP_*``, its exporter built when the module
+is imported. The model calls are traced by ``opentelemetry-instrumentation-openai-v2``
+(``instrument(tracer_provider=PROVIDER)``); the agent adds the GenAI conventions'
+``invoke_agent`` and ``execute_tool`` spans of its own. It knows nothing about otel-replay.
+(An application would also make ``PROVIDER`` the global one; this module leaves the global
+providers alone, since the examples share one test process.)
 
 Run it: ``python examples/instrumented_agent/instrumented_weather_agent.py [CITY]``.
 """
@@ -16,7 +18,6 @@ import sys
 from typing import Any
 
 import openai
-from opentelemetry import trace
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.instrumentation.openai_v2 import OpenAIInstrumentor
 from opentelemetry.sdk.resources import Resource
@@ -40,11 +41,9 @@ TOOLS = [
 ]
 
 # At import: the exporter reads OTEL_EXPORTER_OTLP_* now, before any test block runs.
-if not isinstance(trace.get_tracer_provider(), TracerProvider):
-    provider = TracerProvider(resource=Resource.create({"service.name": "weather-agent"}))
-    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
-    trace.set_tracer_provider(provider)
-tracer = trace.get_tracer("weather-agent")
+PROVIDER = TracerProvider(resource=Resource.create({"service.name": "weather-agent"}))
+PROVIDER.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+tracer = PROVIDER.get_tracer("weather-agent")
 instrumentor = OpenAIInstrumentor()
 
 
@@ -83,5 +82,6 @@ def run(city: str = "Lisbon") -> str:
 
 
 if __name__ == "__main__":
-    instrumentor.instrument()
+    instrumentor.instrument(tracer_provider=PROVIDER)
     print(run(*sys.argv[1:2]))
+    PROVIDER.shutdown()  # exports what is left

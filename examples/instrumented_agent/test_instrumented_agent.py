@@ -6,13 +6,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from instrumented_weather_agent import instrumentor, run
+from instrumented_weather_agent import PROVIDER, instrumentor, run
 
 
 @pytest.fixture
 def instrumented() -> Iterator[None]:
     """The openai SDK traced for this test only (the instrumentation patches the SDK)."""
-    instrumentor.instrument()
+    instrumentor.instrument(tracer_provider=PROVIDER)
     yield
     instrumentor.uninstrument()
 
@@ -20,8 +20,10 @@ def instrumented() -> Iterator[None]:
 def test_agent_spans(otel_replay, instrumented):
     with otel_replay("weather") as run_:
         answer = run("Lisbon")
+        # the block flushes the global providers itself; this one is the agent's own
+        print(run_.flush(PROVIDER))
     assert answer == "stub reply to: sunny and 21°C in Lisbon"
-    spans = run_.spans  # flushed when the block ended: no sleeping
+    spans = run_.spans  # no sleeping: everything was exported when the flush returned
     agent = spans.one("invoke_agent weather")
     tool = spans.one("execute_tool get_weather")
     first, second = spans.named("chat gpt-4o-mini")

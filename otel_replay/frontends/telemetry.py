@@ -15,6 +15,7 @@ exporters, it points the OTLP variables at a gateway of its own, and later ``rec
 from __future__ import annotations
 
 import atexit
+import logging
 import os
 import sys
 import time
@@ -30,6 +31,8 @@ if TYPE_CHECKING:
     from otel_replay.session.session import Session
 
 __all__ = ["Flushed", "Telemetry", "TelemetryGateway", "otlp_environment", "redirect_telemetry"]
+
+log = logging.getLogger("otel_replay")
 
 FLUSH_TIMEOUT = 5.0
 """Seconds a block waits, at most, for the in-process providers to export."""
@@ -79,8 +82,18 @@ def flush_providers(extra: tuple[Any, ...] = (), timeout: float = FLUSH_TIMEOUT)
     deadline = time.monotonic() + timeout
     for label, provider in in_process_providers(extra):
         left = max(0, int((deadline - time.monotonic()) * 1000))
-        done = provider.force_flush(timeout_millis=left)
+        try:
+            done = provider.force_flush(timeout_millis=left)
+        except Exception:  # the agent's provider: its fault is reported, never raised here
+            log.exception("otel-replay: flushing the %s failed", label)
+            done = False
         (result.flushed if done is not False else result.timed_out).append(label)
+    if result.timed_out:
+        log.warning(
+            "otel-replay: %s did not export within %g s; what they held is not in the block",
+            ", ".join(result.timed_out),
+            timeout,
+        )
     return result
 
 
