@@ -246,3 +246,18 @@ def test_a_provider_that_does_not_flush_is_reported_not_raised(
     assert flushed.timed_out == ["_StuckProvider", "_StuckProvider"]
     assert "not flushed in time: _StuckProvider, _StuckProvider" in str(flushed)
     assert "did not export within 0.1 s" in caplog.text and "exporter crashed" in caplog.text
+
+
+def test_a_snapshot_never_holds_a_secret(tmp_path: Path, stub_key: str) -> None:
+    """An attribute carrying the caller's key is written as its placeholder."""
+    key = os.environ["OPENAI_API_KEY"]
+    cassette = tmp_path / "c.json"
+    with api.record(cassette, upstream_openai=stub_key) as run:
+        provider = TracerProvider()
+        provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter()))
+        with provider.get_tracer("app").start_as_current_span("configure") as span:
+            span.set_attribute("app.settings", f"model=gpt-4o-mini key={key}")
+        run.flush(provider)
+        provider.shutdown()
+    text = run.assert_snapshot().read_text()
+    assert key not in text and '"app.settings": "model=gpt-4o-mini key=[REDACTED' in text
