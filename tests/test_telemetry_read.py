@@ -29,7 +29,7 @@ from opentelemetry.sdk.metrics.export import PeriodicExportingMetricReader
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-from otel_replay import redirect_telemetry
+from otel_replay import ConfigError, redirect_telemetry
 from otel_replay.frontends import api
 from otel_replay.otlp.received import Received, linked, spans_of
 from otel_replay.reports.conventions import genai_problems
@@ -144,6 +144,16 @@ def test_ids_that_loop_do_not_hang_the_tree() -> None:
     )
     tree = linked(spans)
     assert len(tree.roots) == 1 and len(list(tree.walk())) == 2
+
+
+def test_a_deep_chain_links_in_linear_time_and_is_too_deep_for_a_snapshot() -> None:
+    t = b"\x01" * 16
+    ids = [(i + 1).to_bytes(8, "big") for i in range(5_000)]
+    chain = [(f"s{i}", t, ids[i], ids[i - 1] if i else b"") for i in range(len(ids))]
+    tree = linked(spans_of(_request(*chain)))
+    assert len(tree.roots) == 1 and max(depth for _, depth in tree.walk()) == 4_999
+    with pytest.raises(ConfigError, match="nests 5000 levels deep; a trace snapshot keeps"):
+        snapshot(tree, lambda v: v)
 
 
 def _spans(**attributes: Any) -> Any:

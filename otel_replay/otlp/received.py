@@ -312,13 +312,30 @@ class Window:
 
 def linked(spans: Iterable[Span]) -> SpanList:
     """Copies of ``spans`` with ``parent`` and ``children`` set among themselves (children
-    in start order); the originals are shared by every window and stay unlinked."""
+    in start order); the originals are shared by every window and stay unlinked. Ids that
+    loop back (untrusted input) are cut where the loop closes; time is linear."""
     copies = SpanList(replace(s, parent=None, children=[]) for s in spans)
     by_id = {(s.trace_id, s.span_id): s for s in copies}
-    for span in sorted(copies, key=_started):
+    parent_of: dict[Span, Span | None] = {}
+    for span in copies:
         parent = by_id.get((span.trace_id, span.parent_span_id or ""))
-        if parent is not None and span is not parent and span not in parent.ancestors:
-            span.parent = parent  # (ids that loop back leave the loop's first span a root)
+        parent_of[span] = parent if parent is not span else None
+    done: dict[Span, bool] = {}  # False while on the path being walked
+    for span in copies:
+        path: list[Span] = []
+        node: Span | None = span
+        while node is not None and node not in done:
+            done[node] = False
+            path.append(node)
+            node = parent_of[node]
+        if node is not None and not done[node]:
+            parent_of[node] = None  # a loop: the span it closes on becomes a root
+        for walked in path:
+            done[walked] = True
+    for span in sorted(copies, key=_started):
+        parent = parent_of[span]
+        if parent is not None:
+            span.parent = parent
             parent.children.append(span)
     return copies
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from otel_replay.core.errors import ConfigError
+from otel_replay.core.limits import MAX_BODY_DEPTH
 from otel_replay.otlp.received import Span, SpanList
 
 __all__ = [
@@ -34,6 +35,7 @@ __all__ = [
 ]
 
 FORMAT = 1
+MAX_DEPTH = MAX_BODY_DEPTH
 Normalize = Callable[[Any], Any]
 
 # Rows: (attribute key pattern, placeholder) — the value of a matching key is volatile.
@@ -103,7 +105,14 @@ def _node(span: Span, ignore: Sequence[str], normalize: Normalize) -> dict[str, 
 def snapshot(spans: SpanList, normalize: Normalize, ignore: Sequence[str] = ()) -> dict[str, Any]:
     """The snapshot document of ``spans`` (one tree per root, roots in start order).
     ``normalize`` is called once per attribute set, in tree order, so placeholders are
-    numbered by first occurrence across the whole tree."""
+    numbered by first occurrence across the whole tree. A tree deeper than
+    :data:`MAX_DEPTH` is a ConfigError (a snapshot is JSON read back by people)."""
+    deepest = max((depth for _, depth in spans.walk()), default=0)
+    if deepest >= MAX_DEPTH:
+        raise ConfigError(
+            f"the span tree nests {deepest + 1} levels deep; a trace snapshot keeps at most "
+            f"{MAX_DEPTH} (assert on run.spans instead)"
+        )
     roots = [_node(root, tuple(ignore), normalize) for root in spans.roots]
     return {"format": FORMAT, "ignore": sorted(ignore), "spans": roots}
 
@@ -167,7 +176,7 @@ def load_snapshot(path: Path) -> dict[str, Any]:
     """A snapshot file; a clear error naming it when it is not one."""
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, RecursionError) as exc:
         raise ConfigError(f"{path}: not a trace snapshot: {exc}") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("spans"), list):
         raise ConfigError(f'{path}: not a trace snapshot (no "spans" list)')
