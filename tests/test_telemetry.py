@@ -70,11 +70,11 @@ AGENT = textwrap.dedent(
     RUNS = metrics.get_meter("weather-agent").create_counter("agent.runs")
     OpenAIInstrumentor().instrument()
     tracer = trace.get_tracer("weather-agent")
-    CHANGED = os.environ.get("AGENT_CHANGE", "")
     with tracer.start_as_current_span("startup"):  # before any block: kept for the session
         pass
 
     def agent(question):
+        changed = os.environ.get("AGENT_CHANGE", "")
         RUNS.add(1)
         with tracer.start_as_current_span("invoke_agent weather") as span:
             span.set_attribute("gen_ai.operation.name", "invoke_agent")
@@ -83,8 +83,8 @@ AGENT = textwrap.dedent(
                 tool.set_attribute("gen_ai.operation.name", "execute_tool")
                 tool.set_attribute("gen_ai.tool.name", "get_weather")
                 tool.set_attribute("flaky.random", os.urandom(3).hex())
-                tool.set_attribute("city", "Porto" if "attribute" in CHANGED else "Lisbon")
-            if "span" in CHANGED:
+                tool.set_attribute("city", "Porto" if "attribute" in changed else "Lisbon")
+            if "span" in changed:
                 with tracer.start_as_current_span("execute_tool get_time"):
                     pass
             with openai.OpenAI(max_retries=0) as client:
@@ -95,13 +95,19 @@ AGENT = textwrap.dedent(
     """
 )
 
+# Recorded, then replayed strictly in the same session (the cassette is written when the
+# record block ends); test_changed_agent replays an agent that added a span and changed an
+# attribute.
 TEST = textwrap.dedent(
     """
+    import pytest
     from agent import agent
 
-    def test_agent(otel_replay, otel_replay_telemetry):
-        with otel_replay("weather") as run:
+    @pytest.mark.parametrize("mode", ["record", "strict"])
+    def test_agent(otel_replay, otel_replay_telemetry, mode):
+        with otel_replay("weather", mode=mode) as run:
             assert agent("hi") == "stub reply to: hi"
+        assert run.summary.spans_received == 3
         spans = run.spans
         assert not spans.named("startup")
         assert otel_replay_telemetry.spans.one("startup").parent is None
@@ -110,14 +116,20 @@ TEST = textwrap.dedent(
         chat = spans.one("chat gpt-4o-mini")
         assert root.parent is None and spans.roots == [root]
         assert tool.parent is root and chat.parent is root
-        assert root.children[0] is tool and root.children[-1] is chat
+        assert root.children == [tool, chat]
         assert (root.kind, chat.kind) == ("INTERNAL", "CLIENT")
         assert chat.attributes["gen_ai.request.model"] == "gpt-4o-mini"
         assert tool.attributes["gen_ai.tool.name"] == "get_weather"
         assert root.trace_id == chat.trace_id and len(root.span_id) == 16
-        points = {p.name: p for p in run.metrics}  # the agent's and the instrumentation's
-        assert points["agent.runs"].value == 1 and "gen_ai.client.token.usage" in points
-        print("TREE", spans.tree().replace(chr(10), " / "))
+        points = {p.name for p in run.metrics}  # the agent's and the instrumentation's
+        assert {"agent.runs", "gen_ai.client.token.usage"} <= points
+        print("TREE", mode, spans.tree().replace(chr(10), " / "))
+        run.assert_snapshot(ignore=["flaky.*"])
+
+    def test_changed_agent(otel_replay, monkeypatch):
+        monkeypatch.setenv("AGENT_CHANGE", "span,attribute")
+        with otel_replay("weather", mode="strict") as run:
+            agent("hi")
         run.assert_snapshot(ignore=["flaky.*"])
     """
 )
@@ -147,14 +159,11 @@ def assert_no_exporter_trouble(result: pytest.RunResult) -> None:
         assert phrase not in said, said
 
 
-def record(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.RunResult:
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-telemetry-0000")
+def record_and_replay(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    """The inner session against a stub upstream (it sees the record block's one call)."""
     with run_stub() as stub:
-        result = run_inner(
-            pytester, "--otel-replay=record", f"--otel-replay-upstream-openai={stub.openai_url}"
-        )
+        result = run_inner(pytester, f"--otel-replay-upstream-openai={stub.openai_url}", *args)
         assert len(stub.received) == 1
-    monkeypatch.delenv("OPENAI_API_KEY")
     return result
 
 
@@ -163,56 +172,54 @@ def test_import_time_exporters_deliver_in_record_and_strict_replay(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, exporter: str
 ) -> None:
     """The exporter is built at import time, before any block: its spans reach the
-    session's gateway, the block reads them as a tree, no exporter retries or times out.
-    The gRPC exporter is not told to use gRPC's port (no OTEL_EXPORTER_OTLP_PROTOCOL): it
-    reaches the receiver through the HTTP port."""
+    session's gateway, the block reads them as a tree, no exporter retries or times out
+    (not even as the process exits). The gRPC exporter is not told to use gRPC's port (no
+    OTEL_EXPORTER_OTLP_PROTOCOL): it reaches the receiver through the HTTP port."""
     inner_session(pytester)
     monkeypatch.setenv("AGENT_EXPORTER", exporter)
-    recorded = record(pytester, monkeypatch)
-    recorded.assert_outcomes(passed=1)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-telemetry-0000")
+    result = record_and_replay(pytester, "-k", "not changed")
+    result.assert_outcomes(passed=2)
     tree = "invoke_agent weather [INTERNAL] /   execute_tool get_weather [INTERNAL] /   chat"
-    assert f"TREE {tree} gpt-4o-mini [CLIENT]" in recorded.stdout.str()
-    recorded.stdout.fnmatch_lines(["*1 live · 0 misses · 3 spans received*"])
-    assert_no_exporter_trouble(recorded)
+    for mode in ("record", "strict"):
+        assert f"TREE {mode} {tree} gpt-4o-mini [CLIENT]" in result.stdout.str()
+    result.stdout.fnmatch_lines(["*1 replayed · 1 live · 0 misses · 6 spans received*"])
+    assert_no_exporter_trouble(result)
     snapshot = pytester.path / "cassettes" / "weather.spans.json"
     saved = json.loads(snapshot.read_text())["spans"]
     assert [child["name"] for child in saved[0]["children"]] == [
         "execute_tool get_weather",
         "chat gpt-4o-mini",
     ]
-    replayed = run_inner(pytester, "--otel-replay=strict")
-    replayed.assert_outcomes(passed=1)
-    replayed.stdout.fnmatch_lines(["*1 replayed · 0 live · 0 misses · 3 spans received*"])
-    assert_no_exporter_trouble(replayed)
 
 
 def test_snapshot_fails_with_a_tree_diff_when_the_agent_changes(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Written in record mode; in replay an added span or a changed attribute fails the
-    test with a tree diff, an ignored flaky attribute does not, and the update option
+    """Written in record mode and passing in replay; an added span and a changed attribute
+    fail the test with a tree diff; an ignored flaky attribute does not; the update option
     accepts the change."""
     inner_session(pytester)
     monkeypatch.setenv("AGENT_EXPORTER", "http/protobuf")
-    record(pytester, monkeypatch).assert_outcomes(passed=1)
-    snapshot = pytester.path / "cassettes" / "weather.spans.json"
-    text = snapshot.read_text()
-    assert "flaky.random" not in text  # ignored
-    assert '"gen_ai.response.id": "<id:1>"' in text  # the matching rules' placeholder
-
-    monkeypatch.setenv("AGENT_CHANGE", "span,attribute")
-    changed = run_inner(pytester, "--otel-replay=strict")
-    changed.assert_outcomes(failed=1)
-    changed.stdout.fnmatch_lines(
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-telemetry-0000")
+    result = record_and_replay(pytester)
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(
         [
             "*SnapshotMismatch: trace snapshot *weather.spans.json differs*",
             '*-      | city = "Lisbon"*',
             '*+      | city = "Porto"*',
             "*+    execute_tool get_time [[]INTERNAL]*",
             "*--otel-replay-update-snapshots*",
+            "FAILED test_agent.py::test_changed_agent*",
         ]
     )
-    updated = run_inner(pytester, "--otel-replay=strict", "--otel-replay-update-snapshots")
+    snapshot = pytester.path / "cassettes" / "weather.spans.json"
+    text = snapshot.read_text()
+    assert "flaky.random" not in text  # ignored
+    assert '"gen_ai.response.id": "<id:1>"' in text  # the matching rules' placeholder
+
+    updated = run_inner(pytester, "-k", "changed", "--otel-replay-update-snapshots")
     updated.assert_outcomes(passed=1)
     assert '"Porto"' in snapshot.read_text() and "get_time" in snapshot.read_text()
 
