@@ -6,11 +6,12 @@
         with otel_replay("weather"):        # tests/cassettes/weather.json
             assert "Lisbon" in run_agent()
 
-One gateway runs in-process for the whole pytest session, started by the first block; each
-block points it at its own cassette and mode (a fresh :class:`Session`) and sets the agent
-environment in ``os.environ`` for the block, so agents in this process, in threads and in
-subprocesses all reach it. A miss fails the test with the miss message whatever the agent
-did with the error — and a miss is never an expected failure, ``xfail`` does not hide it.
+One gateway runs in-process for the whole session, started (and OTLP pointed at it) before
+test modules are imported (``pytest_telemetry.py``); each block points it at its own
+cassette and mode (a fresh :class:`Session`) and sets the agent environment in
+``os.environ`` for the block, so agents in this process, threads and subprocesses reach it;
+``run.spans`` is what it received meanwhile. A miss fails the test whatever the agent did
+with the error — and a miss is never an expected failure, ``xfail`` does not hide it.
 """
 
 from __future__ import annotations
@@ -117,7 +118,7 @@ def otel_replay(request: pytest.FixtureRequest) -> Callable[..., ReplayBlock]:
     """``otel_replay(name=None, *, mode=None)`` returns a context manager (``with`` or
     ``async with``) that replays or records the block's model calls. A bare name means
     ``<test dir>/cassettes/NAME.json``; a path is used as given; no name means the marker's
-    ``cassette=`` or the test's name. The block yields a :class:`GatewayHandle`."""
+    ``cassette=`` or the test's name. The block yields a :class:`GatewayHandle` (``.spans``)."""
     plugin = request.config.stash[_PLUGIN]
     item = request.node
 
