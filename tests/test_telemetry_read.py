@@ -271,3 +271,38 @@ def test_a_snapshot_never_holds_a_secret(tmp_path: Path, stub_key: str) -> None:
         provider.shutdown()
     text = run.assert_snapshot().read_text()
     assert key not in text and '"app.settings": "model=gpt-4o-mini key=[REDACTED' in text
+
+
+def test_otlp_points_at_the_session_gateway_before_conftests_are_imported(
+    pytester: pytest.Pytester,
+) -> None:
+    """A conftest's import-time set-up already sees the session's gateway (every signal);
+    ``--otel-replay=off`` and ``--otel-replay-telemetry=blocks`` leave the variables alone."""
+    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
+    pytester.makeconftest(
+        "import os\nAT_IMPORT = {k: v for k, v in os.environ.items() if 'OTLP' in k}\n"
+    )
+    pytester.makepyfile(
+        test_inner=textwrap.dedent(
+            """
+            import sys
+
+            def test_seen_at_import(request):
+                seen = sys.modules["conftest"].AT_IMPORT
+                if request.config.getoption("otel_replay_telemetry") == "blocks" or (
+                    request.config.getoption("otel_replay_mode") == "off"
+                ):
+                    assert seen == {}
+                    return
+                url = request.getfixturevalue("otel_replay_telemetry").url
+                assert seen["OTEL_EXPORTER_OTLP_ENDPOINT"] == url
+                for signal in ("traces", "logs", "metrics"):
+                    endpoint = seen[f"OTEL_EXPORTER_OTLP_{signal.upper()}_ENDPOINT"]
+                    assert endpoint == f"{url}/v1/{signal}"
+            """
+        )
+    )
+    for args in ((), ("--otel-replay=off",), ("--otel-replay-telemetry=blocks",)):
+        result = pytester.runpytest_inprocess("-p", "no:hypothesispytest", *args)
+        result.assert_outcomes(passed=1)
+    assert not any("OTLP" in name for name in os.environ)  # restored when each session ended
