@@ -2,7 +2,10 @@
 
 ``python examples/record_all.py`` — the OpenAI and Anthropic agents are recorded through
 ``otel_replay.record``; the production example's trace file is regenerated with
-OpenInference instrumentation and built into its cassette with ``otel-replay build``.
+OpenInference instrumentation and built into its cassette with ``otel-replay build``. The
+instrumented and Pydantic AI agents set their telemetry up when imported, so the OTLP
+variables are redirected first (``redirect_telemetry``); their trace snapshots are written
+beside their cassettes.
 """
 
 from __future__ import annotations
@@ -11,8 +14,9 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
-from otel_replay import record
+from otel_replay import record, redirect_telemetry
 from otel_replay.testing.stub import run_stub
 
 HERE = Path(__file__).resolve().parent
@@ -45,12 +49,34 @@ def record_agents() -> None:
                     answer = _agent(folder, module).run(arg)  # type: ignore[attr-defined]
                 assert gateway.summary is not None
                 print(f"{cassette.relative_to(HERE)}: {gateway.summary.line()} → {answer}")
+            for folder, module in (
+                ("instrumented_agent", "instrumented_weather_agent"),
+                ("pydantic_ai_agent", "pydantic_ai_weather_agent"),
+            ):
+                record_spans(folder, module, stub.openai_url)
     finally:
         for name, value in saved.items():
             if value is None:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+
+
+def record_spans(folder: str, module: str, upstream: str) -> None:
+    """An agent whose examples assert on its spans: its cassette and trace snapshot."""
+    with redirect_telemetry():  # before the agent's module builds its exporter
+        agent: Any = _agent(folder, module)
+        instrumentor = getattr(agent, "instrumentor", None)
+        if instrumentor is not None:
+            instrumentor.instrument(tracer_provider=agent.PROVIDER)
+        cassette = HERE / folder / "cassettes" / "weather.json"
+        with record(cassette, upstream_openai=upstream) as gateway:
+            answer = agent.run("Lisbon")
+            gateway.flush(agent.PROVIDER)
+        snapshot = gateway.assert_snapshot()
+        if instrumentor is not None:
+            instrumentor.uninstrument()
+    print(f"{snapshot.relative_to(HERE)}: {len(gateway.spans)} spans → {answer}")
 
 
 def record_production() -> None:

@@ -24,6 +24,7 @@ __all__ = [
     "ReplayMiss",
     "Response",
     "SSEEvent",
+    "SnapshotMismatch",
     "Summary",
     "__version__",
     "build",
@@ -31,12 +32,14 @@ __all__ = [
     "dump",
     "load",
     "record",
+    "redirect_telemetry",
     "replay",
 ]
 
 _LAZY: dict[str, str] = {
     "record": "otel_replay.frontends.api",
     "replay": "otel_replay.frontends.api",
+    "redirect_telemetry": "otel_replay.frontends.telemetry",
     "Cassette": "otel_replay.cassette.model",
     "load": "otel_replay.cassette.model",
     "dump": "otel_replay.cassette.model",
@@ -51,6 +54,7 @@ _LAZY: dict[str, str] = {
     "CassetteError": "otel_replay.core.errors",
     "ConfigError": "otel_replay.core.errors",
     "EgressBlocked": "otel_replay.core.errors",
+    "SnapshotMismatch": "otel_replay.core.errors",
     "Summary": "otel_replay.session.session",
 }
 
@@ -62,9 +66,11 @@ if TYPE_CHECKING:
         EgressBlocked,
         OtelReplayError,
         ReplayMiss,
+        SnapshotMismatch,
     )
     from otel_replay.core.exchange import CanonicalRequest, Exchange, Response, SSEEvent
     from otel_replay.frontends.api import record, replay
+    from otel_replay.frontends.telemetry import redirect_telemetry
     from otel_replay.pipeline.build import build, build_file
     from otel_replay.session.session import Summary
 

@@ -7,6 +7,7 @@ the provider while recording and is stopped before replaying.
 from __future__ import annotations
 
 import json
+import os
 import textwrap
 from pathlib import Path
 
@@ -210,7 +211,8 @@ def test_environment_is_restored_and_async_agents_work(
                 assert os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"] == gw.url
                 ask("hi", "bye")
             assert dict(os.environ) == before
-            assert "OTEL_EXPORTER_OTLP_ENDPOINT" not in os.environ
+            # OTLP points at the session's gateway outside blocks too (set before import)
+            assert os.environ["OTEL_EXPORTER_OTLP_ENDPOINT"] == gw.url
 
         @pytest.mark.asyncio
         async def test_async(otel_replay):
@@ -225,6 +227,7 @@ def test_environment_is_restored_and_async_agents_work(
     )
     result = run(pytester, "--otel-replay=strict")
     result.assert_outcomes(passed=2)
+    assert "OTEL_EXPORTER_OTLP_ENDPOINT" not in os.environ  # restored when the session ends
 
 
 def test_an_agent_in_a_subprocess_inherits_the_environment(

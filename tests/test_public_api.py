@@ -19,6 +19,7 @@ EXPECTED = [
     "ReplayMiss",
     "Response",
     "SSEEvent",
+    "SnapshotMismatch",
     "Summary",
     "__version__",
     "build",
@@ -26,6 +27,7 @@ EXPECTED = [
     "dump",
     "load",
     "record",
+    "redirect_telemetry",
     "replay",
 ]
 

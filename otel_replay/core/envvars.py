@@ -38,6 +38,7 @@ OTEL_REPLAY_MODE = "OTEL_REPLAY_MODE"
 
 # Read by otel-replay.
 CI = "CI"
+OTEL_REPLAY_UPDATE_SNAPSHOTS = "OTEL_REPLAY_UPDATE_SNAPSHOTS"  # rewrite trace snapshots
 
 SECRET_NAME_SUFFIXES = (
     "_KEY",

@@ -94,3 +94,17 @@ def root_cause(exc: BaseException) -> str:
             return str(exc) or type(exc).__name__
         seen.add(id(inner))
         exc = inner
+
+
+class SnapshotMismatch(OtelReplayError, AssertionError):
+    """The agent's span tree differs from its trace snapshot (or has none to compare with);
+    the message is the tree diff and how to accept the change."""
+
+    def __init__(self, path: object, diff: str) -> None:
+        self.path = str(path)
+        self.diff = diff
+        super().__init__(
+            f"trace snapshot {self.path} differs from this run's spans:\n{diff}\n"
+            "(an intended change: rewrite it with --otel-replay-update-snapshots, or "
+            "OTEL_REPLAY_UPDATE_SNAPSHOTS=1 outside pytest)"
+        )

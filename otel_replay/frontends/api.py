@@ -15,13 +15,19 @@ error the gateway answered it with.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
+from otel_replay.core.envvars import OTEL_REPLAY_UPDATE_SNAPSHOTS as UPDATE_SNAPSHOTS
 from otel_replay.core.errors import ConfigError, OtelReplayError, ReplayMiss
 from otel_replay.session.session import MODES, Summary, default_mode
+
+if TYPE_CHECKING:
+    from otel_replay.frontends.telemetry import Flushed, Telemetry
+    from otel_replay.otlp.received import LogRecord, MetricPoint, SpanList
 
 __all__ = ["GatewayHandle", "patched_environ", "raise_for_misses", "record", "replay"]
 
@@ -34,6 +40,9 @@ class GatewayHandle:
 
     ``env`` holds the variables set for the block (empty in mode ``off``), ``url`` the
     gateway's base URL (``""`` in mode ``off``); ``summary`` is set when the block ends.
+    ``spans``, ``logs`` and ``metrics`` are the agent's telemetry received during the block
+    (and later in the block's traces), flushed when the block ends; ``flush()`` waits for
+    it inside the block.
     """
 
     mode: str
@@ -41,6 +50,36 @@ class GatewayHandle:
     env: dict[str, str] = field(default_factory=dict)
     url: str = ""
     summary: Summary | None = None
+    telemetry: Telemetry | None = None
+
+    def _telemetry(self) -> Telemetry:
+        if self.telemetry is None:
+            raise ConfigError("no telemetry: the block ran in mode off, so nothing received it")
+        return self.telemetry
+
+    @property
+    def spans(self) -> SpanList:
+        return self._telemetry().spans
+
+    @property
+    def logs(self) -> list[LogRecord]:
+        return self._telemetry().logs
+
+    @property
+    def metrics(self) -> list[MetricPoint]:
+        return self._telemetry().metrics
+
+    def flush(self, *providers: Any, timeout: float | None = None) -> Flushed:
+        """Wait, within ``timeout`` seconds, for this process's OpenTelemetry providers (and
+        ``providers``) to export; returns what it waited for and what the block holds."""
+        return self._telemetry().flush(*providers, timeout=timeout)
+
+    def assert_snapshot(self, *, ignore: Sequence[str] = ()) -> Path:
+        """After the block: the span tree against its snapshot beside the cassette
+        (``NAME.spans.json``), written when recording; attributes matching ``ignore``
+        (shell patterns) do not count. A difference raises ``SnapshotMismatch``."""
+        assert self.cassette is not None
+        return self._telemetry().assert_snapshot(self.cassette, self.mode, ignore)
 
 
 @contextmanager
@@ -103,7 +142,9 @@ def _run(
         handle.summary = Summary(mode="off", cassette=str(cassette))
         return
     from otel_replay.frontends.rulefiles import rule_sources
+    from otel_replay.frontends.telemetry import Telemetry, shared_received
     from otel_replay.gateway.runner import GatewayConfig, GatewayThread
+    from otel_replay.otlp.received import Received
 
     config = GatewayConfig(
         mode=mode,
@@ -119,10 +160,16 @@ def _run(
     assert gateway.server is not None
     handle.env = dict(gateway.env)
     handle.url = gateway.server.url
+    received = shared_received() or Received()
+    gateway.session.store.tap = received.tap
+    update = os.environ.get(UPDATE_SNAPSHOTS, "") not in ("", "0", "false", "no")
+    handle.telemetry = telemetry = Telemetry(received, gateway.session, update=update)
     try:
         with patched_environ(handle.env):
             yield handle
+            telemetry.close()  # the agent's exporters deliver to this block's gateway
     except BaseException as exc:
+        telemetry.window.close()
         handle.summary = gateway.stop()
         if isinstance(exc, Exception):
             # the agent's error is most likely the miss answered to it: name the cause

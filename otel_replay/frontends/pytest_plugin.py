@@ -6,11 +6,12 @@
         with otel_replay("weather"):        # tests/cassettes/weather.json
             assert "Lisbon" in run_agent()
 
-One gateway runs in-process for the whole pytest session, started by the first block; each
-block points it at its own cassette and mode (a fresh :class:`Session`) and sets the agent
-environment in ``os.environ`` for the block, so agents in this process, in threads and in
-subprocesses all reach it. A miss fails the test with the miss message whatever the agent
-did with the error — and a miss is never an expected failure, ``xfail`` does not hide it.
+One gateway runs in-process for the whole session, started (and OTLP pointed at it) before
+test modules are imported (``pytest_telemetry.py``); each block points it at its own
+cassette and mode (a fresh :class:`Session`) and sets the agent environment in
+``os.environ`` for the block, so agents in this process, threads and subprocesses reach it;
+``run.spans`` is what it received meanwhile. A miss fails the test whatever the agent did
+with the error — and a miss is never an expected failure, ``xfail`` does not hide it.
 """
 
 from __future__ import annotations
@@ -27,8 +28,14 @@ from typing import Any
 import pytest
 
 from otel_replay.core.errors import CassetteError, ConfigError, EgressBlocked, ReplayMiss
+from otel_replay.frontends import pytest_telemetry
 from otel_replay.frontends.api import GatewayHandle, patched_environ
+from otel_replay.frontends.pytest_telemetry import (  # noqa: F401  (a hook and a fixture)
+    otel_replay_telemetry,
+    pytest_load_initial_conftests,
+)
 from otel_replay.frontends.rulefiles import rule_sources
+from otel_replay.frontends.telemetry import TelemetryGateway
 from otel_replay.providers import PROVIDERS
 from otel_replay.reports.formats import write_suite
 from otel_replay.reports.run import combined
@@ -79,6 +86,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
         help="write a report of every block (.json, .html or .md by extension)",
     )
+    pytest_telemetry.add_options(group)
     for row in PROVIDERS:
         if row.option_help is not None:
             group.addoption(
@@ -95,6 +103,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    pytest_telemetry.redirect(config, config.option)
     config.addinivalue_line(
         "markers",
         "otel_replay(mode=None, cassette=None): per-test defaults for the otel_replay fixture",
@@ -109,7 +118,7 @@ def otel_replay(request: pytest.FixtureRequest) -> Callable[..., ReplayBlock]:
     """``otel_replay(name=None, *, mode=None)`` returns a context manager (``with`` or
     ``async with``) that replays or records the block's model calls. A bare name means
     ``<test dir>/cassettes/NAME.json``; a path is used as given; no name means the marker's
-    ``cassette=`` or the test's name. The block yields a :class:`GatewayHandle`."""
+    ``cassette=`` or the test's name. The block yields a :class:`GatewayHandle` (``.spans``)."""
     plugin = request.config.stash[_PLUGIN]
     item = request.node
 
@@ -140,10 +149,9 @@ class BlockResult:
 class SharedGateway:
     """The session's one gateway, re-pointed at each block's :class:`Session`."""
 
-    def __init__(self) -> None:
-        from otel_replay.gateway.runner import GatewayConfig, GatewayThread
-
-        self.thread = GatewayThread(GatewayConfig(mode="off", environ=dict(os.environ))).start()
+    def __init__(self, telemetry: TelemetryGateway | None = None) -> None:
+        self.telemetry = telemetry or TelemetryGateway(redirect=False)
+        self.thread = self.telemetry.thread
         assert self.thread.server is not None
         self.server = self.thread.server
         self.idle = self.server.session
@@ -155,6 +163,7 @@ class SharedGateway:
         upstream = self.server.gateway.upstream
         if hasattr(upstream, "bases") and session.mode in ("record", "auto"):
             upstream.bases = dict(upstreams)
+        session.store.tap = self.telemetry.received.tap
         self.thread.use_session(session)
         return agent_environment(self.server.url, self.server.grpc_port, session.mode, os.environ)
 
@@ -167,7 +176,7 @@ class SharedGateway:
         return self.server.url
 
     def stop(self) -> None:
-        self.thread.stop()
+        self.telemetry.stop()
 
 
 class ReplayBlock:
@@ -197,6 +206,8 @@ class ReplayBlock:
             return
         self._env.__exit__(None, None, None)
         summary = self.handle.summary = self.plugin.end(self)
+        for problem in pytest_telemetry.block_problems(self.plugin.config, self.handle.telemetry):
+            add_failure(self.item, problem)
         if summary.misses:
             first = summary.misses[0]
             add_failure(self.item, self.plugin.miss_message(first, self.cassette))
@@ -245,7 +256,8 @@ class OtelReplayPlugin:
             if row.option_help is not None
         }
         self.cassette_dir = str(config.getini("otel_replay_cassette_dir") or "cassettes")
-        self.gateway: SharedGateway | None = None
+        early = pytest_telemetry.early_gateway(config)
+        self.gateway: SharedGateway | None = None if early is None else SharedGateway(early)
         self.results: list[BlockResult] = []
         self.blocked: list[str] = []
         self._active: ReplayBlock | None = None
@@ -312,17 +324,16 @@ class OtelReplayPlugin:
             self.gateway = SharedGateway()
         from otel_replay.gateway.runner import GatewayConfig, upstream_bases
 
-        bases = upstream_bases(
-            GatewayConfig(mode=block.mode, upstreams=self.upstreams),
-            os.environ,
-        )
+        bases = upstream_bases(GatewayConfig(mode=block.mode, upstreams=self.upstreams), os.environ)
+        block.handle.telemetry = pytest_telemetry.opened(self.config, self.gateway, session)
         env = self.gateway.begin(session, bases)
         self._active = block
         return env, self.gateway.url
 
     def end(self, block: ReplayBlock) -> Summary:
-        assert self.gateway is not None
+        assert self.gateway is not None and block.handle.telemetry is not None
         self._active = None
+        block.handle.telemetry.close()  # the agent's exporters deliver into the block
         summary = self.gateway.end()
         self.results.append(
             BlockResult(block.item.nodeid, str(block.cassette), block.mode, summary)

@@ -24,6 +24,7 @@ from otel_replay.core import envvars as ev
 from otel_replay.core.errors import ConfigError
 from otel_replay.gateway.app import Gateway
 from otel_replay.gateway.limits import Limits
+from otel_replay.gateway.sniff import SniffingSite
 from otel_replay.gateway.upstream import HttpUpstream, Upstream
 from otel_replay.matching.profiles import RuleSources
 from otel_replay.matching.session_rules import DEFAULT_SOURCES
@@ -159,6 +160,9 @@ class GatewayServer:
     def session(self) -> Session:
         return self.gateway.session
 
+    def _grpc_port(self) -> int | None:
+        return self.grpc_port
+
     def use_session(self, session: Session) -> Session:
         """Point the running gateway (both receivers included) at another session, between
         requests; returns the previous one. Call on the gateway's loop."""
@@ -179,7 +183,8 @@ class GatewayServer:
             shutdown_timeout=1.0,
         )
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.config.host, self.config.port)
+        # gRPC exporters that were not told to use the gRPC port are served on this one too
+        site = SniffingSite(self._runner, self.config.host, self.config.port, self._grpc_port)
         try:
             await site.start()
         except OSError as exc:

@@ -37,6 +37,7 @@ _HEADER_MARKERS = tuple(f'"key":"{prefix}' for prefix in HEADER_ATTRIBUTE_PREFIX
 
 Redact = Callable[[Any], Any]
 RedactText = Callable[[str], str]
+Tap = Callable[[str, Message], None]
 
 
 def sibling(path: str | Path, signal: str) -> Path:
@@ -121,6 +122,7 @@ class TraceStore:
         self.metric_points_received = 0
         self.failure: str | None = None  # the first write that failed, once one has
         self.lines_lost = 0
+        self.tap: Tap | None = None  # sees every received batch (``Received.tap``)
 
     @classmethod
     def beside(
@@ -155,6 +157,8 @@ class TraceStore:
     ) -> None:
         """Store one trace batch; ``received=False`` for spans otel-replay made itself."""
         count = codec.count_spans(msg) if received else 0
+        if received:
+            self._tapped("traces", msg)
         line = self._line(self._traces, msg, bool(msg.resource_spans))
         with self._lock:
             self.spans_received += count
@@ -179,6 +183,7 @@ class TraceStore:
 
     def write_logs(self, msg: ExportLogsServiceRequest) -> None:
         count = codec.count_log_records(msg)
+        self._tapped("logs", msg)
         line = self._line(self._logs, msg, bool(msg.resource_logs))
         with self._lock:
             self.logs_received += count
@@ -187,11 +192,20 @@ class TraceStore:
 
     def write_metrics(self, msg: ExportMetricsServiceRequest) -> None:
         count = codec.count_metric_points(msg)
+        self._tapped("metrics", msg)
         line = self._line(self._metrics, msg, bool(msg.resource_metrics))
         with self._lock:
             self.metric_points_received += count
             if line is not None:
                 self._append(self._metrics, line)
+
+    def _tapped(self, signal: str, msg: Message) -> None:
+        tap = self.tap
+        if tap is not None:
+            try:
+                tap(signal, msg)
+            except Exception:  # a reader's fault never costs the batch its place on disk
+                log.exception("otel-replay: could not keep a received %s batch in memory", signal)
 
     def _append(self, target: _LineFile, line: bytes) -> bool:
         """Write one line (under ``_lock``). The first failure stops the store: that

@@ -1,0 +1,150 @@
+"""OTLP/gRPC on the gateway's HTTP port too.
+
+Exporters read the same variables whatever protocol they speak: an OTLP/gRPC exporter
+built in code (without ``OTEL_EXPORTER_OTLP_PROTOCOL=grpc``) connects to the endpoint the
+HTTP variables name. :class:`SniffingSite` is the aiohttp TCP site with one difference: a
+connection that opens with the HTTP/2 client preface (gRPC) is piped to the gRPC
+receiver's port; every other connection is handed, with the bytes read so far, to
+aiohttp's own protocol, which then owns it as if it had accepted it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from aiohttp import web
+
+__all__ = ["PREFACE", "SniffingSite"]
+
+log = logging.getLogger("otel_replay")
+
+PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
+"""What every HTTP/2 client (gRPC) sends first."""
+
+_TASKS: set[asyncio.Task[None]] = set()
+
+
+def _spawn(coro: Coroutine[Any, Any, None]) -> None:
+    """Run ``coro`` in the background, keeping a reference until it is done."""
+    task = asyncio.get_running_loop().create_task(coro)
+    _TASKS.add(task)
+    task.add_done_callback(_TASKS.discard)
+
+
+class _Back(asyncio.Protocol):
+    """The gRPC receiver's side of a pipe: what it answers goes to the client."""
+
+    def __init__(self, client: asyncio.Transport) -> None:
+        self.client = client
+
+    def data_received(self, data: bytes) -> None:
+        self.client.write(data)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.client.close()
+
+
+class _Pipe(asyncio.Protocol):
+    """The client's side: bytes go to the gRPC receiver once connected (kept until then)."""
+
+    def __init__(self, client: asyncio.Transport, port: int, host: str) -> None:
+        self.client = client
+        self.pending: list[bytes] = []
+        self.upstream: asyncio.Transport | None = None
+        self.closed = False
+        _spawn(self._connect(host, port))
+
+    async def _connect(self, host: str, port: int) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            transport, _ = await loop.create_connection(lambda: _Back(self.client), host, port)
+        except OSError as exc:
+            log.warning("otel-replay: OTLP/gRPC on the HTTP port: %s", exc)
+            self.client.close()
+            return
+        if self.closed:
+            transport.close()
+            return
+        self.upstream = transport
+        for chunk in self.pending:
+            transport.write(chunk)
+        self.pending.clear()
+
+    def data_received(self, data: bytes) -> None:
+        if self.upstream is not None:
+            self.upstream.write(data)
+        else:
+            self.pending.append(data)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        if self.upstream is not None:
+            self.upstream.close()
+
+
+class _Sniffer(asyncio.Protocol):
+    """Reads until the first bytes tell HTTP/2 from HTTP/1, then hands the connection on."""
+
+    def __init__(
+        self, http: Callable[[], asyncio.Protocol], grpc: Callable[[], int | None], host: str
+    ) -> None:
+        self.http = http
+        self.grpc = grpc
+        self.host = host
+        self.buffer = b""
+        self.transport: asyncio.Transport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        self.buffer += data
+        if len(self.buffer) < len(PREFACE) and PREFACE.startswith(self.buffer):
+            return  # too short to tell yet
+        transport, seen = self.transport, self.buffer
+        assert transport is not None
+        self.buffer = b""
+        port = self.grpc()
+        protocol: asyncio.Protocol
+        if seen.startswith(PREFACE) and port:
+            protocol = _Pipe(transport, port, self.host)
+            transport.set_protocol(protocol)
+        else:
+            protocol = self.http()
+            transport.set_protocol(protocol)
+            protocol.connection_made(transport)
+        protocol.data_received(seen)
+
+    def eof_received(self) -> bool | None:
+        return None  # closes the transport: it ended before saying anything
+
+
+class SniffingSite(web.TCPSite):
+    """``web.TCPSite`` whose connections may also be OTLP/gRPC (sent on to the port
+    ``grpc_port()`` returns, when it returns one)."""
+
+    def __init__(
+        self, runner: web.BaseRunner, host: str, port: int, grpc_port: Callable[[], int | None]
+    ) -> None:
+        super().__init__(runner, host, port)
+        self._grpc_port = grpc_port
+        wildcard = {"": "127.0.0.1", "0.0.0.0": "127.0.0.1", "::": "::1"}
+        self._target = wildcard.get(host, host)
+
+    async def start(self) -> None:
+        await web.BaseSite.start(self)  # registers the site with its runner
+        loop = asyncio.get_running_loop()
+        server = self._runner.server
+        assert server is not None
+        http: Callable[[], asyncio.Protocol] = server
+        self._server = await loop.create_server(
+            lambda: _Sniffer(http, self._grpc_port, self._target),
+            self._host,
+            self._port,
+            backlog=self._backlog,
+        )
+        self._bound_port = self._server.sockets[0].getsockname()[1]
