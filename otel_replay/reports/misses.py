@@ -49,15 +49,33 @@ class Miss:
         return {**self.brief(), "body": self.body, "used": self.used}
 
 
-def write_misses(cassette: Path, misses: Sequence[Miss], redact: Callable[[str], str]) -> None:
+def write_misses(
+    cassette: Path,
+    misses: Sequence[Miss],
+    redact: Callable[[str], str],
+    keep_earlier: bool = False,
+) -> None:
     """Write the misses file of ``cassette`` (its text through ``redact``), or remove it
-    when there are none. Raises ConfigError when it cannot be written."""
+    when there are none; with ``keep_earlier``, the misses the file holds stay and these
+    follow them (an earlier block of the same test run wrote them). Raises ConfigError
+    when it cannot be written."""
     path = misses_path(cassette)
+    earlier = _earlier_misses(path) if keep_earlier else []
     if not misses:
-        path.unlink(missing_ok=True)
+        if not earlier:
+            path.unlink(missing_ok=True)
         return
-    doc = {"cassette": str(cassette), "misses": [m.to_json() for m in misses]}
+    doc = {"cassette": str(cassette), "misses": earlier + [m.to_json() for m in misses]}
     write_json(path, doc, redact)
+
+
+def _earlier_misses(path: Path) -> list[Any]:
+    """The misses ``path`` holds; none when it is missing or not a misses file."""
+    try:
+        misses = json.loads(path.read_text(encoding="utf-8"))["misses"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+    return list(misses) if isinstance(misses, list) else []
 
 
 def last_miss(cassette: Path) -> dict[str, Any] | None:

@@ -14,7 +14,7 @@ import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from otel_replay.cassette.model import Cassette, dump, load, locked
 from otel_replay.cassette.provenance import extended_source, run_source
@@ -33,7 +33,7 @@ from otel_replay.otlp.store import TraceStore, sibling
 from otel_replay.redaction.redact import Redactor
 from otel_replay.reports.formats import SPAN_REPORTS, write_run_report
 from otel_replay.reports.misses import Miss as Miss
-from otel_replay.reports.misses import write_misses
+from otel_replay.reports.misses import misses_path, write_misses
 from otel_replay.reports.prices import priced_total
 from otel_replay.reports.run import Summary as Summary
 from otel_replay.spans.encode import exchange_to_trace_json
@@ -53,6 +53,17 @@ def default_mode(environ: dict[str, str] | None = None) -> str:
     return "strict" if ci and ci not in ("0", "false", "no") else "auto"
 
 
+class SuiteWrites(Protocol):
+    """A larger run a session is one part of (a test suite, across processes). Each is
+    called with the file's lock held, just before the session writes it, and says
+    whether an earlier part of the run wrote that file: then the session adds to it
+    (a record-mode cassette is appended to, misses are kept) instead of starting afresh."""
+
+    def cassette(self, path: Path) -> bool: ...
+
+    def misses(self, path: Path) -> bool: ...
+
+
 class Session:
     """State of one gateway run."""
 
@@ -66,6 +77,7 @@ class Session:
         command: list[str] | None = None,
         report: Path | None = None,
         rules: RuleSources = DEFAULT_SOURCES,
+        suite: SuiteWrites | None = None,
     ) -> None:
         if mode not in MODES:
             raise ConfigError(f"unknown mode {mode!r}; use one of {', '.join(MODES)}")
@@ -75,6 +87,7 @@ class Session:
         self.cassette_path = cassette
         self.command = command or []
         self.report_path = report
+        self.suite = suite
         self.redactor = redactor or Redactor.from_environment()
         self.user_traces = traces
         self.cassette = self._load_cassette()  # first: a bad cassette leaves nothing behind
@@ -324,21 +337,27 @@ class Session:
             log.error("otel-replay: no exchange of this run was saved; kept %s as it was", path)
             return
         if path is None or not self.live:
-            if self.mode == "record" and path is not None and not path.exists():
-                dump(Cassette(interactions=[], source=self._source()), path)
-            elif self.mode == "record" and path is not None:
-                log.warning("otel-replay: nothing was recorded; kept the existing %s", path)
+            if self.mode == "record" and path is not None:
+                with locked(path) as target:
+                    if target.exists():
+                        log.warning("otel-replay: nothing was recorded; kept the existing %s", path)
+                    else:
+                        dump(Cassette(interactions=[], source=self._source()), target)
             return
-        if self.mode == "record":
-            with locked(path):
-                self._derive_into(path)
-            return
-        derived = [ex for ex in self._derive() if not _transport_fault(ex)]
-        if not derived:
-            return
+        derived: list[Exchange] | None = None
+        if self.mode != "record":
+            derived = [ex for ex in self._derive() if not _transport_fault(ex)]
+            if not derived:
+                return
         # appended to the cassette as it is now, not as it was loaded: another run (a
         # pytest-xdist worker) may have appended its own recordings since
         with locked(path) as target:
+            written = self.suite is not None and self.suite.cassette(target)
+            if derived is None and not written:
+                self._derive_into(path)
+                return
+            if derived is None:  # record mode, after an earlier block of the same suite
+                derived = self._derive()
             now = load(target) if target.exists() else Cassette(interactions=[], source={})
             source = extended_source(now.source, self._source)
             dump(Cassette(interactions=now.interactions + derived, source=source), target)
@@ -390,8 +409,15 @@ class Session:
         return source
 
     def _write_misses(self) -> None:
-        if self.cassette_path is not None:
-            write_misses(self.cassette_path, self.misses, self.redactor.text)
+        path = self.cassette_path
+        if path is None:
+            return
+        if self.suite is None:
+            write_misses(path, self.misses, self.redactor.text)
+            return
+        with locked(misses_path(path)) as target:
+            keep = self.suite.misses(target)  # an earlier block's misses stay, for ``why``
+            write_misses(path, self.misses, self.redactor.text, keep_earlier=keep)
 
 
 def _transport_fault(exchange: Exchange) -> bool:
