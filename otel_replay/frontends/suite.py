@@ -118,13 +118,11 @@ class Outcome:
         for cassette, found in sorted(self.unused.items()):
             message = unused_message(cassette, found)
             if unused == "warn":
-                try:  # in the warnings summary, where filterwarnings can silence it
+                try:  # once, in the warnings summary, where filterwarnings can silence it
                     warnings.warn_explicit(OtelReplayUnusedWarning(message), None, cassette, 0)
+                    continue
                 except OtelReplayUnusedWarning:  # filterwarnings = error made it an error
                     fail_run(session)
-                else:
-                    terminal.write_line(message, yellow=True)
-                    continue
             terminal.write_line(f"error: {message}", red=True)
 
     def to_json(self) -> dict[str, Any]:
