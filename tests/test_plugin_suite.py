@@ -12,11 +12,15 @@ from __future__ import annotations
 import json
 import textwrap
 from collections.abc import Iterator
+from typing import Any
 
 import anthropic  # noqa: F401  imported once here: inner in-process runs reuse it
 import openai  # noqa: F401
 import pytest
 
+from otel_replay.frontends.suite import BlockResult
+from otel_replay.reports.run import Summary
+from otel_replay.reports.suite import compare, unused_recordings
 from otel_replay.testing.stub import StubUpstream, run_stub
 
 pytest_plugins = ["pytester"]
@@ -259,3 +263,40 @@ def test_misses_of_every_block_stay_for_why(pytester: pytest.Pytester, suite: St
     misses = json.loads((pytester.path / "cassettes" / "shared.misses.json").read_text())
     assert len(misses["misses"]) == 2
     assert all(m["message"].startswith("replay miss: messages changed") for m in misses["misses"])
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "expected"),
+    [
+        (None, [("a", "1")], (None, 1, 1, 0, 0)),
+        ([("a", "1")], [("a", "1")], (1, 1, 0, 0, 0)),
+        ([("a", "1"), ("b", "1")], [("a", "1"), ("c", "1")], (2, 2, 1, 1, 0)),
+        ([("a", "1"), ("a", "2")], [("a", "1"), ("a", "3")], (2, 2, 0, 0, 1)),
+        ([("a", "1"), ("a", "1")], [("a", "1")], (2, 1, 0, 1, 0)),
+        ([], [("a", "1"), ("a", "1")], (0, 2, 2, 0, 0)),
+    ],
+    ids=["new", "same", "one-replaced", "response-changed", "repeat-gone", "was-empty"],
+)
+def test_changes_pair_interactions_by_request(
+    before: list[tuple[str, str]] | None,
+    after: list[tuple[str, str]],
+    expected: tuple[int | None, int, int, int, int],
+) -> None:
+    change = compare("c.json", before, after)
+    assert (change.before, change.after, change.added, change.removed, change.changed) == expected
+
+
+def test_unused_is_decided_over_every_block_of_a_cassette() -> None:
+    def block(cassette: str, mode: str, hits: list[int], loaded: int, clean: bool = True) -> Any:
+        return BlockResult("t", cassette, mode, Summary(mode=mode, hits=hits), loaded, clean)
+
+    blocks = [
+        block("shared", "strict", [0, 2], 5),
+        block("shared", "auto", [1, 5], 5),  # 5: appended by this block, so used
+        block("grown", "auto", [0], 1),
+        block("grown", "auto", [], 2),  # #1 was appended during the run by the other
+        block("rewritten", "record", [], 0),
+        block("rewritten", "strict", [], 3),
+        block("failed", "strict", [], 2, clean=False),
+    ]
+    assert unused_recordings(blocks) == {"shared": [3, 4]}

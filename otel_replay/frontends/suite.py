@@ -138,16 +138,20 @@ class SuiteRun:
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
-        workerinput: dict[str, Any] | None = getattr(config, "workerinput", None)
-        self.worker = workerinput is not None and _RUN_KEY in workerinput
-        if workerinput is not None and self.worker:
-            self.dir = Path(workerinput[_RUN_KEY])
-        else:
-            self.dir = Path(tempfile.mkdtemp(prefix="otel-replay-run-"))
+        workerinput: dict[str, Any] = getattr(config, "workerinput", {})
+        self.worker = _RUN_KEY in workerinput
+        self._dir = Path(workerinput[_RUN_KEY]) if self.worker else None
         self.deselected = 0
         self.from_workers: list[BlockResult] = []
         self.blocked: list[str] = []
         self.lost_workers: list[str] = []
+
+    @property
+    def dir(self) -> Path:
+        """The run's claims: made when first needed (most runs write no cassette)."""
+        if self._dir is None:
+            self._dir = Path(tempfile.mkdtemp(prefix="otel-replay-run-"))
+        return self._dir
 
     # -- writing a cassette ---------------------------------------------------------------
     def cassette(self, target: Path) -> bool:
@@ -180,7 +184,8 @@ class SuiteRun:
     def changes(self) -> tuple[list[CassetteChange], list[str]]:
         """Every cassette the run wrote, compared with what it held before."""
         changes, errors = [], []
-        for marker in sorted(self.dir.glob("cassette-*.json")):
+        markers = self._dir.glob("cassette-*.json") if self._dir is not None else ()
+        for marker in sorted(markers):
             claim = json.loads(marker.read_text())
             before = None if claim["before"] is None else [tuple(p) for p in claim["before"]]
             try:
@@ -226,8 +231,8 @@ class SuiteRun:
         return None
 
     def cleanup(self) -> None:
-        if not self.worker:
-            shutil.rmtree(self.dir, ignore_errors=True)
+        if not self.worker and self._dir is not None:
+            shutil.rmtree(self._dir, ignore_errors=True)
 
     # -- hooks ----------------------------------------------------------------------------
     def pytest_deselected(self, items: list[pytest.Item]) -> None:
