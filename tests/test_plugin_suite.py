@@ -48,6 +48,8 @@ SUITE = textwrap.dedent(
 
     @pytest.mark.parametrize("text", PROMPTS["shared"])
     def test_shared(otel_replay, text):
+        if text.startswith("skip"):
+            pytest.skip("a skipped test never opens its block")
         with otel_replay("shared"):
             assert ask(text) == f"stub reply to: {text}"
 
@@ -232,7 +234,7 @@ def test_rerecording_part_of_a_suite_rewrites_only_its_cassettes_and_explains_th
 ) -> None:
     """``-k shared`` after one shared prompt changed: only shared.json is rewritten, and
     the end report says one interaction was added and one removed. A partial strict run
-    does not call the recordings of deselected tests unused."""
+    does not call the recordings of deselected or skipped tests unused."""
     run(pytester, "--otel-replay=record", *upstreams(suite)).assert_outcomes(passed=6)
     own = {p.name: p.read_bytes() for p in (pytester.path / "cassettes").glob("[ab]*.json")}
     changed = [*SHARED[:2], "gpt three, shorter", SHARED[3]]
@@ -251,6 +253,10 @@ def test_rerecording_part_of_a_suite_rewrites_only_its_cassettes_and_explains_th
     partial.stdout.fnmatch_lines(
         ["otel-replay: unused recordings not looked for: 4 tests deselected"]
     )
+    prompts(pytester, [*changed[:3], "skip: its recording would look unused"], OWN)
+    skipped = run(pytester, "--otel-replay=strict")
+    skipped.assert_outcomes(passed=5, skipped=1, warnings=0)
+    skipped.stdout.fnmatch_lines(["otel-replay: unused recordings not looked for: 1 test skipped"])
 
 
 def test_misses_of_every_block_stay_for_why(pytester: pytest.Pytester, suite: StubUpstream) -> None:

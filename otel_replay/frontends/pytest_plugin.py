@@ -6,10 +6,11 @@
         with otel_replay("weather"):        # tests/cassettes/weather.json
             assert "Lisbon" in run_agent()
 
-One gateway runs in-process for the whole pytest session, started by the first block; each
-block points it at its own cassette and mode (a fresh :class:`Session`) and sets the agent
-environment in ``os.environ`` for the block, so agents in this process, in threads and in
-subprocesses all reach it. A miss fails the test with the miss message whatever the agent
+One gateway runs in-process for the whole pytest session (one per pytest-xdist worker),
+started by the first block; each block points it at its own cassette and mode (a fresh
+:class:`Session`) and sets the agent environment in ``os.environ`` for the block, so agents
+in this process, in threads and in subprocesses all reach it. Cassettes belong to the whole
+run, across workers (see ``suite``). A miss fails the test with the miss message whatever the agent
 did with the error — and a miss is never an expected failure, ``xfail`` does not hide it.
 """
 

@@ -142,6 +142,7 @@ class SuiteRun:
         self.worker = _RUN_KEY in workerinput
         self._dir = Path(workerinput[_RUN_KEY]) if self.worker else None
         self.deselected = 0
+        self.skipped = 0
         self.from_workers: list[BlockResult] = []
         self.blocked: list[str] = []
         self.lost_workers: list[str] = []
@@ -223,9 +224,9 @@ class SuiteRun:
         """Why this run cannot tell an unused recording: not every test ran."""
         if self.lost_workers:
             return f"{', '.join(self.lost_workers)} ended early"
-        if self.deselected:
-            n = self.deselected
-            return f"{n} test{'s' if n != 1 else ''} deselected"
+        for n, what in ((self.deselected, "deselected"), (self.skipped, "skipped")):
+            if n:
+                return f"{n} test{'s' if n != 1 else ''} {what}"
         if session.shouldstop or session.shouldfail:
             return "the run stopped early"
         return None
@@ -237,6 +238,12 @@ class SuiteRun:
     # -- hooks ----------------------------------------------------------------------------
     def pytest_deselected(self, items: list[pytest.Item]) -> None:
         self.deselected += len(items)
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """Skipped tests (counted where the run is reported: on the xdist controller, for
+        every worker) may use recordings that then look unused."""
+        if report.skipped and not hasattr(report, "wasxfail"):
+            self.skipped += 1
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
