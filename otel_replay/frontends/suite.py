@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-from otel_replay.cassette.model import load
+from otel_replay.cassette.model import load, write_atomic
 from otel_replay.core.errors import CassetteError
 from otel_replay.reports.run import Summary
 from otel_replay.reports.suite import (
@@ -167,7 +167,8 @@ class SuiteRun:
                 before = fingerprints(load(target))
             except CassetteError:
                 before = None  # unreadable: the run replaces it, and reports it as new
-        marker.write_text(json.dumps({"cassette": str(target), "before": before}))
+        claim = {"cassette": os.path.abspath(target), "before": before}
+        self._note(marker, json.dumps(claim), target)
         return False
 
     def misses(self, target: Path) -> bool:
@@ -175,8 +176,18 @@ class SuiteRun:
         marker = self._marker(target, "misses")
         if marker.exists():
             return True
-        marker.touch()
+        self._note(marker, "{}", target)
         return False
+
+    @staticmethod
+    def _note(marker: Path, text: str, target: Path) -> None:
+        """Write a claim; a failure is the cassette's (the session keeps its recordings
+        and says where)."""
+        try:
+            write_atomic(marker, text)
+        except OSError as exc:
+            problem = f"cannot note the write in {marker.parent}: {exc.strerror or exc}"
+            raise CassetteError(target, "", problem) from None
 
     def _marker(self, target: Path, kind: str) -> Path:
         name = hashlib.sha256(os.fsencode(os.path.abspath(target))).hexdigest()[:32]
