@@ -3,8 +3,9 @@
 A cassette is a suite-level object: within one run — the pytest-xdist controller and all
 its workers together — the first block that writes a cassette in ``record`` mode starts it
 afresh and every later block appends to it; ``auto`` always appends. Blocks write under
-the cassette's lock (``cassette.model.locked``), and :meth:`SuiteRun.claim`, called under
-that lock, says whether the run wrote the cassette before. The run's claims live in a
+the cassette's lock (``cassette.model.locked``), and :meth:`SuiteRun.cassette`, called under
+that lock, says whether the run wrote the cassette before (:meth:`SuiteRun.misses` does the
+same for its misses file, so every block's misses stay for ``why``). The run's claims live in a
 directory the controller makes and hands to its workers in their ``workerinput``; each
 claim keeps the cassette's interactions as they were before the run, for the change
 report. Workers send their blocks back in their ``workeroutput``, so the controller
@@ -130,6 +131,7 @@ class Outcome:
             "cassettes": [change.to_json() for change in self.changes],
             "unused": dict(sorted(self.unused.items())),
             "unused_unchecked": self.unchecked,
+            "errors": list(self.errors),
         }
 
 
