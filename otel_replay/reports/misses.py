@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from otel_replay.cassette.model import locked
 from otel_replay.core.errors import ConfigError
 from otel_replay.reports import write_json
 
@@ -53,19 +54,35 @@ def write_misses(
     cassette: Path,
     misses: Sequence[Miss],
     redact: Callable[[str], str],
-    keep_earlier: bool = False,
+    earlier: Callable[[Path], bool] | None = None,
 ) -> None:
     """Write the misses file of ``cassette`` (its text through ``redact``), or remove it
-    when there are none; with ``keep_earlier``, the misses the file holds stay and these
-    follow them (an earlier block of the same test run wrote them). Raises ConfigError
-    when it cannot be written."""
+    when there are none. Raises ConfigError when it cannot be written.
+
+    ``earlier(path)``, when given, is asked under the file's lock whether an earlier part
+    of the same run (a block of a test suite) wrote it: then the misses it holds stay,
+    for ``why``, and these follow them."""
     path = misses_path(cassette)
-    earlier = _earlier_misses(path) if keep_earlier else []
+    if earlier is None:
+        _write(cassette, path, [], misses, redact)
+        return
+    with locked(path) as target:
+        kept = _earlier_misses(target) if earlier(target) else []
+        _write(cassette, target, kept, misses, redact)
+
+
+def _write(
+    cassette: Path,
+    path: Path,
+    kept: list[Any],
+    misses: Sequence[Miss],
+    redact: Callable[[str], str],
+) -> None:
     if not misses:
-        if not earlier:
+        if not kept:
             path.unlink(missing_ok=True)
         return
-    doc = {"cassette": str(cassette), "misses": earlier + [m.to_json() for m in misses]}
+    doc = {"cassette": str(cassette), "misses": kept + [m.to_json() for m in misses]}
     write_json(path, doc, redact)
 
 

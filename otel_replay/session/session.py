@@ -14,10 +14,10 @@ import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from otel_replay.cassette.model import Cassette, dump, load, locked
-from otel_replay.cassette.provenance import extended_source, run_source
+from otel_replay.cassette.provenance import run_source
 from otel_replay.cassette.recordings import Recordings
 from otel_replay.core import envvars
 from otel_replay.core.errors import CassetteError, ConfigError, ReplayMiss
@@ -33,9 +33,10 @@ from otel_replay.otlp.store import TraceStore, sibling
 from otel_replay.redaction.redact import Redactor
 from otel_replay.reports.formats import SPAN_REPORTS, write_run_report
 from otel_replay.reports.misses import Miss as Miss
-from otel_replay.reports.misses import misses_path, write_misses
+from otel_replay.reports.misses import write_misses
 from otel_replay.reports.prices import priced_total
 from otel_replay.reports.run import Summary as Summary
+from otel_replay.session.suite import SuiteWrites, append_or_start
 from otel_replay.spans.encode import exchange_to_trace_json
 from otel_replay.spans.miss import miss_to_trace_json
 
@@ -51,17 +52,6 @@ def default_mode(environ: dict[str, str] | None = None) -> str:
     env = os.environ if environ is None else environ
     ci = env.get(envvars.CI, "").strip().lower()
     return "strict" if ci and ci not in ("0", "false", "no") else "auto"
-
-
-class SuiteWrites(Protocol):
-    """A larger run a session is one part of (a test suite, across processes). Each is
-    called with the file's lock held, just before the session writes it, and says
-    whether an earlier part of the run wrote that file: then the session adds to it
-    (a record-mode cassette is appended to, misses are kept) instead of starting afresh."""
-
-    def cassette(self, path: Path) -> bool: ...
-
-    def misses(self, path: Path) -> bool: ...
 
 
 class Session:
@@ -344,23 +334,12 @@ class Session:
                     else:
                         dump(Cassette(interactions=[], source=self._source()), target)
             return
-        derived: list[Exchange] | None = None
-        if self.mode != "record":
-            derived = [ex for ex in self._derive() if not _transport_fault(ex)]
-            if not derived:
-                return
-        # appended to the cassette as it is now, not as it was loaded: another run (a
-        # pytest-xdist worker) may have appended its own recordings since
-        with locked(path) as target:
-            written = self.suite is not None and self.suite.cassette(target)
-            if derived is None and not written:
-                self._derive_into(path)
-                return
-            if derived is None:  # record mode, after an earlier block of the same suite
-                derived = self._derive()
-            now = load(target) if target.exists() else Cassette(interactions=[], source={})
-            source = extended_source(now.source, self._source)
-            dump(Cassette(interactions=now.interactions + derived, source=source), target)
+        if self.mode == "record":
+            append_or_start(path, self.suite, self._derive_into, self._derive, self._source)
+            return
+        derived = [ex for ex in self._derive() if not _transport_fault(ex)]
+        if derived:
+            append_or_start(path, self.suite, None, lambda: derived, self._source)
 
     def _derive(self) -> list[Exchange]:
         """The exchanges recorded in this run, derived from its traces through the same
@@ -409,15 +388,9 @@ class Session:
         return source
 
     def _write_misses(self) -> None:
-        path = self.cassette_path
-        if path is None:
-            return
-        if self.suite is None:
-            write_misses(path, self.misses, self.redactor.text)
-            return
-        with locked(misses_path(path)) as target:
-            keep = self.suite.misses(target)  # an earlier block's misses stay, for ``why``
-            write_misses(path, self.misses, self.redactor.text, keep_earlier=keep)
+        if self.cassette_path is not None:
+            earlier = self.suite.misses if self.suite is not None else None
+            write_misses(self.cassette_path, self.misses, self.redactor.text, earlier)
 
 
 def _transport_fault(exchange: Exchange) -> bool:
