@@ -184,7 +184,8 @@ def test_auto_appends_from_every_block_and_reports_unused_recordings_once(
     """Auto on fresh cassettes: every block's live calls are appended. Run again,
     everything replays, and no test's recordings count as unused for the others; with
     one test gone, its recording is reported once, and only it — as a warning, or with
-    ``--otel-replay-unused=error`` as a failed run."""
+    ``--otel-replay-unused=error`` (or a warning filter that makes it an error) as a
+    failed run."""
     first = run(pytester, "--otel-replay=auto", *upstreams(suite))
     first.assert_outcomes(passed=6, warnings=0)
     assert recorded(pytester, "shared") == SHARED
@@ -201,6 +202,11 @@ def test_auto_appends_from_every_block_and_reports_unused_recordings_once(
     failed.assert_outcomes(passed=5)
     assert failed.ret == pytest.ExitCode.TESTS_FAILED
     failed.stdout.fnmatch_lines([f"error: otel-replay: 1 recording in *shared.json*#{index}"])
+    # a project's filterwarnings = error makes the warning an error the same way
+    filtered = run(pytester, "--otel-replay=strict", "-W", "error::pytest.PytestWarning")
+    filtered.assert_outcomes(passed=5)
+    assert filtered.ret == pytest.ExitCode.TESTS_FAILED
+    filtered.stdout.fnmatch_lines([f"error: otel-replay: 1 recording in *shared.json*#{index}"])
 
 
 def test_with_xdist_nothing_is_lost_and_the_run_is_reported_as_one(
