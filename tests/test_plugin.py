@@ -272,9 +272,11 @@ def test_unused_recordings_warn_or_fail(pytester: pytest.Pytester, recorded: Pat
     warned = run(pytester, "--otel-replay=strict")
     warned.assert_outcomes(passed=1, warnings=1)
     warned.stdout.fnmatch_lines(["*OtelReplayUnusedWarning*1 recording in *hello.json*#1*"])
+    assert warned.ret == 0
     failed = run(pytester, "--otel-replay=strict", "--otel-replay-unused=error")
-    failed.assert_outcomes(failed=1)
-    failed.stdout.fnmatch_lines(["*1 recording in *hello.json was not used: #1*"])
+    failed.assert_outcomes(passed=1)  # the run fails, at its end, once
+    failed.stdout.fnmatch_lines(["error: *1 recording in *hello.json was not used by any test: #1"])
+    assert failed.ret == pytest.ExitCode.TESTS_FAILED
 
 
 def test_egress_guard_fails_a_test_that_reaches_a_provider(pytester: pytest.Pytester) -> None:

@@ -6,11 +6,12 @@
         with otel_replay("weather"):        # tests/cassettes/weather.json
             assert "Lisbon" in run_agent()
 
-One gateway runs in-process for the whole session, started (and OTLP pointed at it) before
-test modules are imported (``pytest_telemetry.py``); each block points it at its own
-cassette and mode (a fresh :class:`Session`) and sets the agent environment in
-``os.environ`` for the block, so agents in this process, threads and subprocesses reach it;
-``run.spans`` is what it received meanwhile. A miss fails the test whatever the agent did
+One gateway runs in-process for the whole pytest session (one per pytest-xdist worker),
+started (and OTLP pointed at it) before test modules are imported (``pytest_telemetry.py``);
+each block points it at its own cassette and mode (a fresh :class:`Session`) and sets the
+agent environment in ``os.environ`` for the block, so agents in this process, threads and
+subprocesses reach it; ``run.spans`` is what it received meanwhile. Cassettes belong to the
+whole run, across workers (see ``suite``). A miss fails the test whatever the agent did
 with the error — and a miss is never an expected failure, ``xfail`` does not hide it.
 """
 
@@ -18,9 +19,7 @@ from __future__ import annotations
 
 import os
 import re
-import warnings
 from collections.abc import Callable, Generator
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -35,6 +34,13 @@ from otel_replay.frontends.pytest_telemetry import (  # noqa: F401  (a hook and 
     pytest_load_initial_conftests,
 )
 from otel_replay.frontends.rulefiles import rule_sources
+from otel_replay.frontends.suite import (
+    BlockResult,
+    OtelReplayUnusedWarning,
+    Outcome,
+    SuiteRun,
+    fail_run,
+)
 from otel_replay.frontends.telemetry import TelemetryGateway
 from otel_replay.providers import PROVIDERS
 from otel_replay.reports.formats import write_suite
@@ -45,15 +51,7 @@ __all__ = ["OtelReplayUnusedWarning"]
 
 _PLUGIN = pytest.StashKey["OtelReplayPlugin"]()
 _FAILURES = pytest.StashKey[list[str]]()
-
-
-class OtelReplayUnusedWarning(pytest.PytestWarning):
-    """A block ended with recordings in its cassette that no request used.
-
-    Silence it with ``filterwarnings =
-    ignore::otel_replay.frontends.pytest_plugin.OtelReplayUnusedWarning``
-    or make it a failure with ``--otel-replay-unused=error``.
-    """
+_SESSION = pytest.StashKey[pytest.Session]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -77,14 +75,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         dest="otel_replay_unused",
         choices=("warn", "error"),
         default="warn",
-        help="what an unused recording after a block is (default: warn)",
+        help="what a recording no test of the run used is (default: warn)",
     )
     group.addoption(
         "--otel-replay-report",
         dest="otel_replay_report",
         metavar="FILE",
         default=None,
-        help="write a report of every block (.json, .html or .md by extension)",
+        help="write a report of every block and every cassette written "
+        "(.json, .html or .md by extension)",
     )
     pytest_telemetry.add_options(group)
     for row in PROVIDERS:
@@ -111,6 +110,7 @@ def pytest_configure(config: pytest.Config) -> None:
     plugin = OtelReplayPlugin(config)
     config.stash[_PLUGIN] = plugin
     config.pluginmanager.register(plugin, "otel_replay_state")
+    config.pluginmanager.register(plugin.suite, "otel_replay_suite")
 
 
 @pytest.fixture
@@ -135,15 +135,6 @@ def otel_replay(request: pytest.FixtureRequest) -> Callable[..., ReplayBlock]:
 def add_failure(item: pytest.Item, message: str) -> None:
     """Fail ``item`` with ``message`` at its next report, whatever its outcome (xfail too)."""
     item.stash.setdefault(_FAILURES, []).append(message)
-
-
-@dataclass(slots=True)
-class BlockResult:
-    nodeid: str
-    cassette: str
-    mode: str
-    summary: Summary
-    unused: list[int] = field(default_factory=list)
 
 
 class SharedGateway:
@@ -188,6 +179,7 @@ class ReplayBlock:
         self.cassette = cassette
         self.mode = mode
         self.handle = GatewayHandle(mode=mode, cassette=cassette)
+        self.loaded = 0  # recordings in the cassette when the block began
         self._env: Any = None
 
     def __enter__(self) -> GatewayHandle:
@@ -205,20 +197,13 @@ class ReplayBlock:
         if self.mode == "off":
             return
         self._env.__exit__(None, None, None)
-        summary = self.handle.summary = self.plugin.end(self)
+        summary = self.handle.summary = self.plugin.end(self, clean=exc is None)
         for problem in pytest_telemetry.block_problems(self.plugin.config, self.handle.telemetry):
             add_failure(self.item, problem)
         if summary.misses:
             first = summary.misses[0]
             add_failure(self.item, self.plugin.miss_message(first, self.cassette))
             raise ReplayMiss(first.removeprefix("replay miss: ")) from exc
-        unused = summary.unused if self.mode in ("strict", "auto") else []
-        if unused and exc is None:
-            message = _unused_message(unused, self.cassette)
-            if self.plugin.unused == "error":
-                add_failure(self.item, message)
-                pytest.fail(message, pytrace=False)
-            warnings.warn(OtelReplayUnusedWarning(message), stacklevel=2)
 
     async def __aenter__(self) -> GatewayHandle:
         return self.__enter__()
@@ -227,15 +212,6 @@ class ReplayBlock:
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.__exit__(kind, exc, tb)
-
-
-def _unused_message(unused: list[int], cassette: Path) -> str:
-    shown = ", ".join(f"#{i}" for i in unused[:10]) + (" …" if len(unused) > 10 else "")
-    n = len(unused)
-    return (
-        f"otel-replay: {n} recording{'s' if n != 1 else ''} in {cassette} "
-        f"{'was' if n == 1 else 'were'} not used: {shown}"
-    )
 
 
 def _safe_name(name: str) -> str:
@@ -260,6 +236,8 @@ class OtelReplayPlugin:
         self.gateway: SharedGateway | None = None if early is None else SharedGateway(early)
         self.results: list[BlockResult] = []
         self.blocked: list[str] = []
+        self.suite = SuiteRun(config)  # the run's cassettes, across pytest-xdist workers
+        self.outcome: Outcome | None = None
         self._active: ReplayBlock | None = None
         self._item: pytest.Item | None = None
         self.egress = config.getoption("otel_replay_egress") == "block"
@@ -309,7 +287,9 @@ class OtelReplayPlugin:
             raise ConfigError("otel_replay blocks cannot be nested")
         try:
             rules = rule_sources(block.cassette)  # otel-replay.toml: cwd, beside the cassette
-            session = Session(mode=block.mode, cassette=block.cassette, rules=rules)
+            session = Session(
+                mode=block.mode, cassette=block.cassette, rules=rules, suite=self.suite
+            )
         except CassetteError as exc:
             problem = str(exc)
             if not block.cassette.exists():
@@ -328,15 +308,19 @@ class OtelReplayPlugin:
         block.handle.telemetry = pytest_telemetry.opened(self.config, self.gateway, session)
         env = self.gateway.begin(session, bases)
         self._active = block
+        block.loaded = len(session.cassette.interactions)
         return env, self.gateway.url
 
-    def end(self, block: ReplayBlock) -> Summary:
+    def end(self, block: ReplayBlock, clean: bool) -> Summary:
         assert self.gateway is not None and block.handle.telemetry is not None
         self._active = None
         block.handle.telemetry.close()  # the agent's exporters deliver into the block
         summary = self.gateway.end()
+        clean = clean and not summary.misses
         self.results.append(
-            BlockResult(block.item.nodeid, str(block.cassette), block.mode, summary)
+            BlockResult(
+                block.item.nodeid, str(block.cassette), block.mode, summary, block.loaded, clean
+            )
         )
         return summary
 
@@ -371,12 +355,20 @@ class OtelReplayPlugin:
     def totals(self) -> Summary:
         return combined((r.summary for r in self.results), self.forced_mode or "mixed")
 
-    def pytest_sessionfinish(self) -> None:
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        self.outcome = outcome = self.suite.finish(session, self.results, self.blocked)
+        if outcome is None:  # a pytest-xdist worker: the controller reports the run
+            return
+        self.config.stash[_SESSION] = session
+        if outcome.errors or (outcome.unused and self.unused == "error"):
+            fail_run(session)
         if self.report is not None:
-            write_suite(Path(self.report), self.totals(), self.results, self.blocked)
+            totals, extra = self.totals(), outcome.to_json()
+            write_suite(Path(self.report), totals, self.results, self.blocked, extra)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if not self.results and not self.blocked:
+        outcome = self.outcome
+        if outcome is None or not (self.results or self.blocked or outcome.changes):
             return
         write = terminalreporter.write_line
         terminalreporter.section("otel-replay")
@@ -384,12 +376,12 @@ class OtelReplayPlugin:
         for result in self.results:
             for miss in result.summary.misses:
                 write(f"{result.nodeid}: {miss}")
-            if result.mode == "record" or result.summary.live:
-                write(f"{result.nodeid}: wrote {result.cassette}")
+        outcome.write(terminalreporter, self.unused, self.config.stash[_SESSION])
         for message in self.blocked:
             write(f"egress blocked: {message}")
 
     def pytest_unconfigure(self) -> None:
+        self.suite.cleanup()
         if self.gateway is not None:
             self.gateway.stop()
             self.gateway = None

@@ -4,7 +4,7 @@ summary, the misses and the trajectory, for a pull-request comment)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -75,11 +75,16 @@ def write_run_report(
 
 
 def write_suite(
-    path: Path, totals: Summary, blocks: Sequence[Block], blocked: Sequence[str]
+    path: Path,
+    totals: Summary,
+    blocks: Sequence[Block],
+    blocked: Sequence[str],
+    extra: Mapping[str, Any] | None = None,
 ) -> None:
-    """A test session's report at ``path``, in the format its extension names."""
+    """A test session's report at ``path``, in the format its extension names; ``extra``
+    adds top-level entries (the cassettes the run wrote, its unused recordings)."""
     kind = report_format(path)
-    doc: dict[str, Any] = suite_report(totals, blocks, blocked)
+    doc: dict[str, Any] = {**suite_report(totals, blocks, blocked), **(extra or {})}
     if kind == "json":
         write_json(path, doc)
         return

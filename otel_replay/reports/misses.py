@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from otel_replay.cassette.model import locked
 from otel_replay.core.errors import ConfigError
 from otel_replay.reports import write_json
 
@@ -49,15 +50,49 @@ class Miss:
         return {**self.brief(), "body": self.body, "used": self.used}
 
 
-def write_misses(cassette: Path, misses: Sequence[Miss], redact: Callable[[str], str]) -> None:
+def write_misses(
+    cassette: Path,
+    misses: Sequence[Miss],
+    redact: Callable[[str], str],
+    earlier: Callable[[Path], bool] | None = None,
+) -> None:
     """Write the misses file of ``cassette`` (its text through ``redact``), or remove it
-    when there are none. Raises ConfigError when it cannot be written."""
+    when there are none. Raises ConfigError when it cannot be written.
+
+    ``earlier(path)``, when given, is asked under the file's lock whether an earlier part
+    of the same run (a block of a test suite) wrote it: then the misses it holds stay,
+    for ``why``, and these follow them."""
     path = misses_path(cassette)
-    if not misses:
-        path.unlink(missing_ok=True)
+    if earlier is None:
+        _write(cassette, path, [], misses, redact)
         return
-    doc = {"cassette": str(cassette), "misses": [m.to_json() for m in misses]}
+    with locked(path) as target:
+        kept = _earlier_misses(target) if earlier(target) else []
+        _write(cassette, target, kept, misses, redact)
+
+
+def _write(
+    cassette: Path,
+    path: Path,
+    kept: list[Any],
+    misses: Sequence[Miss],
+    redact: Callable[[str], str],
+) -> None:
+    if not misses:
+        if not kept:
+            path.unlink(missing_ok=True)
+        return
+    doc = {"cassette": str(cassette), "misses": kept + [m.to_json() for m in misses]}
     write_json(path, doc, redact)
+
+
+def _earlier_misses(path: Path) -> list[Any]:
+    """The misses ``path`` holds; none when it is missing or not a misses file."""
+    try:
+        misses = json.loads(path.read_text(encoding="utf-8"))["misses"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+    return list(misses) if isinstance(misses, list) else []
 
 
 def last_miss(cassette: Path) -> dict[str, Any] | None:

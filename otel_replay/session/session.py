@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from otel_replay.cassette.model import Cassette, dump, load, locked
-from otel_replay.cassette.provenance import extended_source, run_source
+from otel_replay.cassette.provenance import run_source
 from otel_replay.cassette.recordings import Recordings
 from otel_replay.core import envvars
 from otel_replay.core.errors import CassetteError, ConfigError, ReplayMiss
@@ -36,6 +36,7 @@ from otel_replay.reports.misses import Miss as Miss
 from otel_replay.reports.misses import write_misses
 from otel_replay.reports.prices import priced_total
 from otel_replay.reports.run import Summary as Summary
+from otel_replay.session.suite import SuiteWrites, append_or_start
 from otel_replay.spans.encode import exchange_to_trace_json
 from otel_replay.spans.miss import miss_to_trace_json
 
@@ -66,6 +67,7 @@ class Session:
         command: list[str] | None = None,
         report: Path | None = None,
         rules: RuleSources = DEFAULT_SOURCES,
+        suite: SuiteWrites | None = None,
     ) -> None:
         if mode not in MODES:
             raise ConfigError(f"unknown mode {mode!r}; use one of {', '.join(MODES)}")
@@ -75,6 +77,7 @@ class Session:
         self.cassette_path = cassette
         self.command = command or []
         self.report_path = report
+        self.suite = suite
         self.redactor = redactor or Redactor.from_environment()
         self.user_traces = traces
         self.cassette = self._load_cassette()  # first: a bad cassette leaves nothing behind
@@ -324,24 +327,19 @@ class Session:
             log.error("otel-replay: no exchange of this run was saved; kept %s as it was", path)
             return
         if path is None or not self.live:
-            if self.mode == "record" and path is not None and not path.exists():
-                dump(Cassette(interactions=[], source=self._source()), path)
-            elif self.mode == "record" and path is not None:
-                log.warning("otel-replay: nothing was recorded; kept the existing %s", path)
+            if self.mode == "record" and path is not None:
+                with locked(path) as target:
+                    if target.exists():
+                        log.warning("otel-replay: nothing was recorded; kept the existing %s", path)
+                    else:
+                        dump(Cassette(interactions=[], source=self._source()), target)
             return
         if self.mode == "record":
-            with locked(path):
-                self._derive_into(path)
+            append_or_start(path, self.suite, self._derive_into, self._derive, self._source)
             return
         derived = [ex for ex in self._derive() if not _transport_fault(ex)]
-        if not derived:
-            return
-        # appended to the cassette as it is now, not as it was loaded: another run (a
-        # pytest-xdist worker) may have appended its own recordings since
-        with locked(path) as target:
-            now = load(target) if target.exists() else Cassette(interactions=[], source={})
-            source = extended_source(now.source, self._source)
-            dump(Cassette(interactions=now.interactions + derived, source=source), target)
+        if derived:
+            append_or_start(path, self.suite, None, lambda: derived, self._source)
 
     def _derive(self) -> list[Exchange]:
         """The exchanges recorded in this run, derived from its traces through the same
@@ -391,7 +389,8 @@ class Session:
 
     def _write_misses(self) -> None:
         if self.cassette_path is not None:
-            write_misses(self.cassette_path, self.misses, self.redactor.text)
+            earlier = self.suite.misses if self.suite is not None else None
+            write_misses(self.cassette_path, self.misses, self.redactor.text, earlier)
 
 
 def _transport_fault(exchange: Exchange) -> bool:
