@@ -1,0 +1,137 @@
+"""The conformance suite's shared part: agents on real frameworks, and the round trip.
+
+Each agent is an ordinary agent on its framework: one turn with a tool loop (the model
+calls ``get_weather``, the framework runs it, the model answers) and one streamed turn
+(again with the tool). ``round_trip`` runs an agent against the stub upstream with the
+framework's instrumentation exporting to a Collector-format file, ``build`` makes a
+cassette of that file, and the same agent runs again strictly from the cassette with no
+upstream: both runs must give the same result.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from third_party_agents import Traced, traced
+
+from otel_replay.cassette.model import Cassette, load
+from otel_replay.gateway.runner import GatewayConfig, GatewayThread
+from otel_replay.testing.stub import run_stub
+
+SYSTEM = "You are a weather assistant. Use the tool."
+QUESTIONS = ("What is the weather in Paris?", "And in Rome?")
+TOOL_RESULT = "sunny, 21 C"
+MODEL = "gpt-4o-mini"
+FINAL_TEXT = f"stub reply to: {TOOL_RESULT}"
+"""What the stub upstream answers once the tool result is in the conversation."""
+CLI = [sys.executable, "-m", "otel_replay.frontends.cli"]
+
+
+@dataclass
+class Outcome:
+    """What an agent did: the tool calls it ran (name, arguments) and its final answers,
+    one per turn (the first turn plain, the second streamed)."""
+
+    tool_calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    answers: list[str] = field(default_factory=list)
+
+
+Agent = Callable[[str, Traced | None], Outcome]
+"""An agent: the OpenAI base URL to use, and the telemetry to export to (None: none)."""
+
+
+def weather(outcome: Outcome, city: str) -> str:
+    """The tool every agent offers; it notes its call."""
+    outcome.tool_calls.append(("get_weather", {"city": city}))
+    return TOOL_RESULT
+
+
+@dataclass
+class Trip:
+    """A round trip's evidence: what production did, the built cassette, the replay."""
+
+    production: Outcome
+    replayed: Outcome
+    cassette: Cassette
+    traces: list[Path]
+    build_stderr: str
+    replayed_calls: int
+    misses: list[str]
+
+
+@contextmanager
+def _env(values: dict[str, str]) -> Iterator[None]:
+    old = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, value in old.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def round_trip(
+    tmp_path: Path,
+    agent: Agent,
+    instrumentors: Sequence[Callable[[], Any]] = (),
+    *,
+    calls: int = 4,
+) -> Trip:
+    """Production run (stub upstream, instrumented, spans to a file), ``otel-replay build``
+    on the file, then a strict replay of the same agent from the cassette with the
+    upstream gone. Asserts the build and the replay; returns the evidence."""
+    with run_stub() as stub, traced(tmp_path, instrumentors) as out:
+        with _env({"OPENAI_BASE_URL": stub.openai_url, "OPENAI_API_KEY": "sk-test"}):
+            production = agent(stub.openai_url, out)
+    assert production.answers == [FINAL_TEXT, FINAL_TEXT]
+    traces = [p for p in (out.traces, out.logs) if p.exists()]
+    cassette_path = tmp_path / "fixture.json"
+    built = subprocess.run(
+        [*CLI, "build", *map(str, traces), "-o", str(cassette_path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert built.returncode == 0, built.stderr
+    cassette = load(cassette_path)
+    assert len(cassette.interactions) == calls, built.stderr
+    config = GatewayConfig(
+        mode="strict",
+        cassette=cassette_path,
+        upstream_openai="http://127.0.0.1:9/v1",
+        upstream_anthropic="http://127.0.0.1:9",
+    )
+    with GatewayThread(config) as gw:
+        env = {"OPENAI_BASE_URL": gw.env["OPENAI_BASE_URL"], "OPENAI_API_KEY": "sk-test"}
+        with _env(env):
+            replayed = agent(gw.env["OPENAI_BASE_URL"], None)
+        summary = gw.stop()
+    assert [str(m) for m in summary.misses] == []
+    assert summary.replayed == calls and summary.live == 0
+    assert replayed == production
+    return Trip(
+        production,
+        replayed,
+        cassette,
+        traces,
+        built.stderr,
+        summary.replayed,
+        [str(m) for m in summary.misses],
+    )
+
+
+def doctor(traces: Sequence[Path]) -> subprocess.CompletedProcess[str]:
+    """``otel-replay doctor`` on trace files."""
+    return subprocess.run(
+        [*CLI, "doctor", *map(str, traces)], capture_output=True, text=True, check=False
+    )
