@@ -10,6 +10,7 @@ upstream: both runs must give the same result.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -43,8 +44,58 @@ class Outcome:
     answers: list[str] = field(default_factory=list)
 
 
-Agent = Callable[[str, Traced | None], Outcome]
-"""An agent: the OpenAI base URL to use, and the telemetry to export to (None: none)."""
+Agent = Callable[[str, Path | None], Outcome]
+"""An agent run: the OpenAI base URL to use, and the folder its telemetry goes to as
+``traces.jsonl`` / ``logs.jsonl`` (None: no telemetry)."""
+
+
+def instrumented(
+    run: Callable[[str, Traced | None], Outcome],
+    instrumentors: Sequence[Callable[[], Any]] = (),
+) -> Agent:
+    """An agent run in this process, with ``instrumentors`` on while telemetry is wanted."""
+
+    def agent(base_url: str, directory: Path | None) -> Outcome:
+        if directory is None:
+            return run(base_url, None)
+        with traced(directory, instrumentors) as out:
+            return run(base_url, out)
+
+    return agent
+
+
+class Worker:
+    """Agents run in one child process per framework (``framework_worker.py``): for a
+    framework whose package name a test helper module shadows here, or whose global
+    patches should not outlive its tests. ``agent(variant)`` is an Agent run there."""
+
+    def __init__(self, app: str) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, str(Path(__file__).with_name("framework_worker.py")), app],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+
+    def agent(self, variant: str) -> Agent:
+        def run(base_url: str, directory: Path | None) -> Outcome:
+            assert self.process.stdin is not None and self.process.stdout is not None
+            ask = {"base_url": base_url, "directory": directory and str(directory)}
+            self.process.stdin.write(json.dumps({**ask, "variant": variant}) + "\n")
+            self.process.stdin.flush()
+            answer = json.loads(self.process.stdout.readline() or "{}")
+            assert "answers" in answer, answer.get("error", "the worker stopped")
+            calls = [(name, args) for name, args in answer["tool_calls"]]
+            return Outcome(calls, answer["answers"])
+
+        return run
+
+    def close(self) -> None:
+        if self.process.stdin is not None:
+            self.process.stdin.close()
+        self.process.wait(timeout=60)
+        if self.process.stdout is not None:
+            self.process.stdout.close()
 
 
 def weather(outcome: Outcome, city: str) -> str:
@@ -80,21 +131,15 @@ def _env(values: dict[str, str]) -> Iterator[None]:
                 os.environ[key] = value
 
 
-def round_trip(
-    tmp_path: Path,
-    agent: Agent,
-    instrumentors: Sequence[Callable[[], Any]] = (),
-    *,
-    calls: int = 4,
-) -> Trip:
+def round_trip(tmp_path: Path, agent: Agent, *, calls: int = 4) -> Trip:
     """Production run (stub upstream, instrumented, spans to a file), ``otel-replay build``
     on the file, then a strict replay of the same agent from the cassette with the
     upstream gone. Asserts the build and the replay; returns the evidence."""
-    with run_stub() as stub, traced(tmp_path, instrumentors) as out:
+    with run_stub() as stub:
         with _env({"OPENAI_BASE_URL": stub.openai_url, "OPENAI_API_KEY": "sk-test"}):
-            production = agent(stub.openai_url, out)
+            production = agent(stub.openai_url, tmp_path)
     assert production.answers == [FINAL_TEXT, FINAL_TEXT]
-    traces = [p for p in (out.traces, out.logs) if p.exists()]
+    traces = [p for p in (tmp_path / "traces.jsonl", tmp_path / "logs.jsonl") if p.exists()]
     cassette_path = tmp_path / "fixture.json"
     built = subprocess.run(
         [*CLI, "build", *map(str, traces), "-o", str(cassette_path)],

@@ -8,7 +8,16 @@ import warnings
 
 import openai
 import pytest
-from framework_agents import MODEL, QUESTIONS, SYSTEM, Outcome, Traced, round_trip, weather
+from framework_agents import (
+    MODEL,
+    QUESTIONS,
+    SYSTEM,
+    Outcome,
+    Traced,
+    instrumented,
+    round_trip,
+    weather,
+)
 from pydantic_ai import Agent, PydanticAIDeprecationWarning
 from pydantic_ai.models.instrumented import InstrumentationSettings
 from pydantic_ai.models.openai import OpenAIChatModel
@@ -50,7 +59,7 @@ async def _turns(base_url: str, telemetry: Traced | None, version: int) -> Outco
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_pydantic_ai_native_instrumentation_replays(tmp_path, version):
-    trip = round_trip(tmp_path, pydantic_ai_agent(version))
+    trip = round_trip(tmp_path, instrumented(pydantic_ai_agent(version)))
     assert trip.production.tool_calls == [
         ("get_weather", {"city": QUESTIONS[0]}),
         ("get_weather", {"city": QUESTIONS[1]}),

@@ -67,12 +67,35 @@ def system_and_messages(provider: str, system: JSON, messages: JSON) -> tuple[JS
         parts = [norm_part(p) if isinstance(p, Mapping) else text_part(p) for p in items]
     if messages is None:
         return parts, None
-    normalised = [_input_message(m) for m in as_list(messages)]
+    normalised = _paired([_input_message(m) for m in as_list(messages)])
     index = 0
     while index < len(normalised) and normalised[index]["role"] in SYSTEM_ROLES:
         parts = (parts or []) + normalised[index]["parts"]
         index += 1
     return parts, normalised[index:]
+
+
+def _paired(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Messages whose tool calls carry the ids their results answer to. Some
+    instrumentations record a call under another id (the provider's item id instead of
+    its call id): a call whose id no result answers takes, in order, the id of a result
+    that answers no call."""
+    calls = [p for m in messages for p in m["parts"] if p.get("type") == "tool_call"]
+    results = [p for m in messages for p in m["parts"] if p.get("type") == "tool_call_response"]
+    call_ids = {p.get("id") for p in calls}
+    result_ids = {p.get("id") for p in results}
+    unanswered = [p for p in calls if p.get("id") not in result_ids]
+    orphans = [p.get("id") for p in results if p.get("id") not in call_ids]
+    if not unanswered or not orphans:
+        return messages
+    renamed = {id(call): new for call, new in zip(unanswered, orphans, strict=False)}
+    return [
+        {
+            **m,
+            "parts": [{**p, "id": renamed[id(p)]} if id(p) in renamed else p for p in m["parts"]],
+        }
+        for m in messages
+    ]
 
 
 def _input_message(recorded: Any) -> dict[str, Any]:
