@@ -53,7 +53,7 @@ def read_body(span: Span, attrs: Mapping[str, Any], events: Sequence[Event]) -> 
     if found is None:
         return None
     provider, operation, body = found
-    if not isinstance(body, dict):
+    if not _request_kwargs(body):
         return None
     output = _json_body(attrs, "output")
     if isinstance(output, dict):
@@ -98,6 +98,31 @@ def _json_body(attrs: Mapping[str, Any], side: Literal["input", "output"]) -> JS
         return json.loads(text)
     except ValueError:
         return None
+
+
+def _request_kwargs(body: JSON) -> bool:
+    """Whether ``input.value`` is a provider call's keyword arguments: they name the model,
+    and messages, when given, are objects with a role (a framework's own serialisation of
+    its inputs is read from the message attributes instead)."""
+    if not isinstance(body, dict) or not isinstance(body.get("model"), str):
+        return False
+    messages = body.get("messages")
+    if messages is None:
+        return True
+    return isinstance(messages, list) and all(
+        isinstance(m, dict) and isinstance(m.get("role"), str) for m in messages
+    )
+
+
+def _request_params(invocation: Mapping[str, Any], model: Any) -> dict[str, Any]:
+    """Invocation parameters that are request fields: not the ones read elsewhere
+    (messages, tools, stream), not a framework's private keys (``_type``) or aliases of
+    the model (``model_name``), and not the ones left unset (None is never sent)."""
+    return {
+        k: v
+        for k, v in invocation.items()
+        if k not in _NOT_PARAMS and not k.startswith("_") and v is not None and v != model
+    }
 
 
 def _request_body(kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -217,7 +242,7 @@ def _from_messages(
             model=model if isinstance(model, str) else None,
             messages=inputs if inputs else None,
             tools=tools or None,
-            params={k: v for k, v in (invocation or {}).items() if k not in _NOT_PARAMS},
+            params=_request_params(invocation or {}, model),
             known=frozenset(known),
         ),
         ViewResponse(
