@@ -4,11 +4,10 @@ instrumentations patch LangChain's callback manager for the whole process."""
 
 from __future__ import annotations
 
-import importlib
-import warnings
 from collections.abc import Callable
 from typing import Any
 
+import framework_agents
 from framework_agents import MODEL, QUESTIONS, SYSTEM, Outcome, Traced, weather
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.tools import tool
@@ -21,10 +20,7 @@ INSTRUMENTORS = {
 
 
 def instrumentors(variant: str) -> list[Callable[[], Any]]:
-    module_name, class_name = INSTRUMENTORS[variant]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        return [getattr(importlib.import_module(module_name), class_name)]
+    return framework_agents.instrumentors(INSTRUMENTORS, variant)
 
 
 def agent(variant: str) -> Callable[[str, Traced | None], Outcome]:

@@ -4,11 +4,10 @@ package is named ``agents``, like a test helper module)."""
 from __future__ import annotations
 
 import asyncio
-import importlib
-import warnings
 from collections.abc import Callable
 from typing import Any
 
+import framework_agents
 import openai
 from agents import (
     Agent,
@@ -28,10 +27,7 @@ set_trace_processors([])  # the SDK's own processor would send traces to OpenAI
 
 
 def instrumentors(variant: str) -> list[Callable[[], Any]]:
-    module_name, class_name = INSTRUMENTORS[variant]
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
-        return [getattr(importlib.import_module(module_name), class_name)]
+    return framework_agents.instrumentors(INSTRUMENTORS, variant)
 
 
 def agent(variant: str) -> Callable[[str, Traced | None], Outcome]:

@@ -10,16 +10,19 @@ upstream: both runs must give the same result.
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import subprocess
 import sys
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import pytest
 from third_party_agents import Traced, traced
 
 from otel_replay.cassette.model import Cassette, load
@@ -64,17 +67,40 @@ def instrumented(
     return agent
 
 
+def instrumentors(table: dict[str, tuple[str, str]], variant: str) -> list[Callable[[], Any]]:
+    """The instrumentor class ``table[variant]`` names (module, class), imported with its
+    own import-time deprecation warnings silenced (they are not ours to fix)."""
+    module_name, class_name = table[variant]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return [getattr(importlib.import_module(module_name), class_name)]
+
+
+def worker_fixture(app: str, env: dict[str, str] | None = None) -> Any:
+    """A module-scoped fixture: the worker process running ``app``'s agents, with ``env``
+    added to its environment."""
+
+    @pytest.fixture(scope="module")
+    def worker() -> Iterator[Worker]:
+        running = Worker(app, env)
+        yield running
+        running.close()
+
+    return worker
+
+
 class Worker:
     """Agents run in one child process per framework (``framework_worker.py``): for a
     framework whose package name a test helper module shadows here, or whose global
     patches should not outlive its tests. ``agent(variant)`` is an Agent run there."""
 
-    def __init__(self, app: str) -> None:
+    def __init__(self, app: str, env: dict[str, str] | None = None) -> None:
         self.process = subprocess.Popen(
             [sys.executable, str(Path(__file__).with_name("framework_worker.py")), app],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
+            env={**os.environ, **(env or {})},
         )
 
     def agent(self, variant: str) -> Agent:
@@ -139,6 +165,7 @@ def round_trip(tmp_path: Path, agent: Agent, *, calls: int = 4) -> Trip:
         with _env({"OPENAI_BASE_URL": stub.openai_url, "OPENAI_API_KEY": "sk-test"}):
             production = agent(stub.openai_url, tmp_path)
     assert production.answers == [FINAL_TEXT, FINAL_TEXT]
+    assert production.tool_calls == [("get_weather", {"city": q}) for q in QUESTIONS]
     traces = [p for p in (tmp_path / "traces.jsonl", tmp_path / "logs.jsonl") if p.exists()]
     cassette_path = tmp_path / "fixture.json"
     built = subprocess.run(

@@ -5,20 +5,11 @@ in one worker process, ``app_openai_agents``)."""
 from __future__ import annotations
 
 import pytest
-from framework_agents import QUESTIONS, Worker, round_trip
+from framework_agents import round_trip, worker_fixture
 
-
-@pytest.fixture(scope="module")
-def worker():
-    running = Worker("app_openai_agents")
-    yield running
-    running.close()
+worker = worker_fixture("app_openai_agents")
 
 
 @pytest.mark.parametrize("instrumentation", ["openinference", "openllmetry"])
 def test_openai_agents_trace_replays(tmp_path, worker, instrumentation):
-    trip = round_trip(tmp_path, worker.agent(instrumentation))
-    assert trip.production.tool_calls == [
-        ("get_weather", {"city": QUESTIONS[0]}),
-        ("get_weather", {"city": QUESTIONS[1]}),
-    ]
+    round_trip(tmp_path, worker.agent(instrumentation))
