@@ -19,10 +19,12 @@ import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
 import pytest
+from schema_check import validate_cassette_file
 from third_party_agents import Traced, traced
 
 from otel_replay.cassette.model import Cassette, load
@@ -157,10 +159,12 @@ def _env(values: dict[str, str]) -> Iterator[None]:
                 os.environ[key] = value
 
 
-def round_trip(tmp_path: Path, agent: Agent, *, calls: int = 4) -> Trip:
+def round_trip(tmp_path: Path, agent: Agent, summary: str, *, calls: int = 4) -> Trip:
     """Production run (stub upstream, instrumented, spans to a file), ``otel-replay build``
     on the file, then a strict replay of the same agent from the cassette with the
-    upstream gone. Asserts the build and the replay; returns the evidence."""
+    upstream gone. Asserts the build (its summary names the source and counts ``calls``
+    model calls, replayable as ``summary`` says), that the cassette is valid, and the
+    replay; returns the evidence."""
     with run_stub() as stub:
         with _env({"OPENAI_BASE_URL": stub.openai_url, "OPENAI_API_KEY": "sk-test"}):
             production = agent(stub.openai_url, tmp_path)
@@ -168,13 +172,10 @@ def round_trip(tmp_path: Path, agent: Agent, *, calls: int = 4) -> Trip:
     assert production.tool_calls == [("get_weather", {"city": q}) for q in QUESTIONS]
     traces = [p for p in (tmp_path / "traces.jsonl", tmp_path / "logs.jsonl") if p.exists()]
     cassette_path = tmp_path / "fixture.json"
-    built = subprocess.run(
-        [*CLI, "build", *map(str, traces), "-o", str(cassette_path)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    built = build_cli(traces, cassette_path)
     assert built.returncode == 0, built.stderr
+    assert f"otel-replay build: {summary}\n" in built.stderr
+    validate_cassette_file(cassette_path)
     cassette = load(cassette_path)
     assert len(cassette.interactions) == calls, built.stderr
     config = GatewayConfig(
@@ -199,6 +200,26 @@ def round_trip(tmp_path: Path, agent: Agent, *, calls: int = 4) -> Trip:
         built.stderr,
         summary.replayed,
         [str(m) for m in summary.misses],
+    )
+
+
+def source(scope: str, distribution: str) -> str:
+    """How the summary names an instrumentation: its scope and its package's version."""
+    return f"{scope} {version(distribution)}"
+
+
+def semantic(source: str, calls: int = 4) -> str:
+    """The summary line of a source whose every call replays semantically."""
+    return f"{source}: {calls} model calls · 0 exactly · {calls} semantically · 0 not replayable"
+
+
+def build_cli(traces: Sequence[Path], cassette: Path) -> subprocess.CompletedProcess[str]:
+    """``otel-replay build`` on trace files."""
+    return subprocess.run(
+        [*CLI, "build", *map(str, traces), "-o", str(cassette)],
+        capture_output=True,
+        text=True,
+        check=False,
     )
 
 

@@ -3,10 +3,10 @@ replays the same agent strictly (the agent runs in one worker process, ``app_lit
 
 from __future__ import annotations
 
-from framework_agents import round_trip, worker_fixture
+from framework_agents import round_trip, semantic, worker_fixture
 
 worker = worker_fixture("app_litellm", {"LITELLM_LOCAL_MODEL_COST_MAP": "True"})
 
 
 def test_litellm_otel_callback_trace_replays(tmp_path, worker):
-    round_trip(tmp_path, worker.agent("otel"))
+    round_trip(tmp_path, worker.agent("otel"), semantic("litellm"))

@@ -9,13 +9,18 @@ import warnings
 import openai
 import pytest
 from framework_agents import (
+    FINAL_TEXT,
     MODEL,
     QUESTIONS,
     SYSTEM,
     Outcome,
     Traced,
+    build_cli,
+    doctor,
     instrumented,
     round_trip,
+    semantic,
+    source,
     weather,
 )
 from pydantic_ai import Agent, PydanticAIDeprecationWarning
@@ -23,17 +28,19 @@ from pydantic_ai.models.instrumented import InstrumentationSettings
 from pydantic_ai.models.openai import OpenAIChatModel
 from pydantic_ai.providers.openai import OpenAIProvider
 
+from otel_replay.testing.stub import run_stub
+
 VERSIONS = [2, 3, 4, 5, 6]
 
 
-def pydantic_ai_agent(version: int):  # type: ignore[no-untyped-def]
+def pydantic_ai_agent(version: int, content: bool = True):  # type: ignore[no-untyped-def]
     def run(base_url: str, telemetry: Traced | None) -> Outcome:
-        return asyncio.run(_turns(base_url, telemetry, version))
+        return asyncio.run(_turns(base_url, telemetry, version, content))
 
     return run
 
 
-async def _turns(base_url: str, telemetry: Traced | None, version: int) -> Outcome:
+async def _turns(base_url: str, telemetry: Traced | None, version: int, content: bool) -> Outcome:
     outcome = Outcome()
     client = openai.AsyncOpenAI(base_url=base_url, api_key="sk-test", max_retries=0)
     model = OpenAIChatModel(MODEL, provider=OpenAIProvider(openai_client=client))
@@ -42,7 +49,7 @@ async def _turns(base_url: str, telemetry: Traced | None, version: int) -> Outco
         with warnings.catch_warnings():  # versions 2 to 4 are deprecated formats
             warnings.simplefilter("ignore", PydanticAIDeprecationWarning)
             agent.instrument = InstrumentationSettings(
-                tracer_provider=telemetry.tracer_provider, version=version, include_content=True
+                tracer_provider=telemetry.tracer_provider, version=version, include_content=content
             )
 
     @agent.tool_plain
@@ -59,4 +66,24 @@ async def _turns(base_url: str, telemetry: Traced | None, version: int) -> Outco
 
 @pytest.mark.parametrize("version", VERSIONS)
 def test_pydantic_ai_native_instrumentation_replays(tmp_path, version):
-    round_trip(tmp_path, instrumented(pydantic_ai_agent(version)))
+    summary = semantic(source("pydantic-ai", "pydantic-ai-slim"))
+    round_trip(tmp_path, instrumented(pydantic_ai_agent(version)), summary)
+
+
+def test_a_trace_without_content_gets_the_setting_that_fixes_it(tmp_path):
+    """Content capture off: ``doctor`` names the setting, and ``build`` — which saw model
+    calls it cannot replay — writes nothing and exits 1."""
+    agent = instrumented(pydantic_ai_agent(5, content=False))
+    with run_stub() as stub:
+        assert agent(stub.openai_url, tmp_path).answers == [FINAL_TEXT, FINAL_TEXT]
+    traces = tmp_path / "traces.jsonl"
+    found = doctor([traces])
+    assert found.returncode == 1
+    assert found.stdout.splitlines() == [
+        f"{source('pydantic-ai', 'pydantic-ai-slim')}: 4 model calls · 0 exactly"
+        " · 0 semantically · 4 not replayable",
+        "  4 × message content not captured — pass InstrumentationSettings(include_content=True)",
+    ]
+    built = build_cli([traces], tmp_path / "c.json")
+    assert built.returncode == 1 and not (tmp_path / "c.json").exists()
+    assert "saw 4 model calls and can replay none of them" in built.stderr

@@ -26,6 +26,7 @@ from otel_replay.readers.view import as_list, json_value, plain, tree
 __all__ = [
     "carried_calls",
     "content_parts",
+    "content_stripped",
     "message_from_choice",
     "message_from_flat",
     "message_from_plain",
@@ -131,6 +132,21 @@ def _with_carried(raw: Mapping[str, Any], parts: list[dict[str, Any]]) -> list[d
         if len(texts) == len(parts):
             return [tool_response(call_id, "".join(str(p["content"]) for p in texts))]
     return parts
+
+
+def content_stripped(messages: Any) -> bool:
+    """Whether recorded messages are only their skeleton: roles and part types, every
+    text without its content (an instrumentation told not to record content)."""
+    if not isinstance(messages, list) or not messages:
+        return False
+    texts = [
+        part
+        for message in messages
+        if isinstance(message, Mapping)
+        for part in message.get("parts") or ()
+        if isinstance(part, Mapping) and part.get("type") == "text"
+    ]
+    return bool(texts) and all("content" not in part for part in texts)
 
 
 # --- older message shapes --------------------------------------------------------------

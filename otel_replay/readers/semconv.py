@@ -22,6 +22,7 @@ from otel_replay.core.exchange import Exchange
 from otel_replay.readers import view
 from otel_replay.readers.failure import failed_response
 from otel_replay.readers.messages import (
+    content_stripped,
     message_from_choice,
     message_from_flat,
     message_from_plain,
@@ -60,6 +61,8 @@ def read(span: Span, attrs: Mapping[str, Any], events: Sequence[Event]) -> Excha
     messages = view.json_value(merged.get(genai.INPUT_MESSAGES))
     output = view.json_value(merged.get(genai.OUTPUT_MESSAGES))
     tools = view.json_value(merged.get(genai.TOOL_DEFINITIONS))
+    if content_stripped(messages) or any(map(_cut, (system, messages, output, tools))):
+        return None  # without content, or cut short: it would not match (see doctor)
     flattened = False
     old = _deprecated(merged, events)
     if messages is None and output is None:
@@ -119,6 +122,11 @@ def _completed(output: list[Any], flattened: list[dict[str, Any]]) -> list[Any]:
             text = [p for p in message["parts"] if not (p["type"] == "text" and not p["content"])]
             completed[index] = {**message, "parts": text + calls}
     return completed
+
+
+def _cut(value: Any) -> bool:
+    """JSON text that did not parse: an attribute value cut at a length limit."""
+    return isinstance(value, str) and value.lstrip()[:1] in ("[", "{")
 
 
 class _Deprecated:
