@@ -1,5 +1,5 @@
 """The LangChain agent of the conformance suite (``langchain-openai``'s ChatOpenAI with a
-bound tool, a hand-written tool loop), run in ``framework_worker.py``: the
+bound tool, a tool loop in a runnable, one per turn), run in ``framework_worker.py``: the
 instrumentations patch LangChain's callback manager for the whole process."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from typing import Any
 import framework_agents
 from framework_agents import MODEL, QUESTIONS, SYSTEM, Outcome, Traced, weather
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.runnables import RunnableLambda
 from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
 
@@ -37,17 +38,21 @@ def agent(variant: str) -> Callable[[str, Traced | None], Outcome]:
 
         model = ChatOpenAI(model=MODEL, base_url=base_url, api_key="sk-test", max_retries=0)
         bound = model.bind_tools([get_weather])
-        for turn, question in enumerate(QUESTIONS):
-            messages: list[Any] = [SystemMessage(SYSTEM), HumanMessage(question)]
+
+        def turn(ask: dict[str, Any]) -> str:
+            messages: list[Any] = [SystemMessage(SYSTEM), HumanMessage(ask["question"])]
             while True:
-                reply = _stream(bound, messages) if turn else bound.invoke(messages)
+                reply = _stream(bound, messages) if ask["stream"] else bound.invoke(messages)
                 messages.append(reply)
                 if not reply.tool_calls:
-                    break
+                    return str(reply.content)
                 for call in reply.tool_calls:
                     result = get_weather.invoke(call["args"])
                     messages.append(ToolMessage(result, tool_call_id=call["id"]))
-            outcome.answers.append(str(reply.content))
+
+        agent_turn = RunnableLambda(turn, name="weather_agent")  # one trace per turn
+        for index, question in enumerate(QUESTIONS):
+            outcome.answers.append(agent_turn.invoke({"question": question, "stream": index > 0}))
         return outcome
 
     return run

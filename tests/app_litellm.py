@@ -13,8 +13,8 @@ from typing import Any
 
 import litellm
 from framework_agents import MODEL, QUESTIONS, SYSTEM, Outcome, Traced, weather
-from litellm.litellm_core_utils.thread_pool_executor import executor
 from opentelemetry import trace
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 from third_party_agents import OPENAI_TOOLS
 
 
@@ -28,13 +28,28 @@ def agent(variant: str) -> Callable[[str, Traced | None], Outcome]:
     return run
 
 
+class _Ended(SpanProcessor):
+    """Counts the spans of model calls that have ended (litellm ends them on its logging
+    threads, after the call has returned)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def on_end(self, span: ReadableSpan) -> None:
+        if span.name == "litellm_request":
+            self.count += 1
+
+
 def run(base_url: str, telemetry: Traced | None) -> Outcome:
+    ended = _Ended()
     if telemetry is not None:
+        telemetry.tracer_provider.add_span_processor(ended)
         trace.set_tracer_provider(telemetry.tracer_provider)  # what the callback exports to
         litellm.callbacks = ["otel"]
     else:
         litellm.callbacks = []
     outcome = Outcome()
+    calls = 0
     for turn, question in enumerate(QUESTIONS):
         messages: list[Any] = [
             {"role": "system", "content": SYSTEM},
@@ -42,6 +57,7 @@ def run(base_url: str, telemetry: Traced | None) -> Outcome:
         ]
         while True:
             reply = _ask(base_url, messages, stream=bool(turn))
+            calls += 1
             messages.append(reply)
             if not reply.get("tool_calls"):
                 break
@@ -50,18 +66,11 @@ def run(base_url: str, telemetry: Traced | None) -> Outcome:
                 result = weather(outcome, args["city"])
                 messages.append({"role": "tool", "tool_call_id": call["id"], "content": result})
         outcome.answers.append(reply["content"])
-    _logged()
+    deadline = time.monotonic() + 30
+    while telemetry is not None and ended.count < calls and time.monotonic() < deadline:
+        time.sleep(0.01)
     litellm.callbacks = []
     return outcome
-
-
-def _logged(timeout: float = 30.0) -> None:
-    """Wait until litellm's logging threads have run every callback (they export the
-    spans after the call has returned)."""
-    deadline = time.monotonic() + timeout
-    slots = executor._pending_slots  # no public way to wait for the backlog
-    while slots._value < executor._max_pending_tasks and time.monotonic() < deadline:
-        time.sleep(0.01)
 
 
 def _ask(base_url: str, messages: list[Any], *, stream: bool) -> dict[str, Any]:

@@ -16,7 +16,7 @@ import os
 import subprocess
 import sys
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib.metadata import version
@@ -159,25 +159,31 @@ def _env(values: dict[str, str]) -> Iterator[None]:
                 os.environ[key] = value
 
 
-def round_trip(tmp_path: Path, agent: Agent, summary: str, *, calls: int = 4) -> Trip:
+def round_trip(
+    tmp_path: Path, agent: Agent, summary: str, spans: Iterable[str], *, calls: int = 4
+) -> Trip:
     """Production run (stub upstream, instrumented, spans to a file), ``otel-replay build``
     on the file, then a strict replay of the same agent from the cassette with the
     upstream gone. Asserts the build (its summary names the source and counts ``calls``
-    model calls, replayable as ``summary`` says), that the cassette is valid, and the
-    replay; returns the evidence."""
+    model calls, replayable as ``summary`` says), that the cassette is valid and carries
+    the agent's other ``spans`` (by name) of the calls' traces, and the replay; returns
+    the evidence."""
     with run_stub() as stub:
         with _env({"OPENAI_BASE_URL": stub.openai_url, "OPENAI_API_KEY": "sk-test"}):
             production = agent(stub.openai_url, tmp_path)
-    assert production.answers == [FINAL_TEXT, FINAL_TEXT]
-    assert production.tool_calls == [("get_weather", {"city": q}) for q in QUESTIONS]
+    assert production.answers == [FINAL_TEXT, FINAL_TEXT], production
+    assert production.tool_calls == [("get_weather", {"city": q}) for q in QUESTIONS], production
     traces = [p for p in (tmp_path / "traces.jsonl", tmp_path / "logs.jsonl") if p.exists()]
     cassette_path = tmp_path / "fixture.json"
     built = build_cli(traces, cassette_path)
     assert built.returncode == 0, built.stderr
-    assert f"otel-replay build: {summary}\n" in built.stderr
+    assert f"otel-replay build: {summary}\n" in built.stderr, built.stderr
     validate_cassette_file(cassette_path)
     cassette = load(cassette_path)
     assert len(cassette.interactions) == calls, built.stderr
+    kept = cassette.source.get("spans", [])
+    assert {s["name"] for s in kept} == set(spans), kept
+    assert {s["trace_id"] for s in kept} <= {i.trace_id for i in cassette.interactions}, kept
     config = GatewayConfig(
         mode="strict",
         cassette=cassette_path,
@@ -189,9 +195,9 @@ def round_trip(tmp_path: Path, agent: Agent, summary: str, *, calls: int = 4) ->
         with _env(env):
             replayed = agent(gw.env["OPENAI_BASE_URL"], None)
         summary = gw.stop()
-    assert [str(m) for m in summary.misses] == []
-    assert summary.replayed == calls and summary.live == 0
-    assert replayed == production
+    assert [str(m) for m in summary.misses] == [], summary
+    assert summary.replayed == calls and summary.live == 0, summary
+    assert replayed == production, (replayed, production)
     return Trip(
         production,
         replayed,

@@ -16,8 +16,14 @@ SOURCES = {
         "opentelemetry.instrumentation.langchain", "opentelemetry-instrumentation-langchain"
     ),
 }
+SPANS = {
+    "openinference": ["weather_agent", "get_weather"],
+    "openllmetry": ["weather_agent.workflow", "execute_tool get_weather"],
+}
+"""The agent's other spans each instrumentation writes, kept in the cassette."""
 
 
 @pytest.mark.parametrize("instrumentation", ["openinference", "openllmetry"])
 def test_langchain_trace_replays(tmp_path, worker, instrumentation):
-    round_trip(tmp_path, worker.agent(instrumentation), semantic(SOURCES[instrumentation]))
+    summary = semantic(SOURCES[instrumentation])
+    round_trip(tmp_path, worker.agent(instrumentation), summary, SPANS[instrumentation])

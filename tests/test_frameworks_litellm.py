@@ -9,4 +9,4 @@ worker = worker_fixture("app_litellm", {"LITELLM_LOCAL_MODEL_COST_MAP": "True"})
 
 
 def test_litellm_otel_callback_trace_replays(tmp_path, worker):
-    round_trip(tmp_path, worker.agent("otel"), semantic("litellm"))
+    round_trip(tmp_path, worker.agent("otel"), semantic("litellm"), ["raw_gen_ai_request"])

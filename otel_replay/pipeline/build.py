@@ -30,7 +30,7 @@ from otel_replay.cassette.writer import CassetteWriter
 from otel_replay.core.errors import ConfigError, TraceFormatError
 from otel_replay.core.exchange import JSON, Exchange, SSEEvent
 from otel_replay.otlp.files import iter_log_requests, iter_trace_requests
-from otel_replay.readers import Census, Selection, read_exchanges
+from otel_replay.readers import AgentSpans, Census, Selection, read_exchanges
 from otel_replay.readers.claude_code import ClaudeCodeReader
 from otel_replay.redaction.redact import Redactor
 
@@ -221,11 +221,15 @@ class _Job:
         self.redactor = redactor or Redactor.from_environment()
         self.body_events = ClaudeCodeReader(body_dirs=[f.parent for f in self.files])
         self.census = Census()
+        self.agent_spans = AgentSpans()
+        self.trace_ids: set[str] = set()
 
     def exchanges(self) -> Iterator[Exchange]:
         """Redacted exchanges, nearly in start-time order (the readers release them
         through a window)."""
         for exchange in self.reader_exchanges():
+            if exchange.trace_id:
+                self.trace_ids.add(exchange.trace_id)
             yield redact_exchange(exchange, self.redactor)
 
     def reader_exchanges(self) -> Iterator[Exchange]:
@@ -238,11 +242,13 @@ class _Job:
             on_error=reader.on_error,
             body_events=self.body_events,
             census=self.census,
+            agent_spans=self.agent_spans,
         )
         yield from found
 
     def source(self) -> dict[str, JSON]:
-        """Provenance: the files, the build time, skipped records and the selection."""
+        """Provenance: the files, the build time, skipped records and the selection; and
+        the agent's other spans in the traces of the interactions (``source.spans``)."""
         selection = self.selection
         chosen: dict[str, JSON] = {
             "trace_ids": sorted(selection.trace_ids or ()),
@@ -250,7 +256,13 @@ class _Job:
             "since_ns": selection.since_ns,
             "until_ns": selection.until_ns,
         }
-        return build_source(self.files, self.reader.errors, chosen)
+        source = build_source(self.files, self.reader.errors, chosen)
+        spans = self.agent_spans.records(self.trace_ids)
+        if spans:
+            source["spans"] = self.redactor.json(spans)
+        if self.agent_spans.omitted:
+            source["spans_omitted"] = self.agent_spans.omitted
+        return source
 
 
 def build(

@@ -27,6 +27,7 @@ from otel_replay.core.errors import TraceFormatError
 from otel_replay.core.exchange import Exchange
 from otel_replay.otlp.attributes import any_value_to_python, attributes_to_dict
 from otel_replay.otlp.codec import iter_spans
+from otel_replay.readers.agent_spans import AgentSpans
 from otel_replay.readers.census import Census, Problem, Source
 from otel_replay.readers.claude_code import ClaudeCodeReader, event_name
 from otel_replay.readers.diagnose import diagnose, model_call
@@ -34,7 +35,7 @@ from otel_replay.readers.registry import BODY_EVENTS, Reading, read_call
 from otel_replay.readers.view import Event, with_details
 from otel_replay.readers.window import WINDOW, Window
 
-__all__ = ["WINDOW", "Census", "Selection", "read_exchanges", "read_span"]
+__all__ = ["WINDOW", "AgentSpans", "Census", "Selection", "read_exchanges", "read_span"]
 
 ErrorHandler = Callable[[TraceFormatError], None]
 
@@ -98,6 +99,7 @@ def read_exchanges(
     on_error: ErrorHandler | None = None,
     body_events: ClaudeCodeReader | None = None,
     census: Census | None = None,
+    agent_spans: AgentSpans | None = None,
 ) -> Iterator[Exchange]:
     """Every model call in the trace requests (and log requests), one exchange per call,
     in start-time order. Logs are read first: GenAI events linked to a span join it, and
@@ -105,7 +107,8 @@ def read_exchanges(
     the caller wants its tallies afterwards). A span that cannot be read goes to
     ``on_error`` (default: raise) and is skipped. ``census`` counts, per source, the model
     calls seen and how replayable they are (see ``readers.census``); Claude Code's tallies
-    join it once the logs are read."""
+    join it once the logs are read. ``agent_spans`` collects the spans that are not model
+    calls (``readers.agent_spans``)."""
     select = selection or _ALL
     handle = on_error or _raise
     counts = census or Census()
@@ -140,9 +143,13 @@ def read_exchanges(
                 continue
             if found is not None:
                 counts.read(source, found.fidelity, found.exchange)
+                if agent_spans is not None:
+                    agent_spans.call(found.exchange.trace_id)
                 yield from window.add(found.exchange, found.fidelity)
             elif model_call(attrs):
                 counts.skipped(source, diagnose(with_details(attrs, events), events, scope.name))
+            elif agent_spans is not None:
+                agent_spans.add(span, attrs, scope.name)
     yield from window.flush()
 
 
