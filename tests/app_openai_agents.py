@@ -21,13 +21,18 @@ from framework_agents import MODEL, QUESTIONS, SYSTEM, Outcome, Traced, weather
 INSTRUMENTORS = {
     "openinference": ("openinference.instrumentation.openai_agents", "OpenAIAgentsInstrumentor"),
     "openllmetry": ("opentelemetry.instrumentation.openai_agents", "OpenAIAgentsInstrumentor"),
+    "openinference-sdk": ("openinference.instrumentation.openai", "OpenAIInstrumentor"),
 }
 
 set_trace_processors([])  # the SDK's own processor would send traces to OpenAI
 
 
 def instrumentors(variant: str) -> list[Callable[[], Any]]:
-    return framework_agents.instrumentors(INSTRUMENTORS, variant)
+    """``a+b``: both instrumentations at once (each sees every model call)."""
+    found: list[Callable[[], Any]] = []
+    for name in variant.split("+"):
+        found += framework_agents.instrumentors(INSTRUMENTORS, name)
+    return found
 
 
 def agent(variant: str) -> Callable[[str, Traced | None], Outcome]:

@@ -27,3 +27,23 @@ SPANS = {
 def test_openai_agents_trace_replays(tmp_path, worker, instrumentation):
     summary = semantic(SOURCES[instrumentation])
     round_trip(tmp_path, worker.agent(instrumentation), summary, SPANS[instrumentation])
+
+
+def test_two_instrumentations_of_one_call_keep_the_most_faithful(tmp_path, worker):
+    """The framework's instrumentation and the SDK's both see every model call: the
+    cassette holds one interaction per call, the SDK span's exact request where it is
+    readable. (The SDK instrumentation records no provider on the async streamed calls,
+    and ``doctor`` says so; the framework's spans cover those.)"""
+    trip = round_trip(
+        tmp_path,
+        worker.agent("openinference+openinference-sdk"),
+        semantic(SOURCES["openinference"]),
+        SPANS["openinference"],
+    )
+    sdk = source("openinference.instrumentation.openai", "openinference-instrumentation-openai")
+    assert (
+        f"{sdk}: 4 model calls · 2 exactly · 0 semantically · 2 not replayable\n"
+        "otel-replay build:   2 × provider not recorded"
+    ) in trip.build_stderr
+    exact = [i.raw_request is not None for i in trip.cassette.interactions]
+    assert exact == [True, True, False, False]
