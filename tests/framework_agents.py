@@ -17,7 +17,6 @@ import subprocess
 import sys
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib.metadata import version
 from pathlib import Path
@@ -29,6 +28,7 @@ from third_party_agents import Traced, traced
 
 from otel_replay.cassette.model import Cassette, load
 from otel_replay.gateway.runner import GatewayConfig, GatewayThread
+from otel_replay.pipeline.build import survey
 from otel_replay.testing.stub import run_stub
 
 SYSTEM = "You are a weather assistant. Use the tool."
@@ -145,20 +145,6 @@ class Trip:
     misses: list[str]
 
 
-@contextmanager
-def _env(values: dict[str, str]) -> Iterator[None]:
-    old = {k: os.environ.get(k) for k in values}
-    os.environ.update(values)
-    try:
-        yield
-    finally:
-        for key, value in old.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
-
-
 def round_trip(
     tmp_path: Path, agent: Agent, summary: str, spans: Iterable[str], *, calls: int = 4
 ) -> Trip:
@@ -169,8 +155,7 @@ def round_trip(
     the agent's other ``spans`` (by name) of the calls' traces, and the replay; returns
     the evidence."""
     with run_stub() as stub:
-        with _env({"OPENAI_BASE_URL": stub.openai_url, "OPENAI_API_KEY": "sk-test"}):
-            production = agent(stub.openai_url, tmp_path)
+        production = agent(stub.openai_url, tmp_path)
     assert production.answers == [FINAL_TEXT, FINAL_TEXT], production
     assert production.tool_calls == [("get_weather", {"city": q}) for q in QUESTIONS], production
     traces = [p for p in (tmp_path / "traces.jsonl", tmp_path / "logs.jsonl") if p.exists()]
@@ -178,6 +163,10 @@ def round_trip(
     built = build_cli(traces, cassette_path)
     assert built.returncode == 0, built.stderr
     assert f"otel-replay build: {summary}\n" in built.stderr, built.stderr
+    doctor_says = survey(traces).lines()  # what `otel-replay doctor` prints
+    assert [f"otel-replay build: {line}" for line in doctor_says] == [
+        line for line in built.stderr.splitlines() if not line.endswith(cassette_path.name)
+    ]
     validate_cassette_file(cassette_path)
     cassette = load(cassette_path)
     assert len(cassette.interactions) == calls, built.stderr
@@ -191,9 +180,7 @@ def round_trip(
         upstream_anthropic="http://127.0.0.1:9",
     )
     with GatewayThread(config) as gw:
-        env = {"OPENAI_BASE_URL": gw.env["OPENAI_BASE_URL"], "OPENAI_API_KEY": "sk-test"}
-        with _env(env):
-            replayed = agent(gw.env["OPENAI_BASE_URL"], None)
+        replayed = agent(gw.env["OPENAI_BASE_URL"], None)
         summary = gw.stop()
     assert [str(m) for m in summary.misses] == [], summary
     assert summary.replayed == calls and summary.live == 0, summary
