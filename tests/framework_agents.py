@@ -10,6 +10,7 @@ upstream: both runs must give the same result.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import json
 import os
@@ -119,9 +120,15 @@ class Worker:
         return run
 
     def close(self) -> None:
+        """End the worker (end of its input), killing it if it does not stop."""
         if self.process.stdin is not None:
-            self.process.stdin.close()
-        self.process.wait(timeout=60)
+            with contextlib.suppress(BrokenPipeError):
+                self.process.stdin.close()
+        try:
+            self.process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
         if self.process.stdout is not None:
             self.process.stdout.close()
 
