@@ -24,6 +24,7 @@ from otel_replay.core.exchange import (
     ALL_KNOWN,
     COMPONENTS,
     JSON,
+    VIEWS,
     CanonicalRequest,
     Exchange,
     Response,
@@ -71,6 +72,8 @@ def _interaction_dict(ex: Exchange) -> dict[str, JSON]:
     }
     if req.known != ALL_KNOWN:
         request["known"] = [c for c in COMPONENTS if c in req.known]
+    if req.views:
+        request["views"] = sorted(req.views)
     response: dict[str, JSON] = {"status": resp.status, "headers": resp.headers}
     if isinstance(resp.body, str):
         response["text"] = resp.body
@@ -138,7 +141,7 @@ _INTERACTION_KEYS = frozenset(
     "provider operation method request raw_request stream response trace_id span_id"
     " parent_span_id source start_ns end_ns".split()
 )
-_REQUEST_KEYS = frozenset({*COMPONENTS, "known"})
+_REQUEST_KEYS = frozenset({*COMPONENTS, "known", "views"})
 _RESPONSE_KEYS = frozenset({"status", "headers", "body", "text", "events", "fault"})
 _EVENT_KEYS = frozenset({"t", "event", "json", "data"})
 
@@ -152,6 +155,10 @@ def _decode_request(value: object, where: str) -> CanonicalRequest:
             if name not in ALL_KNOWN:
                 raise Problem(f"{where}.known[{i}]", f"not a component: {name!r}")
         known = frozenset(names)
+    views = obj.opt("views", [], "list")
+    for i, name in enumerate(views):
+        if name not in VIEWS:
+            raise Problem(f"{where}.views[{i}]", f"not a lossy form: {name!r}")
     return CanonicalRequest(
         endpoint=obj.req("endpoint", "str"),
         model=obj.opt("model", None, "str", "null"),
@@ -160,6 +167,7 @@ def _decode_request(value: object, where: str) -> CanonicalRequest:
         tools=obj.opt("tools", None, "list", "null"),
         params=obj.opt("params", {}, "dict"),
         known=known,
+        views=frozenset(views),
     )
 
 

@@ -31,6 +31,17 @@ COMPONENT_LABELS: dict[str, str] = {
     "params": "params",
 }
 ALL_KNOWN: frozenset[str] = frozenset(COMPONENTS)
+VIEWS: dict[str, str] = {
+    "tool-definitions": "tools",
+    "tool-results": "messages",
+}
+"""The lossy forms a trace may record a component in, each with the component it covers.
+A recording made from such a form names it in ``CanonicalRequest.views``, and matching
+compares both sides in what that form can express (``matching.views``): ``tool-definitions``
+— tools by type, name, description and parameters only (the GenAI tool-definition keys; no
+``strict`` flag); ``tool-results`` — the role of a message holding only tool results is not
+compared, and consecutive such messages count as one (instrumentations record it as
+``user`` or ``tool``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,7 +55,9 @@ class CanonicalRequest:
     tool_choice, response_format, ...), never transport fields such as ``stream``.
     ``known`` names the components the source actually recorded: a request rebuilt from a
     trace that did not capture tool definitions does not know ``tools``, and matching skips
-    what the recording does not know.
+    what the recording does not know. ``views`` names the lossy forms (``VIEWS``) the
+    source recorded components in: such a component is compared, on both sides, in what
+    its form can express.
     """
 
     endpoint: str
@@ -54,6 +67,7 @@ class CanonicalRequest:
     tools: JSON = None
     params: dict[str, JSON] = field(default_factory=dict)
     known: frozenset[str] = ALL_KNOWN
+    views: frozenset[str] = frozenset()
 
     def component(self, name: str) -> JSON:
         return getattr(self, name)

@@ -9,11 +9,12 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from otel_replay.core.errors import OtelReplayError
+from otel_replay.frontends.buildcmd import add_selection, build_command, doctor_command
 from otel_replay.providers import PROVIDERS
 from otel_replay.session.session import MODES, default_mode
 
@@ -100,11 +101,15 @@ def _parser() -> argparse.ArgumentParser:
     bld = sub.add_parser("build", help="derive a cassette from trace files")
     bld.add_argument("traces", nargs="+", type=Path, metavar="TRACES")
     bld.add_argument("-o", "--output", type=Path, required=True, metavar="CASSETTE")
-    bld.add_argument("--trace-id", action="append", default=[], help="keep only this trace")
-    bld.add_argument("--service", action="append", default=[], help="keep only service.name")
-    bld.add_argument("--since", help="keep spans starting at or after (ISO-8601)")
-    bld.add_argument("--until", help="keep spans starting before (ISO-8601)")
+    add_selection(bld)
     bld.add_argument("--quiet", action="store_true", help="no progress display")
+
+    doc = sub.add_parser(
+        "doctor", help="per source: model calls seen, how replayable, and what to fix"
+    )
+    doc.add_argument("traces", nargs="+", type=Path, metavar="TRACES")
+    add_selection(doc)
+    doc.add_argument("--json", action="store_true", help="the census as JSON on stdout")
 
     why = sub.add_parser("why", help="explain the last (or the given) replay miss")
     why.add_argument("--cassette", type=Path, required=True)
@@ -164,7 +169,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "serve":
             return _serve(args)
         if args.command == "build":
-            return _build(args)
+            return build_command(args)
+        if args.command == "doctor":
+            return doctor_command(args)
         if args.command == "why":
             from otel_replay.frontends.whycmd import why_command
 
@@ -304,64 +311,6 @@ def _serve(args: argparse.Namespace) -> int:
     for message in summary.write_errors:
         print(f"otel-replay: {message}", file=sys.stderr)
     return 1 if summary.write_errors else 0
-
-
-def _build(args: argparse.Namespace) -> int:
-    from otel_replay.pipeline.build import build_file, parse_time
-
-    progress = None if args.quiet or not sys.stderr.isatty() else _progress_bar()
-
-    def on_error(exc: Exception) -> None:
-        print(f"otel-replay build: skipped: {exc}", file=sys.stderr)
-
-    report = build_file(
-        args.traces,
-        args.output,
-        trace_ids=set(args.trace_id) or None,
-        services=set(args.service) or None,
-        since_ns=parse_time(args.since) if args.since else None,
-        until_ns=parse_time(args.until) if args.until else None,
-        progress=progress,
-        on_error=on_error,
-    )
-    if progress is not None:
-        print(file=sys.stderr)
-    for note in report.notes:
-        print(f"otel-replay build: {note}", file=sys.stderr)
-    if report.unreplayable:
-        print(
-            "otel-replay build: model calls found, none replayable; no cassette written",
-            file=sys.stderr,
-        )
-        return 1
-    bad = report.skipped
-    bad_records = f"{bad} bad record{'s' if bad != 1 else ''}"
-    if not report.written:
-        print(
-            f"otel-replay build: nothing usable in {bad_records}; no cassette written",
-            file=sys.stderr,
-        )
-        return 1
-    n = report.interactions
-    print(
-        f"otel-replay build: {n} interaction{'s' if n != 1 else ''} → {args.output}"
-        + (f" ({bad_records} skipped)" if bad else ""),
-        file=sys.stderr,
-    )
-    return 0
-
-
-def _progress_bar() -> Callable[[int, int], None]:
-    def show(done: int, total: int) -> None:
-        pct = 100.0 * done / total if total else 100.0
-        print(
-            f"\rotel-replay build: {done / 1e6:.1f}/{total / 1e6:.1f} MB ({pct:.0f}%)",
-            end="",
-            file=sys.stderr,
-            flush=True,
-        )
-
-    return show
 
 
 if __name__ == "__main__":

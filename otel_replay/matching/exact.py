@@ -39,8 +39,12 @@ class ExactIndex:
         return bool(self._keys)
 
     def add(self, index: int, exchange: Exchange) -> None:
-        """Indexes recording ``index`` when its raw body is known and it knows everything."""
-        if not isinstance(exchange.raw_request, dict) or exchange.request.known != ALL_KNOWN:
+        """Indexes recording ``index`` when its raw body is known and it knows everything
+        in full (no lossy form)."""
+        request = exchange.request
+        if not isinstance(exchange.raw_request, dict) or request.known != ALL_KNOWN:
+            return
+        if request.views:
             return
         try:
             found = exact_key(exchange.provider, exchange.request.endpoint, exchange.raw_request)

@@ -19,8 +19,9 @@ import hashlib
 import json
 from dataclasses import dataclass
 
-from otel_replay.core.exchange import COMPONENT_LABELS, COMPONENTS, JSON, CanonicalRequest
+from otel_replay.core.exchange import COMPONENT_LABELS, COMPONENTS, JSON, VIEWS, CanonicalRequest
 from otel_replay.core.ids import SHORT_HASH_DIGITS
+from otel_replay.matching import views as forms
 
 __all__ = [
     "SKIPPED",
@@ -62,15 +63,17 @@ SKIPPED = _Skipped()
 
 @dataclass(frozen=True, slots=True)
 class Shape:
-    """Which components a recording is compared on, and its param names when partial."""
+    """Which components a recording is compared on, its param names when partial, and
+    the lossy forms (``matching.views``) its components are compared in."""
 
     known: frozenset[str]
     partial: tuple[str, ...] | None
+    views: frozenset[str] = frozenset()
 
 
 def shape(recorded: CanonicalRequest) -> Shape:
     partial = None if "params" in recorded.known else tuple(sorted(recorded.params))
-    return Shape(recorded.known - {"params"}, partial)
+    return Shape(recorded.known - {"params"}, partial, recorded.views)
 
 
 def project(of: Shape, request: CanonicalRequest, name: str) -> JSON:
@@ -81,7 +84,7 @@ def project(of: Shape, request: CanonicalRequest, name: str) -> JSON:
         params = request.params if isinstance(request.params, dict) else {}
         return {k: params.get(k) for k in of.partial}
     if name in of.known:
-        return request.component(name)
+        return forms.apply(of.views, name, request.component(name))
     return SKIPPED
 
 
@@ -93,9 +96,11 @@ def key(of: Shape, request: CanonicalRequest, cache: dict[str, str]) -> tuple[st
         if name == "params" and of.partial is not None:
             out.append(digest(project(of, request, name)))
         elif name == "params" or name in of.known:
-            found = cache.get(name)
+            viewed = [v for v in sorted(of.views) if VIEWS.get(v) == name]
+            slot = "|".join([name, *viewed])
+            found = cache.get(slot)
             if found is None:
-                found = cache[name] = digest(request.component(name))
+                found = cache[slot] = digest(forms.apply(viewed, name, request.component(name)))
             out.append(found)
         else:
             out.append("")

@@ -17,7 +17,7 @@ import logging
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -30,11 +30,11 @@ from otel_replay.cassette.writer import CassetteWriter
 from otel_replay.core.errors import ConfigError, TraceFormatError
 from otel_replay.core.exchange import JSON, Exchange, SSEEvent
 from otel_replay.otlp.files import iter_log_requests, iter_trace_requests
-from otel_replay.readers import Selection, read_exchanges
+from otel_replay.readers import AgentSpans, Census, Selection, read_exchanges
 from otel_replay.readers.claude_code import ClaudeCodeReader
 from otel_replay.redaction.redact import Redactor
 
-__all__ = ["BuildReport", "build", "build_file", "expand_paths", "parse_time"]
+__all__ = ["BuildReport", "build", "build_file", "expand_paths", "parse_time", "survey"]
 
 log = logging.getLogger(__name__)
 
@@ -178,17 +178,22 @@ class _Reader:
 
 @dataclass(frozen=True, slots=True)
 class BuildReport:
-    """What ``build_file`` did: interactions written, bad records skipped, and whether
-    the cassette was written (not when every record was bad, nor when the sources showed
-    model calls and none could be read (``unreplayable``): nothing usable was found and an
-    existing file is kept). ``notes``: per source that skipped model calls, what it
-    showed, what was skipped and why, and the setting that fixes it."""
+    """What ``build_file`` did: interactions written, bad records skipped, whether the
+    cassette was written (not when every record was bad, nor when model calls were seen
+    and none can be replayed (``unreplayable``): an existing file is kept), ``notes``: per
+    Claude Code source that skipped calls, what it showed and why, and the census of
+    every source (what ``build`` and ``doctor`` print)."""
 
     interactions: int
     skipped: int
     written: bool
     notes: tuple[str, ...] = ()
-    unreplayable: bool = False
+    census: Census = field(default_factory=Census)
+
+    @property
+    def unreplayable(self) -> bool:
+        """Model calls were seen and none of them can be replayed."""
+        return self.census.calls > 0 and self.interactions == 0
 
 
 class _Job:
@@ -215,10 +220,20 @@ class _Job:
         self.reader = _Reader(self.files, progress, on_error or _default_on_error)
         self.redactor = redactor or Redactor.from_environment()
         self.body_events = ClaudeCodeReader(body_dirs=[f.parent for f in self.files])
+        self.census = Census()
+        self.agent_spans = AgentSpans()
+        self.trace_ids: set[str] = set()
 
     def exchanges(self) -> Iterator[Exchange]:
         """Redacted exchanges, nearly in start-time order (the readers release them
         through a window)."""
+        for exchange in self.reader_exchanges():
+            if exchange.trace_id:
+                self.trace_ids.add(exchange.trace_id)
+            yield redact_exchange(exchange, self.redactor)
+
+    def reader_exchanges(self) -> Iterator[Exchange]:
+        """The exchanges as the readers give them (not yet redacted)."""
         reader = self.reader
         found = read_exchanges(
             reader.traces(),
@@ -226,12 +241,14 @@ class _Job:
             selection=self.selection,
             on_error=reader.on_error,
             body_events=self.body_events,
+            census=self.census,
+            agent_spans=self.agent_spans,
         )
-        for exchange in found:
-            yield redact_exchange(exchange, self.redactor)
+        yield from found
 
     def source(self) -> dict[str, JSON]:
-        """Provenance: the files, the build time, skipped records and the selection."""
+        """Provenance: the files, the build time, skipped records and the selection; and
+        the agent's other spans in the traces of the interactions (``source.spans``)."""
         selection = self.selection
         chosen: dict[str, JSON] = {
             "trace_ids": sorted(selection.trace_ids or ()),
@@ -239,7 +256,13 @@ class _Job:
             "since_ns": selection.since_ns,
             "until_ns": selection.until_ns,
         }
-        return build_source(self.files, self.reader.errors, chosen)
+        source = build_source(self.files, self.reader.errors, chosen)
+        spans = self.agent_spans.records(self.trace_ids)
+        if spans:
+            source["spans"] = self.redactor.json(spans)
+        if self.agent_spans.omitted:
+            source["spans_omitted"] = self.agent_spans.omitted
+        return source
 
 
 def build(
@@ -296,11 +319,10 @@ def build_file(
         notes = tuple(
             t.describe(name) for name, t in tallies.items() if t.reasons() and count < seen
         )
-        unreplayable = not count and seen > 0
-        written = bool(count or not skipped) and not unreplayable
+        written = bool(count or not (skipped or job.census.calls))
         if written:
             writer.commit(_with_places(job.source(), job) if source is None else source)
-    return BuildReport(count, skipped, written, notes, unreplayable)
+    return BuildReport(count, skipped, written, notes, job.census)
 
 
 def _with_places(source: dict[str, JSON], job: _Job) -> dict[str, JSON]:
@@ -311,6 +333,23 @@ def _with_places(source: dict[str, JSON], job: _Job) -> dict[str, JSON]:
         return source
     where: dict[str, JSON] = {"cwd": places[0], "home": places[1]}
     return {**source, "rules": {"profiles": ["claude-code"], "places": where}}
+
+
+def survey(
+    paths: Sequence[Path],
+    *,
+    trace_ids: Iterable[str] | None = None,
+    services: Iterable[str] | None = None,
+    since_ns: int | None = None,
+    until_ns: int | None = None,
+    on_error: ErrorHandler | None = None,
+) -> Census:
+    """What ``build`` would make of trace files, per source, without writing anything
+    (``otel-replay doctor``)."""
+    job = _Job(paths, trace_ids, services, since_ns, until_ns, None, on_error, None)
+    for _exchange in job.reader_exchanges():
+        pass
+    return job.census
 
 
 def redact_exchange(exchange: Exchange, redactor: Redactor) -> Exchange:

@@ -192,6 +192,10 @@ def tool_calls_of(parts: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     return [p for p in parts if p.get("type") == "tool_call"]
 
 
+TOOL_DEFINITION_KEYS = ("type", "name", "description", "parameters")
+"""The keys of a GenAI tool definition (``function_tool``'s own)."""
+
+
 def function_tool(
     name: JSON, description: JSON, parameters: JSON, extra: Mapping[str, Any]
 ) -> dict[str, Any]:

@@ -27,12 +27,15 @@ from otel_replay.core.errors import TraceFormatError
 from otel_replay.core.exchange import Exchange
 from otel_replay.otlp.attributes import any_value_to_python, attributes_to_dict
 from otel_replay.otlp.codec import iter_spans
+from otel_replay.readers.agent_spans import AgentSpans
+from otel_replay.readers.census import Census, Problem, Source
 from otel_replay.readers.claude_code import ClaudeCodeReader, event_name
+from otel_replay.readers.diagnose import diagnose, model_call
 from otel_replay.readers.registry import BODY_EVENTS, Reading, read_call
-from otel_replay.readers.view import Event
+from otel_replay.readers.view import Event, with_details
 from otel_replay.readers.window import WINDOW, Window
 
-__all__ = ["WINDOW", "Selection", "read_exchanges", "read_span"]
+__all__ = ["WINDOW", "AgentSpans", "Census", "Selection", "read_exchanges", "read_span"]
 
 ErrorHandler = Callable[[TraceFormatError], None]
 
@@ -95,34 +98,58 @@ def read_exchanges(
     selection: Selection | None = None,
     on_error: ErrorHandler | None = None,
     body_events: ClaudeCodeReader | None = None,
+    census: Census | None = None,
+    agent_spans: AgentSpans | None = None,
 ) -> Iterator[Exchange]:
     """Every model call in the trace requests (and log requests), one exchange per call,
     in start-time order. Logs are read first: GenAI events linked to a span join it, and
     Claude Code's body events become exchanges of their own (read by ``body_events``, when
     the caller wants its tallies afterwards). A span that cannot be read goes to
-    ``on_error`` (default: raise) and is skipped."""
+    ``on_error`` (default: raise) and is skipped. ``census`` counts, per source, the model
+    calls seen and how replayable they are (see ``readers.census``); Claude Code's tallies
+    join it once the logs are read. ``agent_spans`` collects the spans that are not model
+    calls (``readers.agent_spans``)."""
     select = selection or _ALL
     handle = on_error or _raise
+    counts = census or Census()
     linked: dict[bytes, list[Event]] = {}
     window = Window()
     claude = body_events if body_events is not None else BODY_EVENTS.make()
     for exchange in _read_logs(logs, select, linked, claude):
         yield from window.add(exchange, BODY_EVENTS.fidelity)
+    for name, tally in claude.tallies.items():
+        counts.tallied(
+            Source(*name.rsplit(" ", 1)),
+            tally.seen,
+            tally.read,
+            {Problem(skip.reason, skip.fix): n for skip, n in tally.reasons().items()},
+        )
     for request in requests:
-        for resource, _scope, span in iter_spans(request):
+        for resource, scope, span in iter_spans(request):
             window.note(span)
             resource_attrs = attributes_to_dict(resource.attributes)
             if not (select.resource_ok(resource_attrs) and _span_ok(select, span)):
                 continue
+            source = Source(scope.name, scope.version)
+            events = [*_span_events(span), *linked.pop(span.span_id, ())]
+            attrs = attributes_to_dict(span.attributes)
             try:
-                found = _read(span, linked.pop(span.span_id, ()))
+                found = read_call(span, attrs, events)
             except Exception as exc:  # a reader must never stop the build
                 where = f"span {span.span_id.hex() or '?'} ({span.name})"
                 problem = exc.problem if isinstance(exc, TraceFormatError) else str(exc)
                 handle(TraceFormatError(where, f"cannot read: {problem}"))
+                counts.skipped(source, Problem(f"cannot read: {problem}"))
                 continue
             if found is not None:
+                counts.read(source, found.fidelity, found.exchange)
+                if agent_spans is not None:
+                    agent_spans.call(found.exchange.trace_id)
                 yield from window.add(found.exchange, found.fidelity)
+            elif model_call(attrs):
+                counts.skipped(source, diagnose(with_details(attrs, events), events, scope.name))
+            elif agent_spans is not None:
+                agent_spans.add(span, attrs, scope.name)
     yield from window.flush()
 
 

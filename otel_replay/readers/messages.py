@@ -24,7 +24,9 @@ from otel_replay.providers.parts import (
 from otel_replay.readers.view import as_list, json_value, plain, tree
 
 __all__ = [
+    "carried_calls",
     "content_parts",
+    "content_stripped",
     "message_from_choice",
     "message_from_flat",
     "message_from_plain",
@@ -95,6 +97,7 @@ def norm_message(raw: Any) -> dict[str, Any]:
     raw_parts = raw.get("parts")
     if isinstance(raw_parts, list):
         parts = [norm_part(p) if isinstance(p, Mapping) else text_part(p) for p in raw_parts]
+        parts = _with_carried(raw, parts)
     else:
         parts = content_parts(raw.get("content"))
     if any(p["type"] == "tool_call" for p in parts):  # a None content recorded as ""
@@ -104,6 +107,46 @@ def norm_message(raw: Any) -> dict[str, Any]:
     if isinstance(raw.get("finish_reason"), str):
         out["finish_reason"] = raw["finish_reason"]
     return out
+
+
+def carried_calls(raw: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Tool calls a message carries the OpenAI way (``tool_calls``), as parts."""
+    parts = []
+    for call in as_list(raw.get("tool_calls")):
+        if isinstance(call, Mapping):
+            function = call.get("function")
+            fn = function if isinstance(function, Mapping) else call
+            parts.append(tool_call_part(call.get("id"), fn.get("name"), fn.get("arguments")))
+    return parts
+
+
+def _with_carried(raw: Mapping[str, Any], parts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Parts plus what a parts-form message also carries the OpenAI way: its tool calls,
+    and the call a tool message answers (``tool_call_id``), whose text is the result."""
+    kinds = {p["type"] for p in parts}
+    if "tool_call" not in kinds:
+        parts = parts + carried_calls(raw)
+    call_id = raw.get("tool_call_id")
+    if call_id is not None and "tool_call_response" not in kinds:
+        texts = [p for p in parts if p["type"] == "text"]
+        if len(texts) == len(parts):
+            return [tool_response(call_id, "".join(str(p["content"]) for p in texts))]
+    return parts
+
+
+def content_stripped(messages: Any) -> bool:
+    """Whether recorded messages are only their skeleton: roles and part types, every
+    text without its content (an instrumentation told not to record content)."""
+    if not isinstance(messages, list) or not messages:
+        return False
+    texts = [
+        part
+        for message in messages
+        if isinstance(message, Mapping)
+        for part in message.get("parts") or ()
+        if isinstance(part, Mapping) and part.get("type") == "text"
+    ]
+    return bool(texts) and all("content" not in part for part in texts)
 
 
 # --- older message shapes --------------------------------------------------------------
@@ -117,12 +160,7 @@ def message_from_plain(raw: Any) -> dict[str, Any]:
     if role == "tool":
         call_id = raw.get("tool_call_id", raw.get("id"))
         return message("tool", [tool_response(call_id, raw.get("content"))])
-    parts = content_parts(raw.get("content"))
-    for call in as_list(raw.get("tool_calls")):
-        if isinstance(call, Mapping):
-            function = call.get("function")
-            fn = function if isinstance(function, Mapping) else call
-            parts.append(tool_call_part(call.get("id"), fn.get("name"), fn.get("arguments")))
+    parts = content_parts(raw.get("content")) + carried_calls(raw)
     return norm_message({"role": role, "parts": parts, "name": raw.get("name")})
 
 
@@ -140,9 +178,11 @@ def message_from_choice(payload: Mapping[str, Any]) -> dict[str, Any]:
 def message_from_flat(flat: Mapping[str, Any]) -> dict[str, Any]:
     """OpenLLMetry's ``gen_ai.prompt.N.*`` / ``gen_ai.completion.N.*`` group."""
     nested = tree(flat)
+    listed = as_list(nested.get("tool_calls"))
+    legacy = nested.get("function_call")  # the one call of the older function-calling form
     calls = [
         {"id": c.get("id"), "function": {"name": c.get("name"), "arguments": c.get("arguments")}}
-        for c in as_list(nested.get("tool_calls"))
+        for c in [*listed, *([legacy] if isinstance(legacy, dict) and not listed else [])]
         if isinstance(c, dict)
     ]
     found = message_from_plain({**nested, "tool_calls": calls})

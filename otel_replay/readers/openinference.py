@@ -39,6 +39,10 @@ SOURCE = "openinference"
 # Keyword arguments of the SDK call that never reach the body as such.
 _NOT_BODY = frozenset({"extra_headers", "extra_query", "extra_body", "timeout"})
 _NOT_PARAMS = frozenset({"model", "messages", "tools", "functions", "stream", "stream_options"})
+_RESPONSE_ONLY = frozenset({"id", "created_at"})
+"""Fields only a response has: invocation parameters holding them are the response's."""
+_RESPONSE_OBJECTS = frozenset({"response", "chat.completion", "chat.completion.chunk"})
+"""``object`` of an OpenAI response body."""
 
 
 def read_body(span: Span, attrs: Mapping[str, Any], events: Sequence[Event]) -> Exchange | None:
@@ -49,7 +53,7 @@ def read_body(span: Span, attrs: Mapping[str, Any], events: Sequence[Event]) -> 
     if found is None:
         return None
     provider, operation, body = found
-    if not isinstance(body, dict):
+    if not _request_kwargs(body):
         return None
     output = _json_body(attrs, "output")
     if isinstance(output, dict):
@@ -94,6 +98,31 @@ def _json_body(attrs: Mapping[str, Any], side: Literal["input", "output"]) -> JS
         return json.loads(text)
     except ValueError:
         return None
+
+
+def _request_kwargs(body: JSON) -> bool:
+    """Whether ``input.value`` is a provider call's keyword arguments: they name the model,
+    and messages, when given, are objects with a role (a framework's own serialisation of
+    its inputs is read from the message attributes instead)."""
+    if not isinstance(body, dict) or not isinstance(body.get("model"), str):
+        return False
+    messages = body.get("messages")
+    if messages is None:
+        return True
+    return isinstance(messages, list) and all(
+        isinstance(m, dict) and isinstance(m.get("role"), str) for m in messages
+    )
+
+
+def _request_params(invocation: Mapping[str, Any], model: Any) -> dict[str, Any]:
+    """Invocation parameters that are request fields: not the ones read elsewhere
+    (messages, tools, stream), not a framework's private keys (``_type``) or aliases of
+    the model (``model_name``), and not the ones left unset (None is never sent)."""
+    return {
+        k: v
+        for k, v in invocation.items()
+        if k not in _NOT_PARAMS and not k.startswith("_") and v is not None and v != model
+    }
 
 
 def _request_body(kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -190,6 +219,8 @@ def _from_messages(
         return None
     invocation = view.json_value(attrs.get(genai.OI_INVOCATION_PARAMETERS))
     invocation = invocation if isinstance(invocation, dict) else None
+    if invocation is not None and _RESPONSE_ONLY <= set(invocation):
+        invocation = None  # the response's fields, echoed: not what the request sent
     tools = [
         view.json_value(t.get(genai.OI_TOOL_SCHEMA))
         for t in view.indexed(attrs, genai.OI_TOOLS_PREFIX)
@@ -203,14 +234,15 @@ def _from_messages(
     if not isinstance(model, str):
         known.discard("model")
     finish = attrs.get(genai.OI_FINISH_REASON)
-    return exchange_from_view(
+    stream = bool((invocation or {}).get("stream"))
+    exchange = exchange_from_view(
         ViewRequest(
             provider=provider,
             operation=operation,
             model=model if isinstance(model, str) else None,
             messages=inputs if inputs else None,
             tools=tools or None,
-            params={k: v for k, v in (invocation or {}).items() if k not in _NOT_PARAMS},
+            params=_request_params(invocation or {}, model),
             known=frozenset(known),
         ),
         ViewResponse(
@@ -220,6 +252,21 @@ def _from_messages(
             finish_reasons=[finish] if isinstance(finish, str) else [],
         ),
         span,
-        stream=bool((invocation or {}).get("stream")),
+        stream=stream,
         source=SOURCE,
     )
+    body = _provider_response(provider, operation, attrs)
+    if body is not None:
+        exchange.response = replay_response(provider, operation, body, stream)
+    return exchange
+
+
+def _provider_response(provider: str, operation: str, attrs: Mapping[str, Any]) -> JSON:
+    """``output.value`` when it is the provider's own response body for the operation
+    (one the client parses), else None: the response is then rebuilt from the messages."""
+    output = _json_body(attrs, "output")
+    if not isinstance(output, dict) or output.get("object") not in _RESPONSE_OBJECTS:
+        return None
+    body = _response_body(operation, output)
+    found = providers.get(provider).view_from_response(operation, body)
+    return body if found.messages else None

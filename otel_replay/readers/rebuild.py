@@ -9,7 +9,7 @@ exchange a live call would have recorded, as far as the view tells.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
@@ -18,7 +18,7 @@ from otel_replay import providers
 from otel_replay.core import genai
 from otel_replay.core.exchange import JSON, CanonicalRequest, Exchange, Response
 from otel_replay.providers.base import OutputView
-from otel_replay.providers.parts import SYSTEM_ROLES, text_part
+from otel_replay.providers.parts import SYSTEM_ROLES, TOOL_DEFINITION_KEYS, text_part
 from otel_replay.readers.messages import norm_message, norm_part, norm_tool
 from otel_replay.readers.view import as_list, span_place
 
@@ -26,6 +26,7 @@ __all__ = [
     "ViewRequest",
     "ViewResponse",
     "exchange_from_view",
+    "lossy_forms",
     "output_messages",
     "replay_response",
     "system_and_messages",
@@ -66,12 +67,64 @@ def system_and_messages(provider: str, system: JSON, messages: JSON) -> tuple[JS
         parts = [norm_part(p) if isinstance(p, Mapping) else text_part(p) for p in items]
     if messages is None:
         return parts, None
-    normalised = [norm_message(m) for m in as_list(messages)]
+    normalised = _paired([_input_message(m) for m in as_list(messages)])
     index = 0
     while index < len(normalised) and normalised[index]["role"] in SYSTEM_ROLES:
         parts = (parts or []) + normalised[index]["parts"]
         index += 1
     return parts, normalised[index:]
+
+
+def _paired(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Messages whose tool calls carry the ids their results answer to. Some
+    instrumentations record a call under another id (the provider's item id instead of
+    its call id): a call whose id no result answers takes, in order, the id of a result
+    that answers no call."""
+    calls = [p for m in messages for p in m["parts"] if p.get("type") == "tool_call"]
+    results = [p for m in messages for p in m["parts"] if p.get("type") == "tool_call_response"]
+    call_ids = {p.get("id") for p in calls}
+    result_ids = {p.get("id") for p in results}
+    unanswered = [p for p in calls if p.get("id") not in result_ids]
+    orphans = [p.get("id") for p in results if p.get("id") not in call_ids]
+    if not unanswered or not orphans:
+        return messages
+    renamed = {id(call): new for call, new in zip(unanswered, orphans, strict=False)}
+    return [
+        {
+            **m,
+            "parts": [{**p, "id": renamed[id(p)]} if id(p) in renamed else p for p in m["parts"]],
+        }
+        for m in messages
+    ]
+
+
+def _input_message(recorded: Any) -> dict[str, Any]:
+    """An input message as a request carries it: a finish reason some instrumentations
+    keep on earlier assistant messages is not part of any request."""
+    normalised = norm_message(recorded)
+    normalised.pop("finish_reason", None)
+    return normalised
+
+
+def lossy_forms(request: CanonicalRequest) -> frozenset[str]:
+    """The lossy forms (``core.exchange.VIEWS``) a request read from a view is compared
+    in: tool definitions that carry only the GenAI definition keys (the form has no place
+    for a ``strict`` flag), and messages holding tool results (whose role the form does
+    not fix)."""
+    found = set()
+    tools = request.tools
+    if "tools" in request.known and isinstance(tools, list):
+        if all(isinstance(t, Mapping) and set(t) <= set(TOOL_DEFINITION_KEYS) for t in tools):
+            found.add("tool-definitions")
+    if "messages" in request.known:
+        for item in as_list(request.messages):
+            parts = item.get("parts") if isinstance(item, Mapping) else None
+            if isinstance(parts, list) and any(
+                isinstance(p, Mapping) and p.get("type") == "tool_call_response" for p in parts
+            ):
+                found.add("tool-results")
+                break
+    return frozenset(found)
 
 
 def output_messages(messages: JSON, finish_reasons: Sequence[str]) -> list[dict[str, Any]]:
@@ -115,6 +168,7 @@ def exchange_from_view(
         params=request.params,
         known=request.known,
     )
+    canonical = replace(canonical, views=lossy_forms(canonical))
     output = OutputView(
         messages=output_messages(response.messages, response.finish_reasons),
         response_id=response.response_id,

@@ -22,9 +22,11 @@ from otel_replay.core.exchange import Exchange
 from otel_replay.readers import view
 from otel_replay.readers.failure import failed_response
 from otel_replay.readers.messages import (
+    content_stripped,
     message_from_choice,
     message_from_flat,
     message_from_plain,
+    norm_message,
     tool_from_flat,
 )
 from otel_replay.readers.operation import operation_of
@@ -59,11 +61,15 @@ def read(span: Span, attrs: Mapping[str, Any], events: Sequence[Event]) -> Excha
     messages = view.json_value(merged.get(genai.INPUT_MESSAGES))
     output = view.json_value(merged.get(genai.OUTPUT_MESSAGES))
     tools = view.json_value(merged.get(genai.TOOL_DEFINITIONS))
+    if content_stripped(messages) or any(map(_cut, (system, messages, output, tools))):
+        return None  # without content, or cut short: it would not match (see doctor)
     flattened = False
+    old = _deprecated(merged, events)
     if messages is None and output is None:
-        old = _deprecated(merged, events)
         flattened, messages, output = old.flattened, old.inputs, old.outputs
-        tools = tools if tools is not None else old.tools
+    elif old.flattened and isinstance(output, list) and old.outputs:
+        output = _completed(output, old.outputs)
+    tools = tools if tools is not None else old.tools
     failed = None
     if output is None:
         # a failed call is kept only with its messages: without them it would match any
@@ -103,6 +109,24 @@ def read(span: Span, attrs: Mapping[str, Any], events: Sequence[Event]) -> Excha
         source="openllmetry" if flattened else "genai-semconv",
         failed=failed,
     )
+
+
+def _completed(output: list[Any], flattened: list[dict[str, Any]]) -> list[Any]:
+    """Output messages with the tool calls that only the flattened completion attributes
+    recorded (a parts form left empty beside ``gen_ai.completion.N.function_call.*``)."""
+    completed = list(output)
+    for index, (recorded, flat) in enumerate(zip(output, flattened, strict=False)):
+        calls = [p for p in flat["parts"] if p["type"] == "tool_call"]
+        message = norm_message(recorded)
+        if calls and not any(p["type"] == "tool_call" for p in message["parts"]):
+            text = [p for p in message["parts"] if not (p["type"] == "text" and not p["content"])]
+            completed[index] = {**message, "parts": text + calls}
+    return completed
+
+
+def _cut(value: Any) -> bool:
+    """JSON text that did not parse: an attribute value cut at a length limit."""
+    return isinstance(value, str) and value.lstrip()[:1] in ("[", "{")
 
 
 class _Deprecated:

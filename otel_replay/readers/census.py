@@ -1,0 +1,164 @@
+"""What the readers made of a trace, per source: the summary ``build`` and ``doctor`` print.
+
+A *source* is an instrumentation and its version (the instrumentation scope of the spans,
+or of the log records). For each one the census counts the model calls it saw and how many
+are replayable exactly (exact request bodies: the gateway's own spans, OpenInference's
+call arguments, Claude Code's body events), semantically (a semantic-convention view:
+the request components it recorded are compared, the response is rebuilt), or not at all
+— and for those, the reason and the setting that would fix it (``Problem``). Readers
+that skip a call for a reason of their own report it with :meth:`Census.skipped`, or
+hand over their own tally (:meth:`Census.tallied`).
+
+Which span is a model call and why one could not be read are rules on the span's content
+(``readers.diagnose``); this module only counts.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from otel_replay.core.exchange import COMPONENTS, JSON, Exchange
+from otel_replay.readers.registry import Fidelity
+
+__all__ = ["Census", "Problem", "Source", "Tally"]
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Source:
+    """An instrumentation (scope name) and its version; "" when the spans do not say."""
+
+    name: str
+    version: str = ""
+
+    def __str__(self) -> str:
+        name = self.name or "(unnamed instrumentation)"
+        return f"{name} {self.version}" if self.version else name
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class Problem:
+    """Why a model call cannot be replayed (or is compared on less), and what fixes it."""
+
+    reason: str
+    fix: str = ""
+
+    def __str__(self) -> str:
+        return f"{self.reason} — {self.fix}" if self.fix else self.reason
+
+
+@dataclass(slots=True)
+class Tally:
+    """One source's counts."""
+
+    calls: int = 0
+    exact: int = 0
+    semantic: int = 0
+    problems: Counter[Problem] = field(default_factory=Counter)
+    """Calls that cannot be replayed, by reason."""
+    unknown: Counter[str] = field(default_factory=Counter)
+    """Semantically replayable calls, by request component their source did not record
+    (not compared on replay)."""
+    forms: Counter[str] = field(default_factory=Counter)
+    """Semantically replayable calls, by lossy form a component was compared in."""
+
+    @property
+    def not_replayable(self) -> int:
+        return self.calls - self.exact - self.semantic
+
+    def to_json(self) -> dict[str, JSON]:
+        return {
+            "calls": self.calls,
+            "exact": self.exact,
+            "semantic": self.semantic,
+            "not_replayable": self.not_replayable,
+            "problems": [
+                {"reason": p.reason, "fix": p.fix, "calls": n}
+                for p, n in sorted(self.problems.items())
+            ],
+            "not_compared": dict(sorted(self.unknown.items())),
+            "compared_as_recorded": dict(sorted(self.forms.items())),
+        }
+
+
+class Census:
+    """Counts per source, filled while the readers run."""
+
+    def __init__(self) -> None:
+        self.sources: dict[Source, Tally] = {}
+
+    def tally(self, source: Source) -> Tally:
+        found = self.sources.get(source)
+        if found is None:
+            found = self.sources[source] = Tally()
+        return found
+
+    def read(self, source: Source, fidelity: Fidelity, exchange: Exchange) -> None:
+        """A model call a reader read, at ``fidelity``."""
+        tally = self.tally(source)
+        tally.calls += 1
+        if fidelity >= Fidelity.BODY:
+            tally.exact += 1
+            return
+        tally.semantic += 1
+        for name in COMPONENTS:
+            if name not in exchange.request.known and name != "params":
+                tally.unknown[name] += 1
+        tally.forms.update(exchange.request.views)
+
+    def skipped(self, source: Source, problem: Problem) -> None:
+        """A model call no reader could replay, and why."""
+        tally = self.tally(source)
+        tally.calls += 1
+        tally.problems[problem] += 1
+
+    def tallied(
+        self, source: Source, calls: int, exact: int, problems: Mapping[Problem, int]
+    ) -> None:
+        """A reader's own tally (Claude Code's): calls it saw, read exactly, and skipped
+        by reason."""
+        tally = self.tally(source)
+        tally.calls += calls
+        tally.exact += exact
+        tally.problems.update(problems)
+
+    @property
+    def calls(self) -> int:
+        return sum(t.calls for t in self.sources.values())
+
+    @property
+    def replayable(self) -> int:
+        return sum(t.exact + t.semantic for t in self.sources.values())
+
+    def lines(self) -> list[str]:
+        """The summary, one line per source and one per reason below it."""
+        out = []
+        for source in sorted(self.sources):
+            tally = self.sources[source]
+            calls = f"{tally.calls} model call{'s' if tally.calls != 1 else ''}"
+            out.append(
+                f"{source}: {calls} · {tally.exact} exactly · {tally.semantic} semantically"
+                f" · {tally.not_replayable} not replayable"
+            )
+            for problem, count in sorted(tally.problems.items()):
+                out.append(f"  {count} × {problem}")
+            if tally.unknown:
+                names = ", ".join(f"{name} ({n})" for name, n in sorted(tally.unknown.items()))
+                out.append(f"  not recorded, so not compared on replay: {names}")
+            if tally.forms:
+                names = ", ".join(f"{name} ({n})" for name, n in sorted(tally.forms.items()))
+                out.append(f"  compared only in what the trace's form expresses: {names}")
+        if not out:
+            out.append("no model calls found")
+        return out
+
+    def to_json(self) -> dict[str, JSON]:
+        return {
+            "calls": self.calls,
+            "replayable": self.replayable,
+            "sources": [
+                {"instrumentation": s.name, "version": s.version, **self.sources[s].to_json()}
+                for s in sorted(self.sources)
+            ],
+        }

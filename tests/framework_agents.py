@@ -1,0 +1,230 @@
+"""The conformance suite's shared part: agents on real frameworks, and the round trip.
+
+Each agent is an ordinary agent on its framework: one turn with a tool loop (the model
+calls ``get_weather``, the framework runs it, the model answers) and one streamed turn
+(again with the tool). ``round_trip`` runs an agent against the stub upstream with the
+framework's instrumentation exporting to a Collector-format file, ``build`` makes a
+cassette of that file, and the same agent runs again strictly from the cassette with no
+upstream: both runs must give the same result.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import json
+import os
+import subprocess
+import sys
+import warnings
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+
+import pytest
+from schema_check import validate_cassette_file
+from third_party_agents import Traced, traced
+
+from otel_replay.cassette.model import Cassette, load
+from otel_replay.gateway.runner import GatewayConfig, GatewayThread
+from otel_replay.pipeline.build import survey
+from otel_replay.testing.stub import run_stub
+
+SYSTEM = "You are a weather assistant. Use the tool."
+QUESTIONS = ("What is the weather in Paris?", "And in Rome?")
+TOOL_RESULT = "sunny, 21 C"
+MODEL = "gpt-4o-mini"
+FINAL_TEXT = f"stub reply to: {TOOL_RESULT}"
+"""What the stub upstream answers once the tool result is in the conversation."""
+CLI = [sys.executable, "-m", "otel_replay.frontends.cli"]
+
+
+@dataclass
+class Outcome:
+    """What an agent did: the tool calls it ran (name, arguments) and its final answers,
+    one per turn (the first turn plain, the second streamed)."""
+
+    tool_calls: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    answers: list[str] = field(default_factory=list)
+
+
+Agent = Callable[[str, Path | None], Outcome]
+"""An agent run: the OpenAI base URL to use, and the folder its telemetry goes to as
+``traces.jsonl`` / ``logs.jsonl`` (None: no telemetry)."""
+
+
+def instrumented(
+    run: Callable[[str, Traced | None], Outcome],
+    instrumentors: Sequence[Callable[[], Any]] = (),
+) -> Agent:
+    """An agent run in this process, with ``instrumentors`` on while telemetry is wanted."""
+
+    def agent(base_url: str, directory: Path | None) -> Outcome:
+        if directory is None:
+            return run(base_url, None)
+        with traced(directory, instrumentors) as out:
+            return run(base_url, out)
+
+    return agent
+
+
+def instrumentors(table: dict[str, tuple[str, str]], variant: str) -> list[Callable[[], Any]]:
+    """The instrumentor class ``table[variant]`` names (module, class), imported with its
+    own import-time deprecation warnings silenced (they are not ours to fix)."""
+    module_name, class_name = table[variant]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return [getattr(importlib.import_module(module_name), class_name)]
+
+
+def worker_fixture(app: str, env: dict[str, str] | None = None) -> Any:
+    """A module-scoped fixture: the worker process running ``app``'s agents, with ``env``
+    added to its environment."""
+
+    @pytest.fixture(scope="module")
+    def worker() -> Iterator[Worker]:
+        running = Worker(app, env)
+        yield running
+        running.close()
+
+    return worker
+
+
+class Worker:
+    """Agents run in one child process per framework (``framework_worker.py``): for a
+    framework whose package name a test helper module shadows here, or whose global
+    patches should not outlive its tests. ``agent(variant)`` is an Agent run there."""
+
+    def __init__(self, app: str, env: dict[str, str] | None = None) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, str(Path(__file__).with_name("framework_worker.py")), app],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env={**os.environ, **(env or {})},
+        )
+
+    def agent(self, variant: str) -> Agent:
+        def run(base_url: str, directory: Path | None) -> Outcome:
+            assert self.process.stdin is not None and self.process.stdout is not None
+            ask = {"base_url": base_url, "directory": directory and str(directory)}
+            self.process.stdin.write(json.dumps({**ask, "variant": variant}) + "\n")
+            self.process.stdin.flush()
+            answer = json.loads(self.process.stdout.readline() or "{}")
+            assert "answers" in answer, answer.get("error", "the worker stopped")
+            calls = [(name, args) for name, args in answer["tool_calls"]]
+            return Outcome(calls, answer["answers"])
+
+        return run
+
+    def close(self) -> None:
+        """End the worker (end of its input), killing it if it does not stop."""
+        if self.process.stdin is not None:
+            with contextlib.suppress(BrokenPipeError):
+                self.process.stdin.close()
+        try:
+            self.process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        if self.process.stdout is not None:
+            self.process.stdout.close()
+
+
+def weather(outcome: Outcome, city: str) -> str:
+    """The tool every agent offers; it notes its call."""
+    outcome.tool_calls.append(("get_weather", {"city": city}))
+    return TOOL_RESULT
+
+
+@dataclass
+class Trip:
+    """A round trip's evidence: what production did, the built cassette, the replay."""
+
+    production: Outcome
+    replayed: Outcome
+    cassette: Cassette
+    traces: list[Path]
+    build_stderr: str
+    replayed_calls: int
+    misses: list[str]
+
+
+def round_trip(
+    tmp_path: Path, agent: Agent, summary: str, spans: Iterable[str], *, calls: int = 4
+) -> Trip:
+    """Production run (stub upstream, instrumented, spans to a file), ``otel-replay build``
+    on the file, then a strict replay of the same agent from the cassette with the
+    upstream gone. Asserts the build (its summary names the source and counts ``calls``
+    model calls, replayable as ``summary`` says), that the cassette is valid and carries
+    the agent's other ``spans`` (by name) of the calls' traces, and the replay; returns
+    the evidence."""
+    with run_stub() as stub:
+        production = agent(stub.openai_url, tmp_path)
+    assert production.answers == [FINAL_TEXT, FINAL_TEXT], production
+    assert production.tool_calls == [("get_weather", {"city": q}) for q in QUESTIONS], production
+    traces = [p for p in (tmp_path / "traces.jsonl", tmp_path / "logs.jsonl") if p.exists()]
+    cassette_path = tmp_path / "fixture.json"
+    built = build_cli(traces, cassette_path)
+    assert built.returncode == 0, built.stderr
+    assert f"otel-replay build: {summary}\n" in built.stderr, built.stderr
+    doctor_says = survey(traces).lines()  # what `otel-replay doctor` prints
+    assert [f"otel-replay build: {line}" for line in doctor_says] == [
+        line for line in built.stderr.splitlines() if not line.endswith(cassette_path.name)
+    ]
+    validate_cassette_file(cassette_path)
+    cassette = load(cassette_path)
+    assert len(cassette.interactions) == calls, built.stderr
+    kept = cassette.source.get("spans", [])
+    assert {s["name"] for s in kept} == set(spans), kept
+    assert {s["trace_id"] for s in kept} <= {i.trace_id for i in cassette.interactions}, kept
+    config = GatewayConfig(
+        mode="strict",
+        cassette=cassette_path,
+        upstream_openai="http://127.0.0.1:9/v1",
+        upstream_anthropic="http://127.0.0.1:9",
+    )
+    with GatewayThread(config) as gw:
+        replayed = agent(gw.env["OPENAI_BASE_URL"], None)
+        summary = gw.stop()
+    assert [str(m) for m in summary.misses] == [], summary
+    assert summary.replayed == calls and summary.live == 0, summary
+    assert replayed == production, (replayed, production)
+    return Trip(
+        production,
+        replayed,
+        cassette,
+        traces,
+        built.stderr,
+        summary.replayed,
+        [str(m) for m in summary.misses],
+    )
+
+
+def source(scope: str, distribution: str) -> str:
+    """How the summary names an instrumentation: its scope and its package's version."""
+    return f"{scope} {version(distribution)}"
+
+
+def semantic(source: str, calls: int = 4) -> str:
+    """The summary line of a source whose every call replays semantically."""
+    return f"{source}: {calls} model calls · 0 exactly · {calls} semantically · 0 not replayable"
+
+
+def build_cli(traces: Sequence[Path], cassette: Path) -> subprocess.CompletedProcess[str]:
+    """``otel-replay build`` on trace files."""
+    return subprocess.run(
+        [*CLI, "build", *map(str, traces), "-o", str(cassette)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def doctor(traces: Sequence[Path]) -> subprocess.CompletedProcess[str]:
+    """``otel-replay doctor`` on trace files."""
+    return subprocess.run(
+        [*CLI, "doctor", *map(str, traces)], capture_output=True, text=True, check=False
+    )

@@ -1,0 +1,41 @@
+"""The census ``build`` and ``doctor`` print: counts per source, reasons with their fix,
+components not compared; a reader's own skip reasons fit in as data."""
+
+from __future__ import annotations
+
+from otel_replay.core.exchange import CanonicalRequest, Exchange, Response
+from otel_replay.readers.census import Census, Problem, Source
+from otel_replay.readers.registry import Fidelity
+
+
+def exchange(known: set[str], views: set[str] = set()) -> Exchange:  # noqa: B006
+    request = CanonicalRequest("/v1/messages", "m", known=frozenset(known), views=frozenset(views))
+    return Exchange("anthropic", "messages", request, Response(200))
+
+
+def test_counts_reasons_and_what_was_not_compared():
+    census = Census()
+    logs, spans = Source("com.anthropic.claude_code", "2.1.0"), Source("pydantic-ai", "2.68.0")
+    census.read(logs, Fidelity.BODY, exchange({"endpoint", "model"}))
+    skipped = Problem("request body not logged", "set OTEL_LOG_RAW_API_BODIES=1")
+    census.skipped(logs, skipped)
+    census.skipped(logs, skipped)
+    partial = exchange({"endpoint", "model", "system", "messages"}, {"tool-results"})
+    census.read(spans, Fidelity.MESSAGES, partial)
+    assert (census.calls, census.replayable) == (4, 2)
+    assert census.lines() == [
+        "com.anthropic.claude_code 2.1.0: 3 model calls · 1 exactly · 0 semantically"
+        " · 2 not replayable",
+        "  2 × request body not logged — set OTEL_LOG_RAW_API_BODIES=1",
+        "pydantic-ai 2.68.0: 1 model call · 0 exactly · 1 semantically · 0 not replayable",
+        "  not recorded, so not compared on replay: tools (1)",
+        "  compared only in what the trace's form expresses: tool-results (1)",
+    ]
+    doc = census.to_json()
+    assert doc["sources"][0]["problems"] == [
+        {"reason": skipped.reason, "fix": skipped.fix, "calls": 2}
+    ]
+
+
+def test_no_model_calls_says_so():
+    assert Census().lines() == ["no model calls found"]

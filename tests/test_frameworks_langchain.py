@@ -1,0 +1,29 @@
+"""LangChain (``langchain-openai``) with OpenInference's and with OpenLLMetry's
+instrumentation: a production trace builds a cassette that replays the same agent
+strictly (the agent runs in one worker process, ``app_langchain``)."""
+
+from __future__ import annotations
+
+import pytest
+from framework_agents import round_trip, semantic, source, worker_fixture
+
+worker = worker_fixture("app_langchain")
+SOURCES = {
+    "openinference": source(
+        "openinference.instrumentation.langchain", "openinference-instrumentation-langchain"
+    ),
+    "openllmetry": source(
+        "opentelemetry.instrumentation.langchain", "opentelemetry-instrumentation-langchain"
+    ),
+}
+SPANS = {
+    "openinference": ["weather_agent", "get_weather"],
+    "openllmetry": ["weather_agent.workflow", "execute_tool get_weather"],
+}
+"""The agent's other spans each instrumentation writes, kept in the cassette."""
+
+
+@pytest.mark.parametrize("instrumentation", ["openinference", "openllmetry"])
+def test_langchain_trace_replays(tmp_path, worker, instrumentation):
+    summary = semantic(SOURCES[instrumentation])
+    round_trip(tmp_path, worker.agent(instrumentation), summary, SPANS[instrumentation])

@@ -1,0 +1,113 @@
+"""Lossy trace forms: a recording read from a form that cannot express something is
+compared, on both sides, in what that form can express — and in nothing less."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from otel_replay.cassette.model import dumps, loads
+from otel_replay.core.errors import CassetteError
+from otel_replay.core.exchange import CanonicalRequest, Exchange, Response
+from otel_replay.matching.matcher import Matcher
+from otel_replay.matching.views import tool_results
+
+SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}}
+
+
+def tool(description="Current weather", **extra):  # type: ignore[no-untyped-def]
+    return {
+        "type": "function",
+        "name": "get_weather",
+        "description": description,
+        "parameters": SCHEMA,
+        **extra,
+    }
+
+
+def call(id_="call_1"):  # type: ignore[no-untyped-def]
+    part = {"type": "tool_call", "id": id_, "name": "get_weather", "arguments": {"city": "P"}}
+    return {"role": "assistant", "parts": [part]}
+
+
+def result(role, id_="call_1"):  # type: ignore[no-untyped-def]
+    return {"role": role, "parts": [{"type": "tool_call_response", "id": id_, "response": "21"}]}
+
+
+def request(tools, messages, views=()):  # type: ignore[no-untyped-def]
+    return CanonicalRequest(
+        "/v1/chat/completions",
+        "gpt-4o-mini",
+        None,
+        messages,
+        tools,
+        {},
+        known=frozenset({"endpoint", "model", "system", "messages", "tools"}),
+        views=frozenset(views),
+    )
+
+
+QUESTION = [{"role": "user", "parts": [{"type": "text", "content": "weather?"}]}]
+LIVE = request([tool(strict=True)], [*QUESTION, call(), result("tool")])
+
+
+BOTH = ["tool-definitions", "tool-results"]
+ANSWERED = [*QUESTION, call(), result("tool")]
+ANSWERED_AS_USER = [*QUESTION, call(), result("user")]
+OTHER_RESULT = [
+    *QUESTION,
+    call(),
+    {**result("user"), "parts": [{**result("user")["parts"][0], "response": "22"}]},
+]
+
+
+@pytest.mark.parametrize(
+    ("recorded", "hit"),
+    [
+        # the form has no strict flag and no fixed role for tool results: compared without
+        (request([tool()], ANSWERED_AS_USER, BOTH), True),
+        # what the form does express still counts
+        (request([tool("Other")], ANSWERED, BOTH), False),
+        (request([tool()], OTHER_RESULT, BOTH), False),
+        # a recording that named no lossy form is compared in full
+        (request([tool()], ANSWERED), False),
+        (request([tool(strict=True)], ANSWERED_AS_USER), False),
+    ],
+)
+def test_a_lossy_form_is_compared_in_what_it_expresses(recorded, hit):
+    matcher = Matcher([recorded])
+    found = matcher.probe(LIVE)
+    assert (found == 0) is hit, found
+
+
+def test_tool_results_in_a_row_count_as_one_tool_message():
+    messages = [call(), result("user", "a"), result("tool", "b"), *QUESTION]
+    assert tool_results(messages) == [
+        call(),
+        {"role": "tool", "parts": [*result("x", "a")["parts"], *result("x", "b")["parts"]]},
+        *QUESTION,
+    ]
+
+
+def _cassette_text(views):  # type: ignore[no-untyped-def]
+    from otel_replay.cassette.model import Cassette
+
+    exchange = Exchange(
+        "openai", "chat", request([tool()], QUESTION, views), Response(200, body={"x": 1})
+    )
+    return dumps(Cassette(interactions=[exchange], source={}))
+
+
+def test_the_interaction_records_what_was_compared():
+    text = _cassette_text(["tool-definitions"])
+    assert '"views": [\n' in text
+    loaded = loads(text).interactions[0].request
+    assert loaded.views == {"tool-definitions"}
+    assert dataclasses.replace(loaded, views=frozenset()) != loaded
+
+
+def test_an_unknown_form_is_refused_naming_the_place():
+    text = _cassette_text(["tool-definitions"]).replace('"tool-definitions"', '"guesswork"')
+    with pytest.raises(CassetteError, match=r"interactions\[0\]\.request\.views\[0\]"):
+        loads(text)
