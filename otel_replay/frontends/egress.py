@@ -28,10 +28,9 @@ from contextlib import contextmanager
 from typing import Any
 
 from otel_replay.core.errors import EgressBlocked
-from otel_replay.providers import PROVIDERS
+from otel_replay.providers import egress_hosts
 
 __all__ = [
-    "OTHER_PROVIDER_HOSTS",
     "PROVIDER_HOSTS",
     "allow_egress",
     "block_egress",
@@ -40,26 +39,9 @@ __all__ = [
     "is_provider_host",
 ]
 
-# Model provider APIs otel-replay does not speak yet, guarded all the same.
-OTHER_PROVIDER_HOSTS: tuple[str, ...] = (
-    "generativelanguage.googleapis.com",
-    "*-aiplatform.googleapis.com",
-    "bedrock-runtime.*.amazonaws.com",
-    "bedrock-runtime-fips.*.amazonaws.com",
-    "api.mistral.ai",
-    "api.groq.com",
-    "openrouter.ai",
-    "api.together.xyz",
-    "api.together.ai",
-)
-
-PROVIDER_HOSTS: tuple[str, ...] = tuple(
-    dict.fromkeys(
-        [*(host for row in PROVIDERS for host in row.egress_hosts), *OTHER_PROVIDER_HOSTS]
-    )
-)
-"""Host patterns (``fnmatch``) of the known model provider APIs: each provider's declared
-hosts, then the others."""
+PROVIDER_HOSTS: tuple[str, ...] = egress_hosts()
+"""Host patterns (``fnmatch``) of the known model provider APIs, as the provider table
+declares them (the one list routing and the guard share)."""
 
 EXEMPT_THREAD_PREFIX = "otel-replay-gateway"
 
