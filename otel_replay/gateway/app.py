@@ -37,6 +37,7 @@ from otel_replay.gateway.call import (
 from otel_replay.gateway.decide import Decision, carries_own_key, decide, matches
 from otel_replay.gateway.guard import host_guard, refuse_body
 from otel_replay.gateway.limits import Limits
+from otel_replay.gateway.refusal import forwarded_headers, refuse_misplaced, refuse_unplaced
 from otel_replay.gateway.relay import (
     OverLimit,
     StreamRelay,
@@ -45,7 +46,7 @@ from otel_replay.gateway.relay import (
     over_limit_body,
     over_limit_event,
 )
-from otel_replay.gateway.upstream import HOP_BY_HOP, NoUpstream, Upstream, UpstreamRequest
+from otel_replay.gateway.upstream import NoUpstream, Upstream, UpstreamRequest
 from otel_replay.gateway.writers import abort, body_response, not_saved, passthrough
 from otel_replay.otlp.http import add_otlp_routes
 from otel_replay.providers import Route
@@ -106,6 +107,9 @@ class Gateway:
             return probes.answer(kind)
         route = providers.ROUTER.route(request.path, headers)
         if route is None:
+            refused = refuse_unplaced(self.session, request, headers)
+            if refused is not None:
+                return refused
             decision = decide(self.session.mode, routed=False, match=None, own_key=False)
             return await self._carry_out(request, None, decision)
         try:
@@ -275,6 +279,9 @@ class Gateway:
         answer that could not be saved reaches the agent as a failure (a plain one as a 507,
         a stream cut short), and once recording has stopped a live call is refused: what the
         agent gets is always what a replay will give it."""
+        refused = refuse_misplaced(call)  # never another provider's credential
+        if refused is not None:
+            return refused
         failure = call.session.refuse_live()
         if failure is not None:
             return not_saved(call.provider, f"recording stopped, call not forwarded: {failure}")
@@ -288,7 +295,7 @@ class Gateway:
             method=request.method,
             path=call.route.forward_path(request.path),
             query=request.query_string,
-            headers={k: v for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP},
+            headers=forwarded_headers(call),  # with only its own upstream's credentials
             body=call.raw,
         )
         try:

@@ -35,6 +35,7 @@ __all__ = [
     "PROVIDERS",
     "ROUTER",
     "UNDECLARED_HOSTS",
+    "UNDECLARED_KEYS",
     "OutputView",
     "Provider",
     "ProviderSpec",
@@ -79,6 +80,7 @@ PROVIDERS: tuple[ProviderSpec, ...] = (
         credential_env=(ev.OPENAI_API_KEY,),
         credential_headers=(_BEARER,),
         placeholder_env=(ev.OPENAI_API_KEY,),
+        key_kinds=("openai-key",),
         kept_headers=_OPENAI_KEPT,
         kept_prefixes=("x-ratelimit-",),
         semconv_names=("openai",),
@@ -105,6 +107,7 @@ PROVIDERS: tuple[ProviderSpec, ...] = (
         credential_env=(ev.ANTHROPIC_API_KEY,),
         credential_headers=(CredentialHeader("x-api-key"), _BEARER),
         placeholder_env=(ev.ANTHROPIC_API_KEY,),
+        key_kinds=("anthropic-key",),
         kept_headers=frozenset({"content-type", "retry-after", "x-should-retry", "request-id"}),
         kept_prefixes=("anthropic-ratelimit-",),
         semconv_names=("anthropic",),
@@ -151,6 +154,7 @@ PROVIDERS: tuple[ProviderSpec, ...] = (
         credential_env=(ev.GOOGLE_API_KEY, ev.GEMINI_API_KEY),
         credential_headers=(CredentialHeader("x-goog-api-key"),),
         placeholder_env=(ev.GEMINI_API_KEY,),
+        key_kinds=("google-api-key",),
         kept_headers=frozenset({"content-type", "retry-after", "x-should-retry"}),
         semconv_names=("gcp.gemini", "gemini", "gcp.gen_ai"),
         sdk_modules=("google.genai",),
@@ -178,6 +182,11 @@ UNDECLARED_HOSTS: tuple[str, ...] = (
 )
 """Host patterns (``fnmatch``) of model provider APIs that have no row of their own yet:
 guarded all the same. A provider given a row takes its hosts into ``egress_hosts``."""
+
+UNDECLARED_KEYS: Mapping[str, str] = {"aws-access-key-id": "AWS"}
+"""Key shapes (as ``redaction.shapes`` names them) of providers without a row yet, and
+whose they are: a request carrying one is forwarded to no upstream until a row declares
+the shape in its ``key_kinds``."""
 
 ROUTER = Router(PROVIDERS)
 _SPECS = {row.name: row for row in PROVIDERS}

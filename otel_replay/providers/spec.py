@@ -90,6 +90,9 @@ class ProviderSpec:
     credential_env: tuple[str, ...] = ()
     """Variables holding the caller's credentials for it (auto mode's own-key check)."""
     credential_headers: tuple[CredentialHeader, ...] = ()
+    key_kinds: tuple[str, ...] = ()
+    """Shapes of its keys, as ``redaction.shapes`` names them (``openai-key``): a key of
+    this shape is never sent to another upstream."""
     placeholder_env: tuple[str, ...] = ()
     """Key variables its SDK refuses to start without; given a placeholder in replay."""
     kept_headers: frozenset[str] = frozenset()
