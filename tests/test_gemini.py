@@ -137,13 +137,13 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 def test_record_forwards_every_method_with_the_key_to_the_gemini_upstream(recorded):
     received = recorded["received"]
     assert [(r.path, r.query) for r in received] == [
-        (f"/v1/models/{MODEL}:generateContent", ""),
-        (f"/v1/models/{MODEL}:streamGenerateContent", "alt=sse"),
-        (f"/v1/models/{MODEL}:generateContent", ""),
-        (f"/v1/models/{MODEL}:streamGenerateContent", "alt=sse"),
-        (f"/v1/models/{MODEL}:countTokens", ""),
-        ("/v1/models/text-embedding-004:batchEmbedContents", ""),
-        (f"/v1/models/{BUSY}:generateContent", ""),
+        (f"/v1beta/models/{MODEL}:generateContent", ""),
+        (f"/v1beta/models/{MODEL}:streamGenerateContent", "alt=sse"),
+        (f"/v1beta/models/{MODEL}:generateContent", ""),
+        (f"/v1beta/models/{MODEL}:streamGenerateContent", "alt=sse"),
+        (f"/v1beta/models/{MODEL}:countTokens", ""),
+        ("/v1beta/models/text-embedding-004:batchEmbedContents", ""),
+        (f"/v1beta/models/{BUSY}:generateContent", ""),
     ]
     assert all(r.headers.get("x-goog-api-key") == KEY for r in received)
     answers = recorded["answers"]
@@ -212,14 +212,14 @@ def test_a_miss_is_a_google_error_the_client_raises_and_the_run_counts(recorded)
         )
         with pytest.raises(errors.ClientError) as caught:
             client.models.generate_content(model=MODEL, contents="never recorded")
-        # the v1beta form of a recorded v1 call is the same call
-        beta = genai.Client(
+        # the v1 form of a recorded v1beta call is the same call
+        stable = genai.Client(
             api_key=KEY,
             http_options=types.HttpOptions(
-                base_url=gw.env["GOOGLE_GEMINI_BASE_URL"], api_version="v1beta"
+                base_url=gw.env["GOOGLE_GEMINI_BASE_URL"], api_version="v1"
             ),
         )
-        tokens = beta.models.count_tokens(model=MODEL, contents="count me").total_tokens
+        tokens = stable.models.count_tokens(model=MODEL, contents="count me").total_tokens
         summary = gw.stop()
     assert caught.value.code == 400 and caught.value.status == "INVALID_ARGUMENT"
     assert caught.value.message is not None and "replay miss" in caught.value.message

@@ -164,7 +164,7 @@ def test_only_the_right_calls_reach_each_upstream_with_only_their_own_key(run):
     general, google = run["general"], run["google"]
     assert [r.path for r in general] == ["/v1/chat/completions"]
     assert general[0].headers["authorization"] == f"Bearer {OPENAI_KEY}"
-    assert [r.path for r in google] == [f"/v1/models/{MODEL}:generateContent"]
+    assert [r.path for r in google] == [f"/v1beta/models/{MODEL}:generateContent"]
     assert google[0].headers["x-goog-api-key"] == GEMINI_KEY
     for received in (*general, *google):
         assert "api-key" not in received.headers

@@ -121,6 +121,8 @@ class TraceStore:
         self.metric_points_received = 0
         self.failure: str | None = None  # the first write that failed, once one has
         self.lines_lost = 0
+        self.observers: list[Callable[[ExportTraceServiceRequest], None]] = []
+        """Called with every received trace batch (the session's bypass detection)."""
 
     @classmethod
     def beside(
@@ -155,6 +157,8 @@ class TraceStore:
     ) -> None:
         """Store one trace batch; ``received=False`` for spans otel-replay made itself."""
         count = codec.count_spans(msg) if received else 0
+        for observe in self.observers if received else ():
+            observe(msg)
         line = self._line(self._traces, msg, bool(msg.resource_spans))
         with self._lock:
             self.spans_received += count

@@ -92,8 +92,11 @@ def is_stream_path(path: str) -> bool:
     return method_of(path) == _STREAM_METHOD
 
 
-def part(raw: JSON) -> dict[str, Any]:
-    """One Gemini part as a semconv part."""
+def part(raw: JSON, index: int = 0) -> dict[str, Any]:
+    """One Gemini part as a semconv part. A function call or response without an id
+    (the Gemini API pairs them by name) gets ``{name}_{index}``, its place in its
+    content, as the Google GenAI instrumentation writes it, so a request and a span of
+    it compare equal."""
     if not isinstance(raw, dict):
         return text_part(raw) if isinstance(raw, str) else raw_part(raw)
     block = {k: v for k, v in raw.items() if k not in _DROP}
@@ -102,15 +105,16 @@ def part(raw: JSON) -> dict[str, Any]:
         return reasoning_part(text) if block.get("thought") else text_part(text)
     call = block.get("functionCall")
     if isinstance(call, dict):
-        return tool_call_part(call.get("id"), call.get("name"), call.get("args"))
+        call_id = call.get("id") or f"{call.get('name')}_{index}"
+        return tool_call_part(call_id, call.get("name"), call.get("args"))
     answer = block.get("functionResponse")
     if isinstance(answer, dict):
-        result = tool_response_part(answer.get("id"), answer.get("response"))
-        result["name"] = answer.get("name")
-        return result
+        answer_id = answer.get("id") or f"{answer.get('name')}_{index}"
+        return tool_response_part(answer_id, answer.get("response"))
     kind = next(iter(block), "unknown")
+    value = block.get(kind)
     out: dict[str, Any] = {"type": kind}
-    out.update(as_dict(block[kind]) if isinstance(block.get(kind), dict) else block)
+    out.update(value if isinstance(value, dict) else {"value": value})
     return out
 
 
@@ -120,7 +124,7 @@ def content_parts(content: JSON) -> list[dict[str, Any]]:
         return [text_part(content)]
     if isinstance(content, dict):
         content = content.get("parts")
-    return drop_empty_text([part(p) for p in as_list(content)])
+    return drop_empty_text([part(p, i) for i, p in enumerate(as_list(content))])
 
 
 def _message(raw: JSON) -> dict[str, Any]:

@@ -12,6 +12,7 @@ import logging
 import os
 import tempfile
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,7 @@ from otel_replay.reports.misses import Miss as Miss
 from otel_replay.reports.misses import write_misses
 from otel_replay.reports.prices import priced_total
 from otel_replay.reports.run import Summary as Summary
+from otel_replay.session.bypass import BypassWatch
 from otel_replay.spans.encode import exchange_to_trace_json
 from otel_replay.spans.miss import miss_to_trace_json
 
@@ -93,6 +95,8 @@ class Session:
             if trace_file
             else TraceStore(None, redact=redact, redact_text=redact_text)
         )
+        self.bypass = BypassWatch()  # model calls the agent's spans show, not made here
+        self.store.observers.append(self.bypass.observe)
         self.rules = rules
         self.normalizer, by = cassette_rules(rules, self.cassette.source, f"{cassette}")
         self.matcher = Matcher.for_exchanges(self.cassette.interactions, self.normalizer, by)
@@ -149,6 +153,7 @@ class Session:
 
     # -- events from the gateway -----------------------------------------------------------
     def replayed_hit(self, index: int, exchange: Exchange | None = None) -> None:
+        self.bypass.reached(self.recording(index).provider, time.time_ns())
         with self._lock:
             self.replayed += 1
             self.hits.append(index)
@@ -176,6 +181,7 @@ class Session:
                 or any(p.encode() in line for p in self._places if len(p) > 1)
             ):
                 self._mentions_places = mentions(exchange.request, self._places)
+        self.bypass.reached(exchange.provider, exchange.start_ns)
         with self._lock:
             self.live.append(exchange)
             self._trace_ids.add(trace_id)
@@ -216,6 +222,7 @@ class Session:
         place: tuple[str | None, str | None, int] = (None, None, 0),
     ) -> None:
         """A miss; ``place``: its traceparent's trace and span ids, and its start time."""
+        self.bypass.reached(provider, time.time_ns())
         with self._lock:
             used = sorted(self.matcher.used)
             self.misses.append(Miss(str(miss), miss.component, provider, path, body, used))
@@ -278,6 +285,7 @@ class Session:
             write_errors=self._write_errors(),
             live_cost=cost if len(self.live) > unpriced else None,
             live_unpriced=unpriced,
+            bypassed=self.bypass.bypassed(),
         )
 
     def _write_errors(self) -> list[str]:
