@@ -13,6 +13,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from gemini_agents import INSTRUMENTED
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from otel_replay.gateway.runner import GatewayConfig, GatewayThread
@@ -23,35 +24,27 @@ from otel_replay.testing.stub import run_stub
 KEY = "AIzaSyBypass-test-gemini-key-000000001"
 MODEL = "gemini-2.5-flash"
 
-AGENT = textwrap.dedent(
-    """
-    import os
-    import sys
+AGENT = (
+    INSTRUMENTED
+    + textwrap.dedent(
+        """
+        import sys
 
-    from google import genai
-    from google.genai import types
-    from opentelemetry import trace
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-    from opentelemetry.instrumentation.google_genai import GoogleGenAiSdkInstrumentor
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        from google import genai
+        from google.genai import types
 
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter()))
-    trace.set_tracer_provider(provider)
-    GoogleGenAiSdkInstrumentor().instrument()
-
-    key, direct = sys.argv[1], sys.argv[2]
-    # through the gateway: the client finds it by GOOGLE_GEMINI_BASE_URL
-    through = genai.Client(api_key=key)
-    print(through.models.generate_content(model="MODEL", contents="hi").text)
-    if direct != "-":
-        # a client with the provider's address written in: it never sees the gateway
-        options = types.HttpOptions(base_url=direct)
-        client = genai.Client(api_key=key, http_options=options)
-        print(client.models.generate_content(model="MODEL", contents="hi").text)
-    provider.shutdown()
-    """
+        key, direct = sys.argv[1], sys.argv[2]
+        # through the gateway: the client finds it by GOOGLE_GEMINI_BASE_URL
+        through = genai.Client(api_key=key)
+        print(through.models.generate_content(model="MODEL", contents="hi").text)
+        if direct != "-":
+            # a client with the provider's address written in: it never sees the gateway
+            options = types.HttpOptions(base_url=direct)
+            client = genai.Client(api_key=key, http_options=options)
+            print(client.models.generate_content(model="MODEL", contents="hi").text)
+        provider.shutdown()
+        """
+    )
 ).replace("MODEL", MODEL)
 
 

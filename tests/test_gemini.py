@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from gemini_agents import WEATHER
 from google import genai
 from google.genai import errors, types
 from schema_check import validate_cassette_file
@@ -35,16 +36,10 @@ AGENT = textwrap.dedent(
     from google import genai
     from google.genai import errors, types
 
-    WEATHER = types.FunctionDeclaration(
-        name="get_weather",
-        description="Weather for a city",
-        parameters_json_schema={
-            "type": "object",
-            "properties": {"city": {"type": "string"}},
-            "required": ["city"],
-        },
-    )
     MODEL = "gemini-2.5-flash"
+
+
+    # WEATHER
 
 
     def main(key):
@@ -78,7 +73,7 @@ AGENT = textwrap.dedent(
 
     main(sys.argv[1])
     '''
-)
+).replace("# WEATHER", WEATHER)
 
 
 def run_agent(script: Path, env: dict[str, str]) -> dict[str, Any]:

@@ -11,54 +11,41 @@ import sys
 import textwrap
 from pathlib import Path
 
+from gemini_agents import INSTRUMENTED, WEATHER
 from schema_check import validate_cassette_file
 
 from otel_replay.cassette.model import load
 from otel_replay.gateway.runner import GatewayConfig, GatewayThread
 from otel_replay.testing.stub import run_stub
 
-AGENT = textwrap.dedent(
-    """
-    import sys
+AGENT = (
+    INSTRUMENTED
+    + WEATHER
+    + textwrap.dedent(
+        """
+        import sys
 
-    from google import genai
-    from google.genai import types
-    from opentelemetry import trace
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-    from opentelemetry.instrumentation.google_genai import GoogleGenAiSdkInstrumentor
-    from opentelemetry.sdk.trace import TracerProvider
-    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        from google import genai
 
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter()))
-    trace.set_tracer_provider(provider)
-    GoogleGenAiSdkInstrumentor().instrument()
-
-    WEATHER = types.FunctionDeclaration(
-        name="get_weather",
-        description="Weather for a city",
-        parameters_json_schema={
-            "type": "object",
-            "properties": {"city": {"type": "string"}},
-            "required": ["city"],
-        },
+        direct = sys.argv[1]
+        options = types.HttpOptions(base_url=direct) if direct != "-" else None
+        key = "AIzaSyTrace-test-gemini-key-0000000001"
+        client = genai.Client(api_key=key, http_options=options)
+        config = types.GenerateContentConfig(
+            system_instruction="Be brief.", tools=[types.Tool(function_declarations=[WEATHER])]
+        )
+        question = types.Content(role="user", parts=[types.Part(text="Lisbon")])
+        models, model = client.models, "gemini-2.5-flash"
+        first = models.generate_content(model=model, contents=[question], config=config)
+        call = first.function_calls[0]
+        answer = types.Part.from_function_response(name=call.name, response={"temp": 21})
+        reply = types.Content(role="user", parts=[answer])
+        history = [question, first.candidates[0].content, reply]
+        final = models.generate_content(model=model, contents=history, config=config)
+        print(call.name, call.args["city"], final.text)
+        provider.shutdown()
+        """
     )
-    direct = sys.argv[1]
-    options = types.HttpOptions(base_url=direct) if direct != "-" else None
-    client = genai.Client(api_key="AIzaSyTrace-test-gemini-key-0000000001", http_options=options)
-    config = types.GenerateContentConfig(
-        system_instruction="Be brief.", tools=[types.Tool(function_declarations=[WEATHER])]
-    )
-    question = types.Content(role="user", parts=[types.Part(text="Lisbon")])
-    models = client.models
-    first = models.generate_content(model="gemini-2.5-flash", contents=[question], config=config)
-    call = first.function_calls[0]
-    answer = types.Part.from_function_response(name=call.name, response={"temp": 21})
-    history = [question, first.candidates[0].content, types.Content(role="user", parts=[answer])]
-    final = models.generate_content(model="gemini-2.5-flash", contents=history, config=config)
-    print(call.name, call.args["city"], final.text)
-    provider.shutdown()
-    """
 )
 CONTENT = {
     "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "SPAN_ONLY",
