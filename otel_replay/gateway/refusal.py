@@ -47,6 +47,8 @@ def refuse_misplaced(call: Call) -> web.Response | None:
     """The refusal of a call about to be forwarded with a credential that is not its
     upstream's; None when it may go."""
     headers = {name.lower(): value for name, value in call.request.headers.items()}
+    # a key in the query (Gemini's ``?key=``) is forwarded with it: looked at the same way
+    headers.update((f"query {name}", value) for name, value in call.request.query.items())
     why = misplaced(call.route.spec, headers)
     if why is None:
         return None
