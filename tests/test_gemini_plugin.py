@@ -54,3 +54,41 @@ def test_the_plugin_records_and_replays_a_gemini_agent(
     replayed = pytester.runpytest_inprocess("-p", "no:hypothesispytest", "--otel-replay=strict")
     replayed.assert_outcomes(passed=1)
     replayed.stdout.fnmatch_lines(["*2 replayed · 0 live · 0 misses*"])
+
+
+BYPASSING = textwrap.dedent(
+    """
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+
+    def test_bypass(otel_replay):
+        with otel_replay("empty") as gw:
+            provider = TracerProvider()
+            exporter = OTLPSpanExporter(endpoint=gw.url + "/v1/traces")
+            provider.add_span_processor(SimpleSpanProcessor(exporter))
+            # the agent's instrumented client made this call somewhere else
+            attributes = {"gen_ai.provider.name": "gcp.gemini", "gen_ai.operation.name": "chat"}
+            with provider.get_tracer("agent").start_as_current_span(
+                "chat gemini-2.5-flash", attributes=attributes
+            ):
+                pass
+            provider.shutdown()
+    """
+)
+
+
+def test_a_block_whose_agent_bypassed_the_gateway_fails_in_strict(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
+    pytester.makepyfile(test_bypass=BYPASSING)
+    cassettes = pytester.path / "cassettes"
+    cassettes.mkdir()
+    (cassettes / "empty.json").write_text('{"version": 1, "source": {}, "interactions": []}')
+    result = pytester.runpytest_inprocess("-p", "no:hypothesispytest", "--otel-replay=strict")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        ["*model calls bypassed the gateway*gcp.gemini call 'chat gemini-2.5-flash'*"]
+    )

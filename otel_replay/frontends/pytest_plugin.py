@@ -201,6 +201,10 @@ class ReplayBlock:
             first = summary.misses[0]
             add_failure(self.item, self.plugin.miss_message(first, self.cassette))
             raise ReplayMiss(first.removeprefix("replay miss: ")) from exc
+        if summary.failed and summary.bypassed:  # strict: calls the agent's spans show
+            message = f"otel-replay: model calls bypassed the gateway: {summary.bypassed}"
+            add_failure(self.item, message)
+            pytest.fail(message, pytrace=False)
         unused = summary.unused if self.mode in ("strict", "auto") else []
         if unused and exc is None:
             message = _unused_message(unused, self.cassette)
