@@ -22,6 +22,7 @@ from otel_replay.redaction.shapes import key_kind
 
 __all__ = ["credential_owner", "foreign_headers", "misplaced", "unplaced"]
 
+_SHORTEST_KEY = 20  # no provider's key is shorter (an AWS access key id has 20 characters)
 _WORDS = re.compile(r"[\s,;=/:\"']+")  # what separates a key from the rest of a header
 
 
@@ -34,6 +35,8 @@ def _keys(value: str) -> Iterator[tuple[str, list[ProviderSpec]]]:
     ``Bearer KEY``, SigV4's ``Credential=KEY/...``): each one's shape, and the rows
     declaring it (empty for a provider without a row, ``UNDECLARED_KEYS``)."""
     for word in _WORDS.split(value):
+        if len(word) < _SHORTEST_KEY:
+            continue
         kind = key_kind(word)
         if kind is None:
             continue

@@ -5,8 +5,8 @@ operation, for a provider otel-replay knows) is a call the agent made; each call
 gateway answered (replayed, live or missed) happened inside the span of the call it was.
 A model-call span with no gateway call of its provider inside its time window is a call
 that went somewhere else: a client built before the gateway's environment was set, a
-hard-coded base URL. Spans of a framework that wrap a model-call span of the same call
-(a LangChain span around the OpenAI SDK's) count once: only the innermost counts.
+hard-coded base URL. A framework's span that is the parent of a model-call span of the
+same provider (a LangChain span around the OpenAI SDK's) is that call: it counts once.
 """
 
 from __future__ import annotations
@@ -32,9 +32,7 @@ log = logging.getLogger("otel_replay")
 SLACK_NS = 1_000_000_000
 """How far outside a span's window a gateway call may be and still be its call (clocks
 of the agent and the gateway are one machine's, but spans are stamped a little apart)."""
-MAX_LINKS = 1_000_000  # parent links kept to find nested model spans; beyond, none nest
-
-_KEYS = frozenset({genai.PROVIDER_NAME, genai.SYSTEM})
+_MARK = b"gen_ai."  # the bytes of a batch without it hold no model-call span to read
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +40,7 @@ class ModelSpan:
     """An agent's span of one model call."""
 
     span_id: bytes
+    parent: bytes
     api: str
     name: str
     start_ns: int
@@ -55,7 +54,6 @@ class BypassWatch:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._spans: list[ModelSpan] = []
-        self._parents: dict[bytes, bytes] = {}
         self._calls: list[tuple[str, int]] = []
         self._apis = providers.semconv_names()
 
@@ -68,36 +66,33 @@ class BypassWatch:
     def observe(self, request: ExportTraceServiceRequest) -> None:
         """Take the model-call spans of a received batch (never raises: telemetry)."""
         try:
-            found, links = self._read(request)
+            found = self._read(request)
         except Exception:
             log.debug("could not read a trace batch for bypass detection", exc_info=True)
             return
         with self._lock:
             self._spans.extend(found)
-            room = MAX_LINKS - len(self._parents)
-            self._parents.update(links[: max(0, room)])
 
-    def _read(
-        self, request: ExportTraceServiceRequest
-    ) -> tuple[list[ModelSpan], list[tuple[bytes, bytes]]]:
+    def _read(self, request: ExportTraceServiceRequest) -> list[ModelSpan]:
         found: list[ModelSpan] = []
-        links: list[tuple[bytes, bytes]] = []
         for resource in request.resource_spans:
             for scope in resource.scope_spans:
+                # one pass over the scope's bytes, rather than over every attribute
+                if _MARK not in scope.SerializeToString():
+                    continue
                 for span in scope.spans:
-                    if span.parent_span_id:
-                        links.append((bytes(span.span_id), bytes(span.parent_span_id)))
-                    if not any(kv.key in _KEYS for kv in span.attributes):
-                        continue  # no provider named: not a model call we could place
+                    if _MARK not in span.SerializeToString():
+                        continue  # no gen_ai.* attribute: not a model call we could place
                     attrs = attributes_to_dict(span.attributes)
                     api = self._api(attrs)
                     if api is None or any(key.startswith(OWN_PREFIX) for key in attrs):
                         continue
                     if operation_of(api, attrs, span.name) is None:
                         continue
-                    start, end = span.start_time_unix_nano, span.end_time_unix_nano
-                    found.append(ModelSpan(bytes(span.span_id), api, span.name, start, end))
-        return found, links
+                    ids = bytes(span.span_id), bytes(span.parent_span_id)
+                    times = span.start_time_unix_nano, span.end_time_unix_nano
+                    found.append(ModelSpan(*ids, api, span.name, *times))
+        return found
 
     def _api(self, attrs: Mapping[str, Any]) -> str | None:
         for key in (genai.PROVIDER_NAME, genai.SYSTEM):
@@ -110,8 +105,8 @@ class BypassWatch:
     def bypassed(self) -> list[str]:
         """One line per model call the agent's spans show and no gateway call answered."""
         with self._lock:
-            spans, parents, calls = list(self._spans), dict(self._parents), list(self._calls)
-        innermost = _innermost(spans, parents)
+            spans, calls = list(self._spans), list(self._calls)
+        innermost = _innermost(spans)
         free = sorted(calls, key=lambda call: call[1])
         missing: list[str] = []
         for span in sorted(innermost, key=lambda s: (s.end_ns, s.start_ns)):
@@ -127,17 +122,7 @@ class BypassWatch:
         return missing
 
 
-def _innermost(spans: list[ModelSpan], parents: Mapping[bytes, bytes]) -> list[ModelSpan]:
-    """The spans that have no model-call span of the same provider beneath them."""
-    ids = {span.span_id: span for span in spans}
-    wrapping: set[bytes] = set()
-    for span in spans:
-        seen: set[bytes] = set()
-        parent = parents.get(span.span_id)
-        while parent is not None and parent not in seen:
-            seen.add(parent)
-            outer = ids.get(parent)
-            if outer is not None and outer.api == span.api:
-                wrapping.add(parent)
-            parent = parents.get(parent)
-    return [span for span in spans if span.span_id not in wrapping]
+def _innermost(spans: list[ModelSpan]) -> list[ModelSpan]:
+    """The spans that are not the parent of a model-call span of the same provider."""
+    wrapping = {(span.parent, span.api) for span in spans if span.parent}
+    return [span for span in spans if (span.span_id, span.api) not in wrapping]
