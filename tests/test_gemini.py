@@ -4,7 +4,10 @@ command line (the agent finds the gateway by ``GOOGLE_GEMINI_BASE_URL`` alone)."
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
+import runpy
 import subprocess
 import sys
 import textwrap
@@ -77,11 +80,15 @@ AGENT = textwrap.dedent(
 
 
 def run_agent(script: Path, env: dict[str, str]) -> dict[str, Any]:
-    done = subprocess.run(
-        [sys.executable, str(script), KEY], env=env, capture_output=True, text=True, timeout=120
-    )
-    assert done.returncode == 0, done.stderr
-    result: dict[str, Any] = json.loads(done.stdout)
+    """The agent in this process (the replay runs it as a process of its own), with the
+    variables the gateway gives it."""
+    out = io.StringIO()
+    with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(out):
+        for name, value in env.items():
+            mp.setenv(name, value)
+        mp.setattr(sys, "argv", [str(script), KEY])
+        runpy.run_path(str(script), run_name="__main__")
+    result: dict[str, Any] = json.loads(out.getvalue())
     return result
 
 
@@ -115,7 +122,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             environ={"GOOGLE_GEMINI_BASE_URL": stub.url},
         )
         with GatewayThread(config) as gw:
-            answers = run_agent(script, {**clean_env(tmp), **gw.env})
+            answers = run_agent(script, gw.env)
             summary = gw.stop()
         received = list(stub.received)
     return {
