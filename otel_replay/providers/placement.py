@@ -2,8 +2,8 @@
 
 The router places a request by its path; it is forwarded with only its upstream's
 credential headers (``foreign_headers``, those only other providers declare, such as
-``x-goog-api-key`` or Azure's ``api-key`` on an OpenAI call, are left out). A key in any
-header shaped as the key of a provider with another API (an OpenAI key as Anthropic's
+``x-goog-api-key`` or Azure's ``api-key`` on an OpenAI call, are left out). A key in a
+credential header shaped as the key of a provider with another API (an OpenAI key as Anthropic's
 ``x-api-key``, a Gemini key as a bearer token, an AWS access key id in a SigV4
 ``Authorization``) makes the request *misplaced*: the agent is talking to the wrong API.
 A request no mount claims that carries a provider's credential is a model call the
@@ -22,6 +22,10 @@ from otel_replay.redaction.shapes import key_kind
 
 __all__ = ["credential_owner", "foreign_headers", "misplaced", "unplaced"]
 
+_CREDENTIALS = (
+    *dict.fromkeys(header.name for row in PROVIDERS for header in row.credential_headers),
+    "query key",
+)
 _SHORTEST_KEY = 20  # no provider's key is shorter (an AWS access key id has 20 characters)
 _WORDS = re.compile(r"[\s,;=/:\"']+")  # what separates a key from the rest of a header
 
@@ -62,10 +66,12 @@ def foreign_headers(spec: ProviderSpec) -> frozenset[str]:
 
 
 def misplaced(spec: ProviderSpec, headers: Mapping[str, str]) -> str | None:
-    """Why a request placed on ``spec``'s upstream must not be forwarded there (it holds
-    the key of a provider with another API), or None."""
-    for name, value in headers.items():
-        for kind, rows in _keys(value):
+    """Why a request placed on ``spec``'s upstream must not be forwarded there (a
+    credential header, or the ``key`` query parameter as ``query key``, holds the key of
+    a provider with another API), or None. Headers of the agent's own (a proxy's token)
+    are its business."""
+    for name in _CREDENTIALS:
+        for kind, rows in _keys(headers.get(name, "")):
             if kind not in spec.key_kinds and all(row.api != spec.api for row in rows):
                 return f"its {name} holds {_a(_owners(kind, rows))} key"
     return None
