@@ -1,9 +1,10 @@
 """Keeping calls from the wrong provider: the headers a call is forwarded with (never
 another provider's credential headers), and the calls refused outright: one holding the
-key of a provider with another API (``providers.placement.misplaced``), and a model call
-no provider's API claims (``unplaced``). Neither is forwarded; each is counted as a miss in
-the session (so the run fails even when the agent swallows the error) and answered in
-the provider's own error format with status 421 and ``x-should-retry: false``."""
+key of a provider with another API (``providers.placement.misplaced``) and a model call
+no provider's API claims (``unplaced``), answered with status 421, and a live call with
+no upstream to go to (502). None is forwarded; each is counted as a miss in the session
+(so the run fails even when the agent swallows the error) and answered in the provider's
+own error format with ``x-should-retry: false``."""
 
 from __future__ import annotations
 
@@ -16,12 +17,18 @@ from otel_replay import providers
 from otel_replay.core.errors import ReplayMiss
 from otel_replay.core.exchange import JSON
 from otel_replay.gateway.call import Call
-from otel_replay.gateway.upstream import HOP_BY_HOP
+from otel_replay.gateway.upstream import HOP_BY_HOP, NoUpstream
 from otel_replay.providers.base import Provider
 from otel_replay.providers.placement import foreign_headers, misplaced, unplaced
 from otel_replay.session.session import Session
 
-__all__ = ["MISDIRECTED", "forwarded_headers", "refuse_misplaced", "refuse_unplaced"]
+__all__ = [
+    "MISDIRECTED",
+    "forwarded_headers",
+    "refuse_misplaced",
+    "refuse_unplaced",
+    "refuse_unroutable",
+]
 
 log = logging.getLogger("otel_replay.gateway")
 
@@ -67,3 +74,13 @@ def refuse_unplaced(
     # no API claims it: the answer is in the format of the API the agent most likely
     # speaks (OpenAI's, which most clients read)
     return _refused(session, providers.get(providers.PROVIDERS[0].api), request.path, None, why)
+
+
+def refuse_unroutable(call: Call, exc: NoUpstream) -> web.Response:
+    """A live call with no upstream to go to: the agent is told what to set, and the
+    run counts it as a miss (nothing is recorded, since no provider answered), so it
+    cannot pass unnoticed when the agent swallows the error."""
+    log.warning("otel-replay: %s", exc)
+    call.session.missed(ReplayMiss(str(exc)), call.provider.name, call.path, call.body)
+    body = call.provider.error_body(502, f"otel-replay: {exc}", "otel_replay_no_upstream")
+    return web.json_response(body, status=502, headers={"x-should-retry": "false"})

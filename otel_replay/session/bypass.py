@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -22,6 +23,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from otel_replay import providers
 from otel_replay.core import genai
 from otel_replay.otlp.attributes import attributes_to_dict
+from otel_replay.otlp.store import TraceStore
 from otel_replay.readers.operation import operation_of
 from otel_replay.spans.attributes import P as OWN_PREFIX
 
@@ -51,17 +53,21 @@ class BypassWatch:
     """Collects the agent's model-call spans and the gateway's calls; says which spans
     no gateway call answered. Thread-safe (the OTLP receivers and the gateway call in)."""
 
-    def __init__(self) -> None:
+    def __init__(self, store: TraceStore | None = None) -> None:
+        """Watching the batches ``store`` receives, when given."""
         self._lock = threading.Lock()
         self._spans: list[ModelSpan] = []
         self._calls: list[tuple[str, int]] = []
         self._apis = providers.semconv_names()
+        if store is not None:
+            store.observers.append(self.observe)
 
     # -- what happens during the run ----------------------------------------------------
-    def reached(self, api: str, at_ns: int) -> None:
-        """A call of ``api`` reached the gateway at ``at_ns`` (within its span's window)."""
+    def reached(self, api: str, at_ns: int | None = None) -> None:
+        """A call of ``api`` reached the gateway at ``at_ns`` (default: now), a moment
+        within its span's window."""
         with self._lock:
-            self._calls.append((api, at_ns))
+            self._calls.append((api, time.time_ns() if at_ns is None else at_ns))
 
     def observe(self, request: ExportTraceServiceRequest) -> None:
         """Take the model-call spans of a received batch (never raises: telemetry)."""

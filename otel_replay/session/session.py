@@ -12,7 +12,6 @@ import logging
 import os
 import tempfile
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,7 +19,6 @@ from typing import Any
 from otel_replay.cassette.model import Cassette, dump, load, locked
 from otel_replay.cassette.provenance import extended_source, run_source
 from otel_replay.cassette.recordings import Recordings
-from otel_replay.core import envvars
 from otel_replay.core.errors import CassetteError, ConfigError, ReplayMiss
 from otel_replay.core.exchange import CanonicalRequest, Exchange
 from otel_replay.core.gcpause import paused_gc
@@ -38,21 +36,14 @@ from otel_replay.reports.misses import write_misses
 from otel_replay.reports.prices import priced_total
 from otel_replay.reports.run import Summary as Summary
 from otel_replay.session.bypass import BypassWatch
+from otel_replay.session.modes import MODES as MODES
+from otel_replay.session.modes import default_mode as default_mode
 from otel_replay.spans.encode import exchange_to_trace_json
 from otel_replay.spans.miss import miss_to_trace_json
-
-MODES = ("strict", "auto", "record", "off")
 
 log = logging.getLogger("otel_replay")
 _GC_PAUSE_EXCHANGES = 1_000
 _WHY_SPANS = 20  # misses whose span carries their why
-
-
-def default_mode(environ: dict[str, str] | None = None) -> str:
-    """``strict`` when ``CI`` is set (and not false-ish), else ``auto``."""
-    env = os.environ if environ is None else environ
-    ci = env.get(envvars.CI, "").strip().lower()
-    return "strict" if ci and ci not in ("0", "false", "no") else "auto"
 
 
 class Session:
@@ -95,8 +86,7 @@ class Session:
             if trace_file
             else TraceStore(None, redact=redact, redact_text=redact_text)
         )
-        self.bypass = BypassWatch()  # model calls the agent's spans show, not made here
-        self.store.observers.append(self.bypass.observe)
+        self.bypass = BypassWatch(self.store)  # model calls the agent's spans show
         self.rules = rules
         self.normalizer, by = cassette_rules(rules, self.cassette.source, f"{cassette}")
         self.matcher = Matcher.for_exchanges(self.cassette.interactions, self.normalizer, by)
@@ -153,7 +143,7 @@ class Session:
 
     # -- events from the gateway -----------------------------------------------------------
     def replayed_hit(self, index: int, exchange: Exchange | None = None) -> None:
-        self.bypass.reached(self.recording(index).provider, time.time_ns())
+        self.bypass.reached(self.recording(index).provider)
         with self._lock:
             self.replayed += 1
             self.hits.append(index)
@@ -222,7 +212,7 @@ class Session:
         place: tuple[str | None, str | None, int] = (None, None, 0),
     ) -> None:
         """A miss; ``place``: its traceparent's trace and span ids, and its start time."""
-        self.bypass.reached(provider, time.time_ns())
+        self.bypass.reached(provider)
         with self._lock:
             used = sorted(self.matcher.used)
             self.misses.append(Miss(str(miss), miss.component, provider, path, body, used))
