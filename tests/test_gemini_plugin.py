@@ -35,7 +35,7 @@ def test_the_plugin_records_and_replays_a_gemini_agent(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
-    pytester.makepyfile(test_gemini=TESTS)
+    pytester.makepyfile(test_gemini_block=TESTS)
     monkeypatch.setenv("GEMINI_API_KEY", "AIzaSyPlugin-test-gemini-key-000000001")
     monkeypatch.delenv("GOOGLE_API_KEY", raising=False)
     with run_stub() as stub:
@@ -83,7 +83,7 @@ def test_a_block_whose_agent_bypassed_the_gateway_fails_in_strict(
     pytester: pytest.Pytester,
 ) -> None:
     pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
-    pytester.makepyfile(test_bypass=BYPASSING)
+    pytester.makepyfile(test_bypassing_block=BYPASSING)
     cassettes = pytester.path / "cassettes"
     cassettes.mkdir()
     (cassettes / "empty.json").write_text('{"version": 1, "source": {}, "interactions": []}')
