@@ -3,9 +3,11 @@
 The router places a request by its path; it is forwarded with only its upstream's
 credential headers (``foreign_headers``, those only other providers declare, such as
 ``x-goog-api-key`` or Azure's ``api-key`` on an OpenAI call, are left out). A key in a
-credential header shaped as the key of a provider with another API (an OpenAI key as Anthropic's
-``x-api-key``, a Gemini key as a bearer token, an AWS access key id in a SigV4
-``Authorization``) makes the request *misplaced*: the agent is talking to the wrong API.
+credential header shaped as the key of a provider with another API (an OpenAI key as
+Anthropic's ``x-api-key``, a Gemini key as a bearer token, an AWS access key id in a
+SigV4 ``Authorization``) makes the request *misplaced*: the agent is talking to the wrong
+API. Providers serving the same API (OpenAI and the hosts compatible with it) may carry
+each other's key shapes: which of them the agent meant is the user's setting.
 A request no mount claims that carries a provider's credential is a model call the
 gateway cannot *place*. Either is refused with the reason, counted and never forwarded.
 Pure functions over the ``PROVIDERS`` table and the lower-case header names of a request.
@@ -13,6 +15,7 @@ Pure functions over the ``PROVIDERS`` table and the lower-case header names of a
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator, Mapping
 
@@ -57,6 +60,7 @@ def _a(noun: str) -> str:
     return f"{'an' if noun[:1] in 'AEIOU' else 'a'} {noun}"
 
 
+@functools.cache
 def foreign_headers(spec: ProviderSpec) -> frozenset[str]:
     """The credential headers other providers declare and ``spec`` does not: never
     forwarded to its upstream."""

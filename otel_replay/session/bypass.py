@@ -11,6 +11,7 @@ same provider (a LangChain span around the OpenAI SDK's) is that call: it counts
 
 from __future__ import annotations
 
+import bisect
 import logging
 import threading
 import time
@@ -109,22 +110,25 @@ class BypassWatch:
 
     # -- at the end ---------------------------------------------------------------------
     def bypassed(self) -> list[str]:
-        """One line per model call the agent's spans show and no gateway call answered."""
+        """One line per model call the agent's spans show and no gateway call answered.
+
+        Each span, by its end, takes the earliest unused call of its provider inside its
+        window (the greedy choice that pairs the most spans with calls)."""
         with self._lock:
             spans, calls = list(self._spans), list(self._calls)
-        innermost = _innermost(spans)
-        free = sorted(calls, key=lambda call: call[1])
+        free: dict[str, list[int]] = {}
+        for api, at_ns in calls:
+            free.setdefault(api, []).append(at_ns)
+        for times in free.values():
+            times.sort()
         missing: list[str] = []
-        for span in sorted(innermost, key=lambda s: (s.end_ns, s.start_ns)):
-            low, high = span.start_ns - SLACK_NS, span.end_ns + SLACK_NS
-            hit = next(
-                (i for i, (api, t) in enumerate(free) if api == span.api and low <= t <= high),
-                None,
-            )
-            if hit is None:
-                missing.append(f"{span.api} call {span.name!r} (span {span.span_id.hex()})")
+        for span in sorted(_innermost(spans), key=lambda s: (s.end_ns, s.start_ns)):
+            times = free.get(span.api, [])
+            at = bisect.bisect_left(times, span.start_ns - SLACK_NS)
+            if at < len(times) and times[at] <= span.end_ns + SLACK_NS:
+                del times[at]
             else:
-                del free[hit]
+                missing.append(f"{span.api} call {span.name!r} (span {span.span_id.hex()})")
         return missing
 
 
