@@ -227,3 +227,27 @@ def test_a_miss_is_a_google_error_the_client_raises_and_the_run_counts(recorded)
     assert caught.value.message is not None and "replay miss" in caught.value.message
     assert tokens == recorded["answers"]["tokens"]
     assert (summary.replayed, len(summary.misses)) == (1, 1)
+
+
+def test_auto_forwards_a_miss_only_with_the_callers_own_gemini_key(recorded, tmp_path):
+    cassette = tmp_path / "c.json"
+    cassette.write_bytes(recorded["cassette"].read_bytes())
+    with run_stub() as stub:
+        environ = {"GEMINI_API_KEY": KEY}
+        config = GatewayConfig(mode="auto", cassette=cassette, grpc_port=None, environ=environ)
+        config.upstreams = {"gemini": stub.url}
+        with GatewayThread(config) as gw:
+            base = types.HttpOptions(base_url=gw.env["GOOGLE_GEMINI_BASE_URL"])
+            with genai.Client(api_key=KEY, http_options=base) as own:
+                text = own.models.generate_content(model=MODEL, contents="new question").text
+            other = "AIzaSyOther-gemini-key-not-the-callers-01"
+            with genai.Client(api_key=other, http_options=base) as stranger:
+                with pytest.raises(errors.ClientError):
+                    stranger.models.generate_content(model=MODEL, contents="another one")
+            summary = gw.stop()
+        received = [(r.path, r.headers.get("x-goog-api-key")) for r in stub.received]
+    assert text == "stub reply to: new question"
+    assert received == [(f"/v1beta/models/{MODEL}:generateContent", KEY)]
+    assert (summary.live, len(summary.misses)) == (1, 1)
+    assert len(load(cassette).interactions) == len(load(recorded["cassette"]).interactions) + 1
+    assert KEY not in cassette.read_text()
