@@ -150,6 +150,7 @@ def test_the_agent_environment_and_the_upstreams_come_from_the_rows():
     assert upstream_bases(named, {ev.ANTHROPIC_BASE_URL: "http://a"}) == {
         "openai": "http://o",
         "anthropic": "http://a",
+        "gemini": "https://generativelanguage.googleapis.com",
         "groq": "http://g",
     }
 
@@ -157,9 +158,15 @@ def test_the_agent_environment_and_the_upstreams_come_from_the_rows():
 def test_derived_tables():
     assert providers.semconv_names()["az.ai.openai"] == "openai"
     assert providers.semconv_names()["anthropic"] == "anthropic"
-    assert providers.sdk_modules() == frozenset({"openai", "anthropic"})
+    assert providers.semconv_names()["gcp.gemini"] == "gcp.gemini"
+    assert providers.sdk_modules() == frozenset({"openai", "anthropic", "google.genai"})
     names = [(h.name, h.scheme) for h in providers.credential_headers()]
-    assert names == [("x-api-key", None), ("api-key", None), ("authorization", BEARER)]
+    assert names == [
+        ("x-api-key", None),
+        ("api-key", None),
+        ("x-goog-api-key", None),
+        ("authorization", BEARER),
+    ]
     kept = providers.kept_headers(
         {"Content-Type": "a", "X-RateLimit-Remaining": "1", "Set-Cookie": "s", "request-id": "r"}
     )

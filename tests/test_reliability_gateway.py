@@ -46,9 +46,10 @@ def _raw(port: int, request: bytes, *, timeout: float = 10.0) -> tuple[int, dict
 
 
 def _post(path: str, host: str, body: bytes, extra: str = "") -> bytes:
+    key = ANTHROPIC_KEY if path.startswith("/v1/messages") else KEY  # each API its own key
     return (
         f"POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
-        f"Authorization: Bearer {KEY}\r\nContent-Length: {len(body)}\r\n{extra}"
+        f"Authorization: Bearer {key}\r\nContent-Length: {len(body)}\r\n{extra}"
         "Connection: close\r\n\r\n"
     ).encode() + body
 

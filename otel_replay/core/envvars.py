@@ -13,6 +13,11 @@ ANTHROPIC_API_KEY = "ANTHROPIC_API_KEY"
 AZURE_OPENAI_ENDPOINT = "AZURE_OPENAI_ENDPOINT"
 AZURE_OPENAI_API_KEY = "AZURE_OPENAI_API_KEY"
 AZURE_OPENAI_AD_TOKEN = "AZURE_OPENAI_AD_TOKEN"
+# Gemini API (``google-genai``): the base URL its client reads, and its two key variables
+# (``GOOGLE_API_KEY`` wins when both are set).
+GOOGLE_GEMINI_BASE_URL = "GOOGLE_GEMINI_BASE_URL"
+GOOGLE_API_KEY = "GOOGLE_API_KEY"
+GEMINI_API_KEY = "GEMINI_API_KEY"
 # The key given to an agent that has none during replay (the SDKs refuse to start
 # without one); never a credential.
 PLACEHOLDER_KEY = "otel-replay-no-key"

@@ -132,6 +132,7 @@ any other operation is written as it is)."""
 
 EXCHANGE_OF_OPERATION: Mapping[str, str] = {
     "chat": "chat",
+    "generate_content": "chat",  # Gemini's name for it
     "text_completion": "completions",
     "completion": "completions",
     "embeddings": "embeddings",

@@ -100,10 +100,16 @@ def patched_environ(env: Mapping[str, str]) -> Iterator[None]:
 
 def raise_for_misses(summary: Summary, *, cause: BaseException | None = None) -> None:
     """Raise the first miss of a finished run as :class:`ReplayMiss` (from ``cause``);
-    else a failure to write what the run recorded as :class:`OtelReplayError`."""
+    else a failure to write what the run recorded, or in strict mode a model call that
+    bypassed the gateway, as :class:`OtelReplayError`."""
     if not summary.misses:
         if summary.write_errors:
             raise OtelReplayError(f"otel-replay: {summary.write_errors[0]}") from cause
+        if summary.failed and summary.bypassed:
+            n, first = len(summary.bypassed), summary.bypassed[0]
+            raise OtelReplayError(
+                f"otel-replay: {n} model call(s) bypassed the gateway, first: {first}"
+            ) from cause
         return
     first = summary.misses[0]
     prefix = "replay miss: "
@@ -161,7 +167,7 @@ def _run(
     handle.env = dict(gateway.env)
     handle.url = gateway.server.url
     received = shared_received() or Received()
-    gateway.session.store.tap = received.tap
+    gateway.session.store.observers.append(received.tap)
     update = os.environ.get(UPDATE_SNAPSHOTS, "") not in ("", "0", "false", "no")
     handle.telemetry = telemetry = Telemetry(received, gateway.session, update=update)
     try:

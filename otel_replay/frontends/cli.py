@@ -240,6 +240,8 @@ def _run(args: argparse.Namespace, command: list[str]) -> int:
     print(summary.line(), file=sys.stderr)
     for message in [*summary.write_errors, *summary.misses]:
         print(f"otel-replay: {message}", file=sys.stderr)
+    for bypass in summary.bypassed:
+        print(f"otel-replay: bypassed the gateway: {bypass}", file=sys.stderr)
     if summary.misses and args.cassette is not None:
         if summary.replayed == 0 and not Path(args.cassette).exists():
             print(
@@ -251,7 +253,7 @@ def _run(args: argparse.Namespace, command: list[str]) -> int:
             print(f"otel-replay: see `otel-replay why --cassette {args.cassette}`", file=sys.stderr)
     if code:
         return code
-    return 1 if summary.misses or summary.write_errors else 0
+    return 1 if summary.failed else 0
 
 
 def _child(command: list[str], env: dict[str, str]) -> int:

@@ -7,12 +7,18 @@ name is still known, so it raises :class:`~otel_replay.core.errors.EgressBlocked
 name lookup or connection:
 
 - ``socket.getaddrinfo`` and ``socket.create_connection`` (every client resolves names
-  through them);
+  through them), ``socket.gethostbyname`` and ``gethostbyname_ex``;
 - ``socket.socket.connect`` / ``connect_ex`` with a host name address;
 - ``socket.socket.send`` / ``sendall``: a request line to a proxy — ``CONNECT host:443`` or
   an absolute-form ``GET http://host/...`` — names the real target even though the
   connection itself goes to the proxy (``HTTP(S)_PROXY``). This covers httpx, aiohttp,
   requests and urllib alike, sync or async, since they all write plaintext to the proxy.
+
+A connection to a literal address fails too when a provider name resolved to that
+address earlier in the process: the resolvers are watched (``watch_resolutions``, which
+the guard turns on, and which a caller may turn on earlier), so a client that looked a
+provider up before the guard, or an address the gateway's own threads resolved, gains
+nothing by connecting by number.
 
 Loopback and every other host are untouched. The gateway's own threads (named
 ``otel-replay-gateway…``) are exempt, so record and auto modes can still forward.
@@ -21,6 +27,7 @@ Loopback and every other host are untouched. The gateway's own threads (named
 from __future__ import annotations
 
 import fnmatch
+import ipaddress
 import socket
 import threading
 from collections.abc import Callable, Iterable, Iterator
@@ -28,38 +35,23 @@ from contextlib import contextmanager
 from typing import Any
 
 from otel_replay.core.errors import EgressBlocked
-from otel_replay.providers import PROVIDERS
+from otel_replay.providers import egress_hosts
 
 __all__ = [
-    "OTHER_PROVIDER_HOSTS",
     "PROVIDER_HOSTS",
     "allow_egress",
     "block_egress",
     "egress_blocked",
     "is_blocked",
     "is_provider_host",
+    "resolved_from",
+    "unwatch_resolutions",
+    "watch_resolutions",
 ]
 
-# Model provider APIs otel-replay does not speak yet, guarded all the same.
-OTHER_PROVIDER_HOSTS: tuple[str, ...] = (
-    "generativelanguage.googleapis.com",
-    "*-aiplatform.googleapis.com",
-    "bedrock-runtime.*.amazonaws.com",
-    "bedrock-runtime-fips.*.amazonaws.com",
-    "api.mistral.ai",
-    "api.groq.com",
-    "openrouter.ai",
-    "api.together.xyz",
-    "api.together.ai",
-)
-
-PROVIDER_HOSTS: tuple[str, ...] = tuple(
-    dict.fromkeys(
-        [*(host for row in PROVIDERS for host in row.egress_hosts), *OTHER_PROVIDER_HOSTS]
-    )
-)
-"""Host patterns (``fnmatch``) of the known model provider APIs: each provider's declared
-hosts, then the others."""
+PROVIDER_HOSTS: tuple[str, ...] = egress_hosts()
+"""Host patterns (``fnmatch``) of the known model provider APIs, as the provider table
+declares them (the one list routing and the guard share)."""
 
 EXEMPT_THREAD_PREFIX = "otel-replay-gateway"
 
@@ -69,6 +61,9 @@ _lock = threading.Lock()
 _saved: dict[str, Any] = {}
 _patterns: tuple[str, ...] = PROVIDER_HOSTS
 _listeners: list[Callable[[EgressBlocked], None]] = []
+_resolved: dict[str, str] = {}  # address -> the provider host it was resolved from
+_watched: dict[str, Any] = {}  # the resolvers as they were before the watch
+_watch_by_guard = False
 
 
 def _host_text(host: object) -> str | None:
@@ -96,12 +91,99 @@ def _exempt() -> bool:
     return threading.current_thread().name.startswith(EXEMPT_THREAD_PREFIX)
 
 
+def resolved_from(address: object) -> str | None:
+    """The provider host a literal address was resolved from in this process, if any."""
+    name = _host_text(address)
+    return _resolved.get(name.split("%", 1)[0]) if name else None
+
+
+def _blocked_name(host: object) -> str | None:
+    if is_provider_host(host, _patterns):
+        return _host_text(host) or str(host)
+    origin = resolved_from(host)
+    return None if origin is None else f"{_host_text(host)} (resolved from {origin})"
+
+
 def _check(host: object) -> None:
-    if _saved and is_provider_host(host, _patterns) and not _exempt():
-        error = EgressBlocked(_host_text(host) or str(host))
+    if not _saved or _exempt():
+        return
+    name = _blocked_name(host)
+    if name is not None:
+        error = EgressBlocked(name)
         for listener in list(_listeners):
             listener(error)
         raise error
+
+
+# -- the resolvers, watched -----------------------------------------------------------------
+
+
+def _remember(host: object, addresses: Iterable[object]) -> None:
+    if not is_provider_host(host, PROVIDER_HOSTS) and not is_provider_host(host, _patterns):
+        return
+    name = _host_text(host) or ""
+    for address in addresses:
+        text = _host_text(address)
+        if not text:
+            continue
+        try:
+            loopback = ipaddress.ip_address(text.split("%", 1)[0]).is_loopback
+        except ValueError:
+            continue
+        if not loopback:  # the gateway itself is never refused
+            _resolved[text.split("%", 1)[0]] = name
+
+
+def _watched_getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
+    found = _watched["getaddrinfo"](host, *args, **kwargs)
+    _remember(host, (entry[4][0] for entry in found if entry[4]))
+    return found
+
+
+def _watched_gethostbyname(host: Any) -> Any:
+    found = _watched["gethostbyname"](host)
+    _remember(host, [found])
+    return found
+
+
+def _watched_gethostbyname_ex(host: Any) -> Any:
+    found = _watched["gethostbyname_ex"](host)
+    _remember(host, found[2])
+    return found
+
+
+_WATCHES: dict[str, Callable[..., Any]] = {
+    "getaddrinfo": _watched_getaddrinfo,
+    "gethostbyname": _watched_gethostbyname,
+    "gethostbyname_ex": _watched_gethostbyname_ex,
+}
+
+
+def watch_resolutions() -> None:
+    """Remember the addresses provider host names resolve to from now on (idempotent),
+    so that the guard refuses connections made to them by number."""
+    with _lock:
+        _watch()
+
+
+def _watch() -> None:
+    if _watched:
+        return
+    for name, watch in _WATCHES.items():
+        _watched[name] = getattr(socket, name)
+        setattr(socket, name, watch)
+
+
+def unwatch_resolutions() -> None:
+    """Stop watching the resolvers (what was learnt is kept)."""
+    with _lock:
+        _unwatch()
+
+
+def _unwatch() -> None:
+    for name in _WATCHES:
+        if name in _watched:
+            setattr(socket, name, _watched.pop(name))
 
 
 def _address_host(address: object) -> object:
@@ -138,6 +220,16 @@ def _getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
     return _saved["getaddrinfo"](host, *args, **kwargs)
 
 
+def _gethostbyname(host: Any) -> Any:
+    _check(host)
+    return _saved["gethostbyname"](host)
+
+
+def _gethostbyname_ex(host: Any) -> Any:
+    _check(host)
+    return _saved["gethostbyname_ex"](host)
+
+
 def _create_connection(address: Any, *args: Any, **kwargs: Any) -> Any:
     _check(_address_host(address))
     return _saved["create_connection"](address, *args, **kwargs)
@@ -165,6 +257,8 @@ def _sendall(self: socket.socket, data: Any, *args: Any) -> Any:
 
 _MODULE_PATCHES: dict[str, Callable[..., Any]] = {
     "getaddrinfo": _getaddrinfo,
+    "gethostbyname": _gethostbyname,
+    "gethostbyname_ex": _gethostbyname_ex,
     "create_connection": _create_connection,
 }
 _METHOD_PATCHES: dict[str, Callable[..., Any]] = {
@@ -217,7 +311,7 @@ def block_egress(
     """Install the guard (idempotent). ``hosts`` replaces the provider host patterns;
     ``on_block`` is called with each error before it is raised (the pytest plugin uses it
     to fail a test even when the agent swallowed the error)."""
-    global _patterns
+    global _patterns, _watch_by_guard
     with _lock:
         if hosts is not None:
             _patterns = tuple(h.lower() for h in hosts)
@@ -225,6 +319,8 @@ def block_egress(
             _listeners.append(on_block)
         if _saved:
             return
+        _watch_by_guard = not _watched
+        _watch()
         for name, patch in _MODULE_PATCHES.items():
             _saved[name] = getattr(socket, name)
             setattr(socket, name, patch)
@@ -236,7 +332,7 @@ def block_egress(
 
 def allow_egress() -> None:
     """Remove the guard and restore the original socket functions (idempotent)."""
-    global _patterns
+    global _patterns, _watch_by_guard
     with _lock:
         for name in _MODULE_PATCHES:
             if name in _saved:
@@ -245,6 +341,9 @@ def allow_egress() -> None:
             if name in _saved:
                 setattr(socket.socket, name, _saved.pop(name))
         _unpatch_httpx()
+        if _watch_by_guard:
+            _unwatch()
+            _watch_by_guard = False
         _patterns = PROVIDER_HOSTS
         _listeners.clear()
 

@@ -154,7 +154,7 @@ class SharedGateway:
         upstream = self.server.gateway.upstream
         if hasattr(upstream, "bases") and session.mode in ("record", "auto"):
             upstream.bases = dict(upstreams)
-        session.store.tap = self.telemetry.received.tap
+        session.store.observers.append(self.telemetry.received.tap)
         self.thread.use_session(session)
         return agent_environment(self.server.url, self.server.grpc_port, session.mode, os.environ)
 
@@ -204,6 +204,10 @@ class ReplayBlock:
             first = summary.misses[0]
             add_failure(self.item, self.plugin.miss_message(first, self.cassette))
             raise ReplayMiss(first.removeprefix("replay miss: ")) from exc
+        if summary.failed and summary.bypassed:  # strict: calls the agent's spans show
+            message = f"otel-replay: model calls bypassed the gateway: {summary.bypassed}"
+            add_failure(self.item, message)
+            pytest.fail(message, pytrace=False)
 
     async def __aenter__(self) -> GatewayHandle:
         return self.__enter__()

@@ -196,7 +196,7 @@ class TelemetryGateway:
         self.received = Received()
         self.thread = GatewayThread(GatewayConfig(mode="off", environ=dict(os.environ))).start()
         assert self.thread.server is not None
-        self.thread.session.store.tap = self.received.tap
+        self.thread.session.store.observers.append(self.received.tap)
         self.url = self.thread.server.url
         env = otlp_environment(self.url, self.thread.server.grpc_port, os.environ)
         self.env = env if redirect else {}

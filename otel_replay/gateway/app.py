@@ -26,7 +26,7 @@ from otel_replay import providers
 from otel_replay.core import envvars as ev
 from otel_replay.core.errors import ReplayMiss, UpstreamError, root_cause
 from otel_replay.core.exchange import JSON, Exchange, Response, SSEEvent
-from otel_replay.gateway import probes
+from otel_replay.gateway import probes, refusal
 from otel_replay.gateway.call import (
     BodyTooDeep,
     Call,
@@ -45,7 +45,7 @@ from otel_replay.gateway.relay import (
     over_limit_body,
     over_limit_event,
 )
-from otel_replay.gateway.upstream import HOP_BY_HOP, NoUpstream, Upstream, UpstreamRequest
+from otel_replay.gateway.upstream import NoUpstream, Upstream, UpstreamRequest
 from otel_replay.gateway.writers import abort, body_response, not_saved, passthrough
 from otel_replay.otlp.http import add_otlp_routes
 from otel_replay.providers import Route
@@ -106,6 +106,9 @@ class Gateway:
             return probes.answer(kind)
         route = providers.ROUTER.route(request.path, headers)
         if route is None:
+            refused = refusal.refuse_unplaced(self.session, request, headers)
+            if refused is not None:
+                return refused
             decision = decide(self.session.mode, routed=False, match=None, own_key=False)
             return await self._carry_out(request, None, decision)
         try:
@@ -217,15 +220,6 @@ class Gateway:
             body, status=400, headers={"x-should-retry": "false", "x-otel-replay": "miss"}
         )
 
-    def unroutable(self, call: Call, exc: NoUpstream) -> web.Response:
-        """A live call with no upstream to go to: the agent is told what to set, and the
-        run counts it as a miss (nothing is recorded, since no provider answered), so it
-        cannot pass unnoticed when the agent swallows the error."""
-        log.warning("otel-replay: %s", exc)
-        self.session.missed(ReplayMiss(str(exc)), call.provider.name, call.path, call.body)
-        body = call.provider.error_body(502, f"otel-replay: {exc}", "otel_replay_no_upstream")
-        return web.json_response(body, status=502, headers={"x-should-retry": "false"})
-
     # -- replay ------------------------------------------------------------------------
     async def replay(self, call: Call, response: Response) -> web.StreamResponse:
         request = call.request
@@ -275,6 +269,9 @@ class Gateway:
         answer that could not be saved reaches the agent as a failure (a plain one as a 507,
         a stream cut short), and once recording has stopped a live call is refused: what the
         agent gets is always what a replay will give it."""
+        refused = refusal.refuse_misplaced(call)  # never another provider's credential
+        if refused is not None:
+            return refused
         failure = call.session.refuse_live()
         if failure is not None:
             return not_saved(call.provider, f"recording stopped, call not forwarded: {failure}")
@@ -288,13 +285,13 @@ class Gateway:
             method=request.method,
             path=call.route.forward_path(request.path),
             query=request.query_string,
-            headers={k: v for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP},
+            headers=refusal.forwarded_headers(call),  # with only its own upstream's credentials
             body=call.raw,
         )
         try:
             upstream = await self.upstream.send(outgoing)
         except NoUpstream as exc:
-            return self.unroutable(call, exc)
+            return refusal.refuse_unroutable(call, exc)
         except UpstreamError as exc:
             self._record(call, Response(status=0, fault=exc.kind))
             abort(request)

@@ -115,10 +115,11 @@ def agent_environment(
             env[endpoint_var] = f"{url}/v1/{signal}"
             env[protocol_var] = protocol if protocol != "grpc" else "http/protobuf"
     if mode in ("strict", "auto"):
-        # official SDKs refuse to start without a key; replay needs none
-        for key in (key for row in providers.PROVIDERS for key in row.placeholder_env):
-            if not caller.get(key):
-                env[key] = ev.PLACEHOLDER_KEY
+        # official SDKs refuse to start without a key; replay needs none (and a caller
+        # holding any key of a provider keeps it: a placeholder beside it could win)
+        for row in providers.PROVIDERS:
+            if not any(caller.get(name) for name in row.credential_env):
+                env.update(dict.fromkeys(row.placeholder_env, ev.PLACEHOLDER_KEY))
     return env
 
 

@@ -122,7 +122,8 @@ class TraceStore:
         self.metric_points_received = 0
         self.failure: str | None = None  # the first write that failed, once one has
         self.lines_lost = 0
-        self.tap: Tap | None = None  # sees every received batch (``Received.tap``)
+        self.observers: list[Tap] = []
+        """Each sees every received batch (a block's ``run.spans``, bypass detection)."""
 
     @classmethod
     def beside(
@@ -200,12 +201,11 @@ class TraceStore:
                 self._append(self._metrics, line)
 
     def _tapped(self, signal: str, msg: Message) -> None:
-        tap = self.tap
-        if tap is not None:
+        for observe in self.observers:
             try:
-                tap(signal, msg)
+                observe(signal, msg)
             except Exception:  # a reader's fault never costs the batch its place on disk
-                log.exception("otel-replay: could not keep a received %s batch in memory", signal)
+                log.exception("otel-replay: could not read a received %s batch", signal)
 
     def _append(self, target: _LineFile, line: bytes) -> bool:
         """Write one line (under ``_lock``). The first failure stops the store: that

@@ -11,7 +11,9 @@ command line read only this table. An upstream serving another provider's API (A
 OpenAI serves OpenAI's) is a row with that ``api``.
 
 ``provider_for(path, headers)`` picks the surface that owns a request; ``get(name)``
-returns a surface by name; ``ROUTER`` maps a gateway path to its (surface, upstream).
+returns a surface by name; ``ROUTER`` maps a gateway path to its (surface, upstream);
+``egress_hosts()`` lists every model provider host, the rows' and those of providers
+without a row yet (``UNDECLARED_HOSTS``), for the egress guard and the upstream check.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from collections.abc import Mapping
 
 from otel_replay.core import envvars as ev
 from otel_replay.core.errors import ConfigError
+from otel_replay.providers import azure, gemini_request
 from otel_replay.providers.azure import AZURE_PREFIX, azure_endpoint
 from otel_replay.providers.base import OutputView, Provider
 from otel_replay.providers.parts import strip_prefix
@@ -31,13 +34,17 @@ __all__ = [
     "AZURE_PREFIX",
     "PROVIDERS",
     "ROUTER",
+    "UNDECLARED_HOSTS",
+    "UNDECLARED_KEYS",
     "OutputView",
     "Provider",
     "ProviderSpec",
     "Route",
     "credential_headers",
+    "egress_hosts",
     "get",
     "kept_headers",
+    "match_endpoint",
     "provider_for",
     "sdk_modules",
     "semconv_names",
@@ -73,6 +80,7 @@ PROVIDERS: tuple[ProviderSpec, ...] = (
         credential_env=(ev.OPENAI_API_KEY,),
         credential_headers=(_BEARER,),
         placeholder_env=(ev.OPENAI_API_KEY,),
+        key_kinds=("openai-key",),
         kept_headers=_OPENAI_KEPT,
         kept_prefixes=("x-ratelimit-",),
         semconv_names=("openai",),
@@ -99,6 +107,7 @@ PROVIDERS: tuple[ProviderSpec, ...] = (
         credential_env=(ev.ANTHROPIC_API_KEY,),
         credential_headers=(CredentialHeader("x-api-key"), _BEARER),
         placeholder_env=(ev.ANTHROPIC_API_KEY,),
+        key_kinds=("anthropic-key",),
         kept_headers=frozenset({"content-type", "retry-after", "x-should-retry", "request-id"}),
         kept_prefixes=("anthropic-ratelimit-",),
         semconv_names=("anthropic",),
@@ -122,13 +131,77 @@ PROVIDERS: tuple[ProviderSpec, ...] = (
         kept_headers=_OPENAI_KEPT,
         kept_prefixes=("x-ratelimit-",),
         semconv_names=("azure.ai.openai", "az.ai.openai", "azure"),
-        egress_hosts=("*.openai.azure.com",),
+        egress_hosts=(
+            "*.openai.azure.com",
+            "*.cognitiveservices.azure.com",
+            "*.services.ai.azure.com",
+        ),
+    ),
+    ProviderSpec(
+        name="gemini",
+        api="gcp.gemini",
+        title="Gemini API",
+        # /v1beta/ and /v1alpha/ are Gemini's alone; under /v1/ only its model methods
+        mounts=(
+            Mount("/v1beta/"),
+            Mount("/v1alpha/"),
+            Mount("/v1/", pattern=gemini_request.GEMINI_PATH, rest=False),
+        ),
+        base_env=ev.GOOGLE_GEMINI_BASE_URL,
+        surface="otel_replay.providers.gemini:GEMINI",
+        default_base="https://generativelanguage.googleapis.com",
+        option_help="real Gemini API base URL",
+        credential_env=(ev.GOOGLE_API_KEY, ev.GEMINI_API_KEY),
+        credential_headers=(CredentialHeader("x-goog-api-key"),),
+        placeholder_env=(ev.GEMINI_API_KEY,),
+        key_kinds=("google-api-key",),
+        kept_headers=frozenset({"content-type", "retry-after", "x-should-retry"}),
+        semconv_names=("gcp.gemini", "gemini", "gcp.gen_ai"),
+        sdk_modules=("google.genai",),
+        egress_hosts=("generativelanguage.googleapis.com",),
     ),
 )
 """Every upstream otel-replay speaks to, in the order the agent's environment lists them."""
 
+UNDECLARED_HOSTS: tuple[str, ...] = (
+    "aiplatform.googleapis.com",
+    "*-aiplatform.googleapis.com",
+    "bedrock-runtime.*.amazonaws.com",
+    "bedrock-runtime-fips.*.amazonaws.com",
+    "api.mistral.ai",
+    "api.groq.com",
+    "openrouter.ai",
+    "api.together.xyz",
+    "api.together.ai",
+    "api.x.ai",
+    "api.deepseek.com",
+    "api.cohere.com",
+    "api.cohere.ai",
+    "api.fireworks.ai",
+    "api.perplexity.ai",
+)
+"""Host patterns (``fnmatch``) of model provider APIs that have no row of their own yet:
+guarded all the same. A provider given a row takes its hosts into ``egress_hosts``."""
+
+UNDECLARED_KEYS: Mapping[str, str] = {"aws-access-key-id": "AWS"}
+"""Key shapes (as ``redaction.shapes`` names them) of providers without a row yet, and
+whose they are: a request carrying one is forwarded to no upstream until a row declares
+the shape in its ``key_kinds``."""
+
 ROUTER = Router(PROVIDERS)
 _SPECS = {row.name: row for row in PROVIDERS}
+
+
+def egress_hosts() -> tuple[str, ...]:
+    """Every model provider host pattern: each row's, then the undeclared ones."""
+    rows = (host for row in PROVIDERS for host in row.egress_hosts)
+    return tuple(dict.fromkeys([*rows, *UNDECLARED_HOSTS]))
+
+
+def match_endpoint(endpoint: str) -> str:
+    """An endpoint as matching compares it: the operation it stands for (Azure OpenAI's
+    deployments and ``api-version``, Gemini's model and API version left out)."""
+    return gemini_request.match_endpoint(azure.match_endpoint(endpoint))
 
 
 def spec(name: str) -> ProviderSpec | None:

@@ -2,8 +2,9 @@
 
 Like httpx's ``mounts`` or mitmproxy's mode specs, the router is a table: each
 :class:`~otel_replay.providers.spec.Mount` of each :class:`ProviderSpec` is a row. Longer
-prefixes win; under one prefix a mount that recognises the path wins, then one that
-recognises a header, then the mount that takes the rest.
+prefixes win; under one prefix a mount whose pattern the path matches wins, then one that
+recognises the path, then one that recognises a header, then the mount that takes the
+rest.
 """
 
 from __future__ import annotations
@@ -59,6 +60,9 @@ class Router:
             return None
         longest = len(candidates[0][1].prefix)
         candidates = [row for row in candidates if len(row[1].prefix) == longest]
+        for spec, mount in candidates:
+            if mount.pattern is not None and mount.pattern.match(path):
+                return Route(spec, mount)
         endpoint = strip_prefix(path)
         for spec, mount in candidates:
             if mount.paths and endpoint.startswith(mount.paths):

@@ -9,6 +9,7 @@ own with ``api="openai"``. :class:`Mount` rows say which gateway paths reach it.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -42,7 +43,9 @@ class Mount:
     """Gateway paths that reach one upstream.
 
     A request belongs to a mount when its path starts with ``prefix`` and the mount
-    recognises it: a path (from ``/v1`` on) starting with one of ``paths`` always does;
+    recognises it: a path matching ``pattern`` always does (an API whose paths share a
+    prefix with another's, such as Gemini's ``/v1/models/{model}:generateContent``); a
+    path (from ``/v1`` on) starting with one of ``paths`` does;
     otherwise one of ``headers`` present does; otherwise a mount with ``rest`` takes what
     is left under its prefix. ``strip`` is removed from the path before the provider reads it and
     before it is forwarded (a named upstream under ``/u/NAME``); ``reads`` turns the
@@ -51,6 +54,7 @@ class Mount:
 
     prefix: str
     paths: tuple[str, ...] = ()
+    pattern: re.Pattern[str] | None = None
     headers: tuple[str, ...] = ()
     rest: bool = True
     strip: str = ""
@@ -86,6 +90,9 @@ class ProviderSpec:
     credential_env: tuple[str, ...] = ()
     """Variables holding the caller's credentials for it (auto mode's own-key check)."""
     credential_headers: tuple[CredentialHeader, ...] = ()
+    key_kinds: tuple[str, ...] = ()
+    """Shapes of its keys, as ``redaction.shapes`` names them (``openai-key``): a key of
+    this shape is never sent to another upstream."""
     placeholder_env: tuple[str, ...] = ()
     """Key variables its SDK refuses to start without; given a placeholder in replay."""
     kept_headers: frozenset[str] = frozenset()

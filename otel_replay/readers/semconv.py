@@ -83,7 +83,7 @@ def read(span: Span, attrs: Mapping[str, Any], events: Sequence[Event]) -> Excha
         known.add("model")
     if messages is not None or system is not None:
         known |= {"system", "messages"}
-    if tools is not None:
+    if tools is not None and not _schemas_missing(tools):
         known.add("tools")
     finish = merged.get(genai.FINISH_REASONS)
     return exchange_from_view(
@@ -171,3 +171,13 @@ def _deprecated(attrs: Mapping[str, Any], events: Sequence[Event]) -> _Deprecate
     found.inputs = inputs or None
     found.outputs = outputs or None
     return found
+
+
+def _schemas_missing(tools: Any) -> bool:
+    """Whether the tool definitions are names without their schemas (``"parameters":
+    null``, as the Google GenAI instrumentation writes them): the span does not know
+    the tools the request offered, only what they were called."""
+    functions = [t for t in tools if isinstance(t, dict)] if isinstance(tools, list) else []
+    return bool(functions) and all(
+        "parameters" in tool and tool["parameters"] is None for tool in functions
+    )

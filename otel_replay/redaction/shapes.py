@@ -23,6 +23,7 @@ __all__ = [
     "PLACEHOLDER",
     "PLACEHOLDER_RE",
     "SHAPES_RE",
+    "key_kind",
     "shape_replacement",
 ]
 
@@ -233,3 +234,14 @@ def _replaced(shape: _Shape, whole: str, found: re.Match[str]) -> str:
     if shape.check is not None and not shape.check(secret):
         return whole  # e.g. a word after "Bearer" ("Bearer authentication"), not a token
     return whole[:start] + shape.placeholder + whole[end:]
+
+
+def key_kind(value: str) -> str | None:
+    """The kind of secret ``value`` is as a whole (``openai-key``, ``google-api-key``...),
+    or None when it has no known shape (found in linear time, then told apart)."""
+    if not value or SHAPES_RE.fullmatch(value) is None:
+        return None
+    for shape in _SHAPES_BY_FIRST.get(value[:1], ()):
+        if shape.pattern.fullmatch(value) is not None:
+            return shape.placeholder[len("[REDACTED:") : -1]
+    return None

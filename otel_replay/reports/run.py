@@ -31,6 +31,8 @@ class Summary:
     write_errors: list[str] = field(default_factory=list)  # what could not be written
     live_cost: float | None = None  # the list price of the live calls that could be priced
     live_unpriced: int = 0  # live calls whose model (or usage) is not known
+    bypassed: list[str] = field(default_factory=list)
+    """Model calls the agent's own spans show that never reached the gateway."""
 
     def cost_text(self) -> str | None:
         """``live calls cost $0.0123`` (and how many could not be priced), or None."""
@@ -53,7 +55,17 @@ class Summary:
         cost = self.cost_text()
         if cost is not None:
             line += f" · {cost}"
+        if self.bypassed:
+            n = len(self.bypassed)
+            line += f" · {n} model {'call' if n == 1 else 'calls'} bypassed the gateway"
         return line
+
+    @property
+    def failed(self) -> bool:
+        """Whether the run failed: a miss, a write that failed, or (strict) a model call
+        that bypassed the gateway."""
+        bypass = bool(self.bypassed) and self.mode == "strict"
+        return bool(self.misses or self.write_errors) or bypass
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -70,6 +82,7 @@ class Summary:
             "write_errors": list(self.write_errors),
             "live_cost": self.live_cost,
             "live_unpriced": self.live_unpriced,
+            "bypassed": list(self.bypassed),
         }
 
 
@@ -86,6 +99,7 @@ def combined(summaries: Iterable[Summary], mode: str) -> Summary:
         if summary.live_cost is not None:
             total.live_cost = (total.live_cost or 0.0) + summary.live_cost
         total.live_unpriced += summary.live_unpriced
+        total.bypassed.extend(summary.bypassed)
     return total
 
 

@@ -19,7 +19,6 @@ from typing import Any
 from otel_replay.cassette.model import Cassette, dump, load, locked
 from otel_replay.cassette.provenance import run_source
 from otel_replay.cassette.recordings import Recordings
-from otel_replay.core import envvars
 from otel_replay.core.errors import CassetteError, ConfigError, ReplayMiss
 from otel_replay.core.exchange import CanonicalRequest, Exchange
 from otel_replay.core.gcpause import paused_gc
@@ -36,22 +35,16 @@ from otel_replay.reports.misses import Miss as Miss
 from otel_replay.reports.misses import write_misses
 from otel_replay.reports.prices import priced_total
 from otel_replay.reports.run import Summary as Summary
+from otel_replay.session.bypass import BypassWatch
+from otel_replay.session.modes import MODES as MODES
+from otel_replay.session.modes import default_mode as default_mode
 from otel_replay.session.suite import SuiteWrites, append_or_start
 from otel_replay.spans.encode import exchange_to_trace_json
 from otel_replay.spans.miss import miss_to_trace_json
 
-MODES = ("strict", "auto", "record", "off")
-
 log = logging.getLogger("otel_replay")
 _GC_PAUSE_EXCHANGES = 1_000
 _WHY_SPANS = 20  # misses whose span carries their why
-
-
-def default_mode(environ: dict[str, str] | None = None) -> str:
-    """``strict`` when ``CI`` is set (and not false-ish), else ``auto``."""
-    env = os.environ if environ is None else environ
-    ci = env.get(envvars.CI, "").strip().lower()
-    return "strict" if ci and ci not in ("0", "false", "no") else "auto"
 
 
 class Session:
@@ -96,6 +89,7 @@ class Session:
             if trace_file
             else TraceStore(None, redact=redact, redact_text=redact_text)
         )
+        self.bypass = BypassWatch(self.store)  # model calls the agent's spans show
         self.rules = rules
         self.normalizer, by = cassette_rules(rules, self.cassette.source, f"{cassette}")
         self.matcher = Matcher.for_exchanges(self.cassette.interactions, self.normalizer, by)
@@ -152,6 +146,7 @@ class Session:
 
     # -- events from the gateway -----------------------------------------------------------
     def replayed_hit(self, index: int, exchange: Exchange | None = None) -> None:
+        self.bypass.reached(self.recording(index).provider)
         with self._lock:
             self.replayed += 1
             self.hits.append(index)
@@ -179,6 +174,7 @@ class Session:
                 or any(p.encode() in line for p in self._places if len(p) > 1)
             ):
                 self._mentions_places = mentions(exchange.request, self._places)
+        self.bypass.reached(exchange.provider, exchange.start_ns)
         with self._lock:
             self.live.append(exchange)
             self._trace_ids.add(trace_id)
@@ -219,6 +215,7 @@ class Session:
         place: tuple[str | None, str | None, int] = (None, None, 0),
     ) -> None:
         """A miss; ``place``: its traceparent's trace and span ids, and its start time."""
+        self.bypass.reached(provider)
         with self._lock:
             used = sorted(self.matcher.used)
             self.misses.append(Miss(str(miss), miss.component, provider, path, body, used))
@@ -281,6 +278,7 @@ class Session:
             write_errors=self._write_errors(),
             live_cost=cost if len(self.live) > unpriced else None,
             live_unpriced=unpriced,
+            bypassed=self.bypass.bypassed(),
         )
 
     def _write_errors(self) -> list[str]:

@@ -1,4 +1,4 @@
-"""A stub upstream: a small, deterministic fake of the OpenAI and Anthropic APIs.
+"""A stub upstream: a small, deterministic fake of the OpenAI, Anthropic and Gemini APIs.
 
 It is the built-in upstream of ``otel-replay demo`` and the peer the tests start. Answers
 are computed from the request, so the same request always gets the same answer:
@@ -10,9 +10,11 @@ are computed from the request, so the same request always gets the same answer:
   the offered tool ``NAME`` with those arguments, ``stub:text`` answers in text although
   tools are offered (``stub_turns.directive``).
 
-Azure OpenAI's paths answer like the OpenAI ones: ``/openai/deployments/{deployment}/...``
-and ``/openai/...`` (both requiring ``?api-version=``; the deployment is the default model)
-and ``/openai/v1/...``; an Azure chat stream opens with the prompt-filter chunk Azure sends.
+The Gemini API's model methods (``/v1beta/models/{model}:generateContent`` and the
+rest) answer from ``stub_gemini``. Azure OpenAI's paths answer like the OpenAI ones:
+``/openai/deployments/{deployment}/...`` and ``/openai/...`` (both requiring
+``?api-version=``; the deployment is the default model) and ``/openai/v1/...``; an Azure
+chat stream opens with the prompt-filter chunk Azure sends.
 
 Streams are produced here independently of otel-replay's own stream code, the way the real
 APIs stream them, so tests that replay through the gateway check one against the other.
@@ -33,7 +35,7 @@ from typing import Any
 
 from aiohttp import web
 
-from otel_replay.testing import stub_anthropic, stub_openai
+from otel_replay.testing import stub_anthropic, stub_gemini, stub_openai
 from otel_replay.testing.stub_turns import Reply, tokens
 
 __all__ = ["Fault", "StubUpstream", "run_stub"]
@@ -169,6 +171,10 @@ class StubUpstream:
             if deployment is not None:
                 body.setdefault("model", deployment)
             path, anthropic = route, False
+        if stub_gemini.is_gemini(path):
+            reply = stub_gemini.answer(path, body)
+            if reply is not None:
+                return await self._answer(request, reply, fault)
         if path == "/v1/models":
             return web.json_response({"object": "list", "data": [stub_openai.model("stub-model")]})
         if anthropic and path == "/v1/messages/count_tokens":

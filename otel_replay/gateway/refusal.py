@@ -1,0 +1,86 @@
+"""Keeping calls from the wrong provider: the headers a call is forwarded with (never
+another provider's credential headers), and the calls refused outright: one holding the
+key of a provider with another API (``providers.placement.misplaced``) and a model call
+no provider's API claims (``unplaced``), answered with status 421, and a live call with
+no upstream to go to (502). None is forwarded; each is counted as a miss in the session
+(so the run fails even when the agent swallows the error) and answered in the provider's
+own error format with ``x-should-retry: false``."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+
+from aiohttp import web
+
+from otel_replay import providers
+from otel_replay.core.errors import ReplayMiss
+from otel_replay.core.exchange import JSON
+from otel_replay.gateway.call import Call
+from otel_replay.gateway.upstream import HOP_BY_HOP, NoUpstream
+from otel_replay.providers.base import Provider
+from otel_replay.providers.placement import foreign_headers, misplaced, unplaced
+from otel_replay.session.session import Session
+
+__all__ = [
+    "MISDIRECTED",
+    "forwarded_headers",
+    "refuse_misplaced",
+    "refuse_unplaced",
+    "refuse_unroutable",
+]
+
+log = logging.getLogger("otel_replay.gateway")
+
+MISDIRECTED = 421
+"""The status of a request refused because it would reach the wrong provider."""
+
+
+def _refused(session: Session, provider: Provider, path: str, body: JSON, why: str) -> web.Response:
+    log.warning("otel-replay: %s", why)
+    session.missed(ReplayMiss(why), provider.name, path, body)
+    error = provider.error_body(MISDIRECTED, f"otel-replay: {why}", "otel_replay_misdirected")
+    return web.json_response(error, status=MISDIRECTED, headers={"x-should-retry": "false"})
+
+
+def forwarded_headers(call: Call) -> dict[str, str]:
+    """The request headers a call is forwarded with: not those of one hop, nor the
+    credential headers only other providers declare."""
+    dropped = HOP_BY_HOP | foreign_headers(call.route.spec)
+    return {k: v for k, v in call.request.headers.items() if k.lower() not in dropped}
+
+
+def refuse_misplaced(call: Call) -> web.Response | None:
+    """The refusal of a call about to be forwarded with a credential that is not its
+    upstream's; None when it may go."""
+    headers = {name.lower(): value for name, value in call.request.headers.items()}
+    # a key in the query (Gemini's ``?key=``) is forwarded with it: looked at the same way
+    headers["query key"] = call.request.query.get("key", "")
+    why = misplaced(call.route.spec, headers)
+    if why is None:
+        return None
+    why = f"not forwarded to {call.route.spec.title}: {why}"
+    return _refused(call.session, call.provider, call.path, call.body, why)
+
+
+def refuse_unplaced(
+    session: Session, request: web.Request, headers: Mapping[str, str]
+) -> web.Response | None:
+    """The refusal of a request no mount claims that carries a provider's credential;
+    None for a stray that is no model call (a health check)."""
+    why = unplaced(request.method, request.path, headers)
+    if why is None:
+        return None
+    # no API claims it: the answer is in the format of the API the agent most likely
+    # speaks (OpenAI's, which most clients read)
+    return _refused(session, providers.get(providers.PROVIDERS[0].api), request.path, None, why)
+
+
+def refuse_unroutable(call: Call, exc: NoUpstream) -> web.Response:
+    """A live call with no upstream to go to: the agent is told what to set, and the
+    run counts it as a miss (nothing is recorded, since no provider answered), so it
+    cannot pass unnoticed when the agent swallows the error."""
+    log.warning("otel-replay: %s", exc)
+    call.session.missed(ReplayMiss(str(exc)), call.provider.name, call.path, call.body)
+    body = call.provider.error_body(502, f"otel-replay: {exc}", "otel_replay_no_upstream")
+    return web.json_response(body, status=502, headers={"x-should-retry": "false"})

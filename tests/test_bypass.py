@@ -1,0 +1,132 @@
+"""Bypass detection from the agent's own telemetry: an instrumented ``google-genai`` agent
+whose second client is pointed straight at the provider (the stub standing in for it)
+during a strict replay. Its spans reach the gateway; the call they show never did: the
+run fails and names it. The same agent making every call through the gateway passes.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from gemini_agents import INSTRUMENTED
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+from otel_replay.gateway.runner import GatewayConfig, GatewayThread
+from otel_replay.otlp.attributes import dict_to_attributes
+from otel_replay.session.bypass import BypassWatch
+from otel_replay.testing.stub import run_stub
+
+KEY = "AIzaSyBypass-test-gemini-key-000000001"
+MODEL = "gemini-2.5-flash"
+
+AGENT = (
+    INSTRUMENTED
+    + textwrap.dedent(
+        """
+        import sys
+
+        from google import genai
+        from google.genai import types
+
+        key, direct = sys.argv[1], sys.argv[2]
+        # through the gateway: the client finds it by GOOGLE_GEMINI_BASE_URL
+        through = genai.Client(api_key=key)
+        print(through.models.generate_content(model="MODEL", contents="hi").text)
+        if direct != "-":
+            # a client with the provider's address written in: it never sees the gateway
+            options = types.HttpOptions(base_url=direct)
+            client = genai.Client(api_key=key, http_options=options)
+            print(client.models.generate_content(model="MODEL", contents="hi").text)
+        provider.shutdown()
+        """
+    )
+).replace("MODEL", MODEL)
+
+
+@pytest.fixture(scope="module")
+def cassette(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A recording of the one call the agent makes through the gateway."""
+    from google import genai
+    from google.genai import types
+
+    path = tmp_path_factory.mktemp("bypass") / "c.json"
+    with run_stub() as stub:
+        config = GatewayConfig(mode="record", cassette=path, grpc_port=None, environ={})
+        config.upstreams = {"gemini": stub.url}
+        with GatewayThread(config) as gw:
+            options = types.HttpOptions(base_url=gw.env["GOOGLE_GEMINI_BASE_URL"])
+            with genai.Client(api_key=KEY, http_options=options) as client:
+                client.models.generate_content(model=MODEL, contents="hi")
+            assert gw.stop().live == 1
+    return path
+
+
+def replay(cassette: Path, direct: str) -> subprocess.CompletedProcess[str]:
+    script = cassette.parent / "agent.py"
+    script.write_text(AGENT)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "GOOGLE_"))}
+    env.update(NO_PROXY="127.0.0.1,localhost", CI="true")
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+    command = [sys.executable, "-m", "otel_replay.frontends.cli", "replay", "--mode", "strict"]
+    command += ["--cassette", str(cassette), "--", sys.executable, str(script), KEY, direct]
+    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_a_call_that_bypassed_the_gateway_fails_a_strict_replay_and_is_named(cassette):
+    with run_stub() as stub:
+        done = replay(cassette, stub.url)
+        reached = [r.path for r in stub.received]
+    assert reached == [f"/v1beta/models/{MODEL}:generateContent"]  # the bypass, live
+    assert done.stdout.splitlines() == ["stub reply to: hi", "stub reply to: hi"]
+    assert done.returncode == 1, done.stderr
+    assert "1 replayed · 0 live · 0 misses" in done.stderr
+    assert "· 1 model call bypassed the gateway" in done.stderr
+    assert f"bypassed the gateway: gcp.gemini call 'generate_content {MODEL}'" in done.stderr
+
+
+def test_the_same_agent_through_the_gateway_passes(cassette):
+    done = replay(cassette, "-")
+    assert done.returncode == 0, done.stderr
+    assert "1 replayed · 0 live · 0 misses" in done.stderr
+    assert "bypassed" not in done.stderr
+
+
+def _batch(*spans: tuple[bytes, bytes, dict[str, str], int, int]) -> ExportTraceServiceRequest:
+    request = ExportTraceServiceRequest()
+    scope = request.resource_spans.add().scope_spans.add()
+    for span_id, parent, attrs, start, end in spans:
+        span = scope.spans.add(
+            trace_id=b"t" * 16,
+            span_id=span_id,
+            parent_span_id=parent,
+            name=f"chat {span_id.hex()[:4]}",
+            start_time_unix_nano=start,
+            end_time_unix_nano=end,
+        )
+        span.attributes.extend(dict_to_attributes(attrs))
+    return request
+
+
+def test_each_call_counts_once_and_only_when_no_gateway_call_is_in_its_window():
+    chat = {"gen_ai.provider.name": "openai", "gen_ai.operation.name": "chat"}
+    s = 1_000_000_000
+    watch = BypassWatch()
+    watch.observe(
+        _batch(
+            (b"A" * 8, b"", chat, 10 * s, 20 * s),  # a framework's span around B
+            (b"B" * 8, b"A" * 8, chat, 11 * s, 19 * s),  # the SDK's span: reached
+            (b"C" * 8, b"", chat, 30 * s, 31 * s),  # nothing reached the gateway then
+            (b"D" * 8, b"", {**chat, "gen_ai.provider.name": "acme"}, 40 * s, 41 * s),
+            (b"E" * 8, b"", {**chat, "otel_replay.format_version": "1"}, 50 * s, 51 * s),
+            (b"F" * 8, b"", {**chat, "gen_ai.operation.name": "execute_tool"}, 60 * s, 61 * s),
+        )
+    )
+    watch.reached("openai", 15 * s)
+    watch.reached("anthropic", 30 * s)  # another provider's call does not cover C
+    c = (b"C" * 8).hex()
+    assert watch.bypassed() == [f"openai call 'chat {c[:4]}' (span {c})"]
