@@ -30,6 +30,7 @@ from otel_replay.core.errors import CassetteError, ConfigError, EgressBlocked, R
 from otel_replay.frontends.api import GatewayHandle, patched_environ
 from otel_replay.frontends.rulefiles import rule_sources
 from otel_replay.providers import PROVIDERS
+from otel_replay.providers.named import parse_upstream
 from otel_replay.reports.formats import write_suite
 from otel_replay.reports.run import combined
 from otel_replay.session.session import MODES, Session, Summary, default_mode
@@ -87,6 +88,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                 metavar="URL",
                 help=row.option_help,
             )
+    group.addoption(
+        "--otel-replay-upstream",
+        action="append",
+        default=[],
+        type=parse_upstream,
+        metavar="NAME=URL",
+        help="an OpenAI-compatible upstream, at /u/NAME/v1 (NAME_BASE_URL); repeatable",
+    )
     parser.addini(
         "otel_replay_cassette_dir",
         "folder beside the test file where bare cassette names live",
@@ -156,7 +165,8 @@ class SharedGateway:
         if hasattr(upstream, "bases") and session.mode in ("record", "auto"):
             upstream.bases = dict(upstreams)
         self.thread.use_session(session)
-        return agent_environment(self.server.url, self.server.grpc_port, session.mode, os.environ)
+        env = os.environ
+        return agent_environment(self.url, self.server.grpc_port, session.mode, env, upstreams)
 
     def end(self) -> Summary:
         """Point the gateway back at its idle session; finish and summarise the block's."""
@@ -244,6 +254,7 @@ class OtelReplayPlugin:
             for row in PROVIDERS
             if row.option_help is not None
         }
+        self.upstreams.update(config.getoption("otel_replay_upstream"))
         self.cassette_dir = str(config.getini("otel_replay_cassette_dir") or "cassettes")
         self.gateway: SharedGateway | None = None
         self.results: list[BlockResult] = []

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -78,14 +78,22 @@ def upstream_bases(config: GatewayConfig, environ: Mapping[str, str]) -> dict[st
 
 
 def agent_environment(
-    url: str, grpc_port: int | None, mode: str, caller: Mapping[str, str]
+    url: str,
+    grpc_port: int | None,
+    mode: str,
+    caller: Mapping[str, str],
+    named: Iterable[str] = (),
 ) -> dict[str, str]:
     """The variables that point an unmodified agent at the gateway.
 
     OTLP goes to the HTTP receiver unless the caller's settings ask for gRPC, in which
-    case the endpoints name the gRPC port.
+    case the endpoints name the gRPC port. Each ``named`` upstream that is not a row of
+    ``PROVIDERS`` (an OpenAI-compatible host) is ``NAME_BASE_URL``
+    (``http://gateway/u/NAME/v1``).
     """
-    env = {row.base_env: url + row.agent_path for row in providers.PROVIDERS}
+    hosts = [name for name in named if providers.spec(name) is None]
+    rows = [*providers.PROVIDERS, *(providers.named_upstream(name) for name in hosts)]
+    env = {row.base_env: url + row.agent_path for row in rows}
     env[ev.OTEL_REPLAY_URL] = url
     env[ev.OTEL_REPLAY_MODE] = mode
     host = url.rsplit(":", 1)[0]  # http://127.0.0.1 or http://[::1]
@@ -115,7 +123,7 @@ def agent_environment(
             env[protocol_var] = protocol if protocol != "grpc" else "http/protobuf"
     if mode in ("strict", "auto"):
         # official SDKs refuse to start without a key; replay needs none
-        for key in (key for row in providers.PROVIDERS for key in row.placeholder_env):
+        for key in (key for row in rows for key in row.placeholder_env):
             if not caller.get(key):
                 env[key] = ev.PLACEHOLDER_KEY
     return env
@@ -140,7 +148,9 @@ class GatewayServer:
             redactor=Redactor.from_environment(secrets_from),
             rules=config.rules,
         )
-        self.upstream = config.upstream or HttpUpstream(upstream_bases(config, self.caller_env))
+        self.upstream = config.upstream or HttpUpstream(
+            upstream_bases(config, self.caller_env), environ=self.caller_env
+        )
         self.gateway = Gateway(
             session,
             self.upstream,
@@ -195,7 +205,13 @@ class GatewayServer:
             except ConfigError:
                 await self._runner.cleanup()
                 raise
-        self.env = agent_environment(self.url, self.grpc_port, self.config.mode, self.caller_env)
+        self.env = agent_environment(
+            self.url,
+            self.grpc_port,
+            self.config.mode,
+            self.caller_env,
+            named=self.config.named_upstreams(),
+        )
 
     async def stop(self) -> Summary:
         if self._grpc is not None:

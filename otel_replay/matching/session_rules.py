@@ -11,7 +11,6 @@ from typing import Any
 from otel_replay import providers
 from otel_replay.matching.normalize import Normalizer
 from otel_replay.matching.profiles import RuleSources, recorded_places, recorded_rules
-from otel_replay.providers.azure import match_endpoint
 
 __all__ = ["DEFAULT_SOURCES", "cassette_rules", "matching_rules"]
 
@@ -23,7 +22,10 @@ DEFAULT_SOURCES = RuleSources()
 def matching_rules(sources: RuleSources = DEFAULT_SOURCES) -> Normalizer:
     """The engine for ``sources``; one per set of sources, so its memo serves every run."""
     return Normalizer(
-        sources.table(), endpoint=match_endpoint, provider=_provider_of, profiles=sources.profiles
+        sources.table(),
+        endpoint=providers.match_endpoint,
+        provider=_provider_of,
+        profiles=sources.profiles,
     )
 
 

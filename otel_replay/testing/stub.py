@@ -10,6 +10,7 @@ are computed from the request, so the same request always gets the same answer:
   the offered tool ``NAME`` with those arguments, ``stub:text`` answers in text although
   tools are offered (``stub_turns.directive``).
 
+AWS Bedrock Runtime's ``/model/{modelId}/...`` paths answer as ``stub_bedrock`` says.
 Azure OpenAI's paths answer like the OpenAI ones: ``/openai/deployments/{deployment}/...``
 and ``/openai/...`` (both requiring ``?api-version=``; the deployment is the default model)
 and ``/openai/v1/...``; an Azure chat stream opens with the prompt-filter chunk Azure sends.
@@ -33,8 +34,8 @@ from typing import Any
 
 from aiohttp import web
 
-from otel_replay.testing import stub_anthropic, stub_openai
-from otel_replay.testing.stub_turns import Reply, tokens
+from otel_replay.testing import stub_anthropic, stub_bedrock, stub_openai
+from otel_replay.testing.stub_turns import Reply, digest, tokens
 
 __all__ = ["Fault", "StubUpstream", "run_stub"]
 
@@ -64,6 +65,8 @@ class Received:
     headers: dict[str, str]
     body: Any
     query: str = ""
+    raw_path: str = ""
+    raw: bytes = b""
 
 
 class StubUpstream:
@@ -148,7 +151,15 @@ class StubUpstream:
             body = raw.decode("utf-8", "replace")
         headers = {k.lower(): v for k, v in request.headers.items()}
         self.received.append(
-            Received(request.method, request.path, headers, body, request.query_string)
+            Received(
+                request.method,
+                request.path,
+                headers,
+                body,
+                request.query_string,
+                request.raw_path.partition("?")[0],
+                raw,
+            )
         )
         if "websocket" in headers.get("upgrade", "").lower():
             # no WebSocket mode here: the client's cue to stream over HTTP instead
@@ -159,6 +170,8 @@ class StubUpstream:
         path = request.path
         anthropic = "anthropic-version" in headers or path.startswith("/v1/messages")
         body = body if isinstance(body, dict) else {}
+        if path.startswith("/model/"):
+            return await self._bedrock(request, path, body, fault)
         azure = path.startswith("/openai/")
         if azure:
             route, deployment = _azure_route(path, request.query)
@@ -190,6 +203,24 @@ class StubUpstream:
             status=404,
         )
 
+    async def _bedrock(
+        self, request: web.Request, path: str, body: dict[str, Any], fault: Fault | None
+    ) -> web.StreamResponse:
+        model, action = stub_bedrock.split(path)
+        stream = action.endswith("-stream")
+        if action in ("converse", "converse-stream"):
+            reply = stub_bedrock.converse(body, stream)
+        elif action in ("invoke", "invoke-with-response-stream"):
+            reply = stub_bedrock.invoke(model, body, stream)
+        else:
+            message = {"message": f"stub: unknown action {action}"}
+            headers = {"x-amzn-errortype": "UnknownOperationException"}
+            return web.json_response(message, status=404, headers=headers)
+        ids = {"x-amzn-requestid": "req-" + digest(body, 8)}
+        if isinstance(reply, dict):
+            return web.json_response(reply, headers=ids)
+        return await self._stream(request, reply, fault, stub_bedrock.CONTENT_TYPE, ids)
+
     async def _fault(self, request: web.Request, fault: Fault) -> web.StreamResponse:
         if fault.kind == "status":
             body = fault.body if fault.body is not None else {"error": {"message": "stub fault"}}
@@ -211,10 +242,15 @@ class StubUpstream:
         return await self._stream(request, reply, fault)
 
     async def _stream(
-        self, request: web.Request, chunks: list[bytes], fault: Fault | None
+        self,
+        request: web.Request,
+        chunks: list[bytes],
+        fault: Fault | None,
+        content_type: str = "text/event-stream",
+        headers: dict[str, str] | None = None,
     ) -> web.StreamResponse:
         response = web.StreamResponse(
-            headers={"content-type": "text/event-stream", "x-request-id": "req_stub"}
+            headers={"content-type": content_type, **(headers or {"x-request-id": "req_stub"})}
         )
         await response.prepare(request)
         for i, chunk in enumerate(chunks):
