@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import boto3
+import openai
 import pytest
 from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
@@ -316,3 +317,50 @@ def test_a_live_call_without_aws_credentials_says_what_to_set(tmp_path):
     assert "no AWS credentials to sign the live call with" in message
     assert "AWS_ACCESS_KEY_ID" in message
     assert len(summary.misses) == 1
+
+
+# --- an AWS key pair never goes astray ----------------------------------------------------
+
+
+def test_an_aws_key_pair_sent_to_another_provider_is_not_forwarded_nor_saved(tmp_path):
+    cassette = tmp_path / "c.json"
+    signature = (
+        f"AWS4-HMAC-SHA256 Credential={AGENT['AWS_ACCESS_KEY_ID']}/20261130/{REGION}/bedrock/"
+        f"aws4_request, SignedHeaders=host;x-amz-date, Signature={'ab' * 32}"
+    )
+    leaked = (
+        f"aws_access_key_id={AGENT['AWS_ACCESS_KEY_ID']} "
+        f"aws_secret_access_key={AGENT['AWS_SECRET_ACCESS_KEY']}"
+    )
+    with run_stub() as stub:
+        config = GatewayConfig(
+            mode="record",
+            cassette=cassette,
+            traces=tmp_path / "t.jsonl",
+            environ={"OPENAI_BASE_URL": stub.openai_url, **GATEWAY},
+        )
+        with gateway(config, AGENT) as gw:
+            amz = {
+                "X-Amz-Security-Token": AGENT["AWS_SESSION_TOKEN"],
+                "X-Amz-Date": "20261130T000000Z",
+            }
+            for headers in (amz, {"Authorization": signature}):
+                with openai.OpenAI(
+                    base_url=gw.env["OPENAI_BASE_URL"],
+                    api_key="sk-proj-openaiopenaiopenai0123",
+                    default_headers=headers,
+                    max_retries=0,
+                ) as client:
+                    client.chat.completions.create(
+                        model="gpt-4o", messages=[{"role": "user", "content": leaked}]
+                    )
+            summary = gw.stop()
+    assert summary.live == 2
+    with_token, with_signature = stub.received
+    assert "x-amz-security-token" not in with_token.headers
+    assert with_token.headers["authorization"] == "Bearer sk-proj-openaiopenaiopenai0123"
+    assert "authorization" not in with_signature.headers
+    text = files_text(tmp_path)
+    assert "stub reply to:" in text
+    for secret in AGENT.values():
+        assert secret not in text

@@ -74,13 +74,13 @@ class BadUpstream(ArgumentTypeError, ValueError):
 
 
 def parse_upstream(text: str) -> tuple[str, str]:
-    """``NAME=URL`` (or a known host's NAME alone: its public URL) as (name, url);
+    """``NAME=URL`` as (name, url); a known host's NAME alone means its public URL.
     :class:`BadUpstream` saying what is wrong."""
     name, sep, url = text.partition("=")
     name, url = name.strip().lower(), url.strip()
     if not sep and name in KNOWN and KNOWN[name].base:
         return name, str(KNOWN[name].base)
-    if not sep or not url:
+    if not url:
         example = "groq=https://api.groq.com/openai/v1"
         raise BadUpstream(f"--upstream {text!r}: give NAME=URL (e.g. {example})")
     if not url.startswith(("http://", "https://")):
