@@ -60,8 +60,9 @@ NO_RETRY = Config(retries={"total_max_attempts": 1, "mode": "standard"})
 
 
 def client() -> Any:
-    """The agent's client, configured by the environment only (endpoint, keys, region)."""
-    return boto3.client("bedrock-runtime", region_name=REGION, config=NO_RETRY)
+    """The agent's client, configured by the environment only (endpoint, keys): a session
+    of its own, since boto3's default one keeps the credentials it first found."""
+    return boto3.session.Session().client("bedrock-runtime", region_name=REGION, config=NO_RETRY)
 
 
 def user(text: str) -> dict[str, Any]:
@@ -364,3 +365,22 @@ def test_an_aws_key_pair_sent_to_another_provider_is_not_forwarded_nor_saved(tmp
     assert "stub reply to:" in text
     for secret in AGENT.values():
         assert secret not in text
+
+
+def test_auto_forwards_a_miss_only_when_signed_with_the_callers_own_key(recorded, tmp_path):
+    cassette = tmp_path / "c.json"
+    cassette.write_bytes(recorded[0].read_bytes())
+    new = [user("never recorded")]
+    with run_stub() as stub:
+        environ = {**GATEWAY, "AWS_ENDPOINT_URL_BEDROCK_RUNTIME": stub.url}
+        config = GatewayConfig(mode="auto", cassette=cassette, environ=environ)
+        with gateway(config, AGENT) as gw:  # the agent's own key pair: not the caller's
+            with pytest.raises(ClientError, match="replay miss: messages changed"):
+                client().converse(modelId=MODEL, messages=new)
+            assert len(gw.stop().misses) == 1
+        with gateway(config, GATEWAY) as gw:
+            reply = client().converse(modelId=MODEL, messages=new)
+            summary = gw.stop()
+    assert reply["output"]["message"]["content"][0]["text"] == "stub reply to: never recorded"
+    assert (summary.live, summary.misses, len(stub.received)) == (1, [], 1)
+    assert len(load(cassette).interactions) == 8

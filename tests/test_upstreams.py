@@ -167,3 +167,30 @@ def test_the_pytest_plugin_takes_upstreams_by_name(recorded, pytester: pytest.Py
         "--otel-replay-upstream=mistral=https://mistral.test/v1",
     )
     result.assert_outcomes(passed=1)
+
+
+def test_auto_forwards_a_miss_with_the_callers_own_key_for_that_host(recorded, tmp_path):
+    cassette = tmp_path / "c.json"
+    cassette.write_bytes(recorded[0].read_bytes())
+    new = [{"role": "user", "content": "never recorded"}]
+    answers = []
+    with run_stub() as groq, pytest.MonkeyPatch.context() as mp:
+        mp.setenv("GROQ_API_KEY", KEYS["GROQ_API_KEY"])
+        # the first call (another key) stays a miss, which the block then reports
+        with pytest.raises(otel_replay.ReplayMiss, match="messages changed"):
+            with otel_replay.replay(cassette, mode="auto", upstreams={"groq": groq.openai_url}):
+                for key in ("not-the-callers", KEYS["GROQ_API_KEY"]):
+                    with openai.OpenAI(
+                        base_url=os.environ["GROQ_BASE_URL"], api_key=key, max_retries=0
+                    ) as client:
+                        try:
+                            reply = client.chat.completions.create(
+                                model="shared-model", messages=new
+                            )
+                        except openai.BadRequestError as exc:
+                            answers.append(str(exc))
+                        else:
+                            answers.append(reply.choices[0].message.content)
+    assert "replay miss: messages changed" in answers[0]
+    assert answers[1] == "stub reply to: never recorded"
+    assert [r.headers["authorization"] for r in groq.received] == [f"Bearer {KEYS['GROQ_API_KEY']}"]
