@@ -124,28 +124,30 @@ class HttpUpstream:
             self._proxies[base] = proxy
         return self._proxies[base]
 
-    def _signed(
-        self, row: providers.ProviderSpec, request: UpstreamRequest, base: str
-    ) -> tuple[URL, dict[str, str]]:
-        """The URL (sent exactly as signed) and headers of a request re-signed for AWS."""
-        assert row.signing_name is not None
+    def _sign(
+        self, service: str, request: UpstreamRequest, base: str
+    ) -> tuple[str, dict[str, str]]:
+        """The URL and headers of a request re-signed for AWS (SigV4): the region the agent
+        signed for fills the base URL's ``{region}``."""
         region = self._signer.region(request.headers)
-        if region is None and "{region}" in base:
+        if region is None:
             raise NoUpstream(
                 request.provider,
-                f"no AWS region to forward to: set {ev.AWS_REGION} before starting otel-replay",
+                f"no AWS region to sign the live call for: set {ev.AWS_REGION} "
+                "before starting otel-replay",
             )
-        url = provider_url(base.replace("{region}", region or ""), request.provider, request.path)
-        if request.query:
-            url = f"{url}?{request.query}"
+        url = self._url(base.replace("{region}", region), request)
         headers = {k: v for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP}
         try:
-            signed = self._signer.sign(
-                row.signing_name, region or "us-east-1", request.method, url, headers, request.body
-            )
+            signed = self._signer.sign(service, region, request.method, url, headers, request.body)
         except NoAwsCredentials as exc:
             raise NoUpstream(request.provider, str(exc)) from exc
-        return URL(url, encoded=True), signed
+        return url, signed
+
+    @staticmethod
+    def _url(base: str, request: UpstreamRequest) -> str:
+        url = provider_url(base, request.provider, request.path)
+        return f"{url}?{request.query}" if request.query else url
 
     async def send(self, request: UpstreamRequest) -> UpstreamResponse:
         row = providers.upstream_spec(request.provider)
@@ -154,13 +156,10 @@ class HttpUpstream:
             raise NoUpstream(request.provider)
         target: str | URL
         if row is not None and row.signing_name:
-            target, headers = self._signed(row, request, base)
-            url = str(target)
+            url, headers = self._sign(row.signing_name, request, base)
+            target = URL(url, encoded=True)  # sent exactly as signed
         else:
-            url = provider_url(base, request.provider, request.path)
-            if request.query:
-                url = f"{url}?{request.query}"
-            target = url
+            target = url = self._url(base, request)
             headers = {k: v for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP}
         try:
             response = await self._client().request(
