@@ -68,6 +68,11 @@ def test_decoding_byte_by_byte_holds_back_only_the_incomplete_message():
     assert decode_all(EVENTSTREAM, payload) == [SSEEvent(e.data, e.event) for e in EVENTS]
 
 
+def test_the_gateways_own_stream_error_is_an_exception_boto3_raises():
+    (event,) = decode_all(EVENTSTREAM, EVENTSTREAM.encode(SSEEvent('{"message":"x"}', "error")))
+    assert (event.event, event.data) == ("exception:internalServerException", '{"message":"x"}')
+
+
 def test_a_corrupt_message_ends_decoding_without_an_error():
     good = EVENTSTREAM.encode(EVENTS[0])
     bad = bytearray(EVENTSTREAM.encode(EVENTS[1]))

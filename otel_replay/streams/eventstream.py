@@ -29,8 +29,11 @@ _STRING = 7  # the header value type of a string
 
 
 def event_headers(event: SSEEvent) -> dict[str, str]:
-    """The headers of the message an event stands for."""
+    """The headers of the message an event stands for (a bare ``error`` event, which the
+    gateway ends a stream with, is an internal server exception)."""
     kind, _, name = (event.event or "").partition(":")
+    if kind == "error" and not name:
+        kind, name = "exception", "internalServerException"
     if kind == "exception" and name:
         return {
             ":message-type": "exception",
