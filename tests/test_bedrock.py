@@ -384,3 +384,21 @@ def test_auto_forwards_a_miss_only_when_signed_with_the_callers_own_key(recorded
     assert reply["output"]["message"]["content"][0]["text"] == "stub reply to: never recorded"
     assert (summary.live, summary.misses, len(stub.received)) == (1, [], 1)
     assert len(load(cassette).interactions) == 8
+
+
+def test_the_pytest_plugin_replays_a_boto3_agent(recorded, pytester: pytest.Pytester):
+    cassette, results, _ = recorded
+    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
+    pytester.makepyfile(
+        f"""
+        import os
+        from test_bedrock import agent
+
+        def test_bedrock(otel_replay):
+            with otel_replay({str(cassette)!r}, mode="strict"):
+                assert os.environ["AWS_ENDPOINT_URL_BEDROCK_RUNTIME"].startswith("http://127.")
+                assert agent() == {results!r}
+        """
+    )
+    result = pytester.runpytest_inprocess("-p", "no:hypothesispytest")
+    result.assert_outcomes(passed=1)
