@@ -190,8 +190,7 @@ class Gateway:
         return await self.replay(call, recorded.response)
 
     def _carries_own_key(self, upstream: str, headers: Mapping[str, str]) -> bool:
-        """Whether the request offers, in its upstream's own credential headers, exactly
-        one of the caller's credentials for that upstream."""
+        """Whether the request offers one of the caller's keys in its upstream's headers."""
         row, env = providers.upstream_spec(upstream), self._env
         if row is None:
             return False
@@ -283,16 +282,14 @@ class Gateway:
 
     async def _forward(self, call: Call) -> web.StreamResponse:
         request = call.request
+        headers = {k: v for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP}
         outgoing = UpstreamRequest(
             provider=call.upstream,
             method=request.method,
             # as received, percent-encoding and all (a Bedrock model id's ':' is signed so)
             path=call.route.forward_path(request.raw_path.partition("?")[0]),
             query=request.query_string,
-            headers=providers.forwarded_headers(
-                call.upstream,
-                {k: v for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP},
-            ),
+            headers=providers.forwarded_headers(call.upstream, headers),
             body=call.raw,
         )
         try:
