@@ -110,8 +110,8 @@ def test_recorded_per_upstream_with_its_provider_name(recorded):
 
 def test_strict_replay_with_both_hosts_stopped(recorded, monkeypatch):
     cassette, results, _ = recorded
-    hosts = {"groq": "https://api.groq.com/openai/v1", "mistral": "https://mistral.test/v1"}
-    with otel_replay.replay(cassette, mode="strict", upstreams=hosts) as run:
+    # the cassette knows its upstreams: the agent gets their variables without --upstream
+    with otel_replay.replay(cassette, mode="strict") as run:
         assert os.environ["MISTRAL_API_KEY"] == "otel-replay-no-key"
         replayed = agent()
     assert replayed == results

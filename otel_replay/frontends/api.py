@@ -202,8 +202,8 @@ def replay(
     ``report`` writes the run's JSON summary. When the block ends a miss raises
     :class:`~otel_replay.core.errors.ReplayMiss` with the first miss's message.
     ``rules``: a rule file above the one found and the rules recorded in the cassette.
-    ``upstreams``: as for :func:`record` (give the same names, so the agent gets the same
-    ``NAME_BASE_URL`` variables).
+    ``upstreams``: as for :func:`record`; the agent gets ``NAME_BASE_URL`` for every named
+    upstream the cassette recorded anyway.
     """
     with _run(
         mode=mode or default_mode(),

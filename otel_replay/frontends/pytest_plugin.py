@@ -159,14 +159,14 @@ class SharedGateway:
 
     def begin(self, session: Session, upstreams: dict[str, str]) -> dict[str, str]:
         """Point the gateway at ``session``; returns the agent environment for the block."""
-        from otel_replay.gateway.runner import agent_environment
+        from otel_replay.gateway.runner import agent_environment, agent_upstreams
 
         upstream = self.server.gateway.upstream
         if hasattr(upstream, "bases") and session.mode in ("record", "auto"):
             upstream.bases = dict(upstreams)
         self.thread.use_session(session)
-        env = os.environ
-        return agent_environment(self.url, self.server.grpc_port, session.mode, env, upstreams)
+        named = agent_upstreams(upstreams, session)
+        return agent_environment(self.url, self.server.grpc_port, session.mode, os.environ, named)
 
     def end(self) -> Summary:
         """Point the gateway back at its idle session; finish and summarise the block's."""

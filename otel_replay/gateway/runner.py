@@ -28,6 +28,7 @@ from otel_replay.gateway.upstream import HttpUpstream, Upstream
 from otel_replay.matching.profiles import RuleSources
 from otel_replay.matching.session_rules import DEFAULT_SOURCES
 from otel_replay.otlp.grpc import GrpcReceiver
+from otel_replay.providers.named import NAMED_PREFIX, named_prefix
 from otel_replay.redaction.redact import Redactor
 from otel_replay.session.session import Session, Summary
 
@@ -129,6 +130,14 @@ def agent_environment(
     return env
 
 
+def agent_upstreams(named: Iterable[str], session: Session) -> list[str]:
+    """The upstreams the agent is given a variable for: those named, and every named
+    upstream the cassette's recordings went to (so a replay needs no ``--upstream``)."""
+    recorded = (named_prefix(r.endpoint) for r in session.recordings.requests())
+    names = (prefix[len(NAMED_PREFIX) :] for prefix in recorded if prefix)
+    return list(dict.fromkeys([*named, *names]))
+
+
 class GatewayServer:
     """The gateway bound to its ports on the running event loop."""
 
@@ -210,7 +219,7 @@ class GatewayServer:
             self.grpc_port,
             self.config.mode,
             self.caller_env,
-            named=self.config.named_upstreams(),
+            named=agent_upstreams(self.config.named_upstreams(), self.session),
         )
 
     async def stop(self) -> Summary:
