@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -194,3 +196,34 @@ def test_auto_forwards_a_miss_with_the_callers_own_key_for_that_host(recorded, t
     assert "replay miss: messages changed" in answers[0]
     assert answers[1] == "stub reply to: never recorded"
     assert [r.headers["authorization"] for r in groq.received] == [f"Bearer {KEYS['GROQ_API_KEY']}"]
+
+
+CLI_AGENT = """
+import os, openai
+with openai.OpenAI(base_url=os.environ["LAB_BASE_URL"], max_retries=0,
+                   api_key=os.environ["LAB_API_KEY"]) as client:
+    reply = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
+print(reply.choices[0].message.content)
+"""
+
+
+def test_cli_records_and_replays_a_named_upstream(tmp_path):
+    cassette = tmp_path / "c.json"
+    cli_run = [sys.executable, "-m", "otel_replay"]
+    agent_run = ["--", sys.executable, "-c", CLI_AGENT]
+    env = {**os.environ, "LAB_API_KEY": "lab-key-0123456789"}
+    with run_stub() as lab:
+        args = ["record", "--cassette", str(cassette), "--upstream", f"lab={lab.openai_url}"]
+        rec = subprocess.run(
+            [*cli_run, *args, *agent_run], capture_output=True, text=True, env=env, timeout=60
+        )
+    assert rec.returncode == 0, rec.stderr
+    assert rec.stdout == "stub reply to: hi\n"
+    assert lab.received[0].headers["authorization"] == "Bearer lab-key-0123456789"
+    env.pop("LAB_API_KEY")
+    args = ["replay", "--cassette", str(cassette), "--mode", "strict"]
+    rep = subprocess.run(
+        [*cli_run, *args, *agent_run], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert rep.returncode == 0, rep.stderr
+    assert rep.stdout == rec.stdout and "1 replayed · 0 live · 0 misses" in rep.stderr
