@@ -402,3 +402,23 @@ def test_the_pytest_plugin_replays_a_boto3_agent(recorded, pytester: pytest.Pyte
     )
     result = pytester.runpytest_inprocess("-p", "no:hypothesispytest")
     result.assert_outcomes(passed=1)
+
+
+def test_a_streamed_recording_answers_a_plain_call_and_the_other_way_round(recorded):
+    cassette, _, _ = recorded
+    config = GatewayConfig(mode="strict", cassette=cassette, environ={})
+    with gateway(config, {}) as gw:
+        bedrock = client()
+        plain = bedrock.converse(modelId=MODEL, messages=[user("stream me")])
+        stream = bedrock.converse_stream(modelId=MODEL, messages=[user("weather in Lisbon?")],
+                                         toolConfig={"tools": [WEATHER]})  # fmt: skip
+        events = list(stream["stream"])
+        summary = gw.stop()
+    assert plain["output"]["message"]["content"] == [{"text": "stub reply to: stream me"}]
+    assert plain["stopReason"] == "end_turn" and plain["usage"]["outputTokens"] == 5
+    start = events[1]["contentBlockStart"]["start"]["toolUse"]
+    assert start["name"] == "get_weather"
+    delta = events[2]["contentBlockDelta"]["delta"]["toolUse"]["input"]
+    assert json.loads(delta) == {"city": "weather in Lisbon?"}
+    assert events[-2]["messageStop"]["stopReason"] == "tool_use"
+    assert (summary.replayed, summary.misses) == (2, [])
