@@ -21,7 +21,7 @@ from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.config import Config
 from botocore.credentials import Credentials
-from botocore.exceptions import ClientError
+from botocore.exceptions import ClientError, EventStreamError
 from conftest import files_text
 
 from otel_replay.cassette.model import load
@@ -422,3 +422,35 @@ def test_a_streamed_recording_answers_a_plain_call_and_the_other_way_round(recor
     assert json.loads(delta) == {"city": "weather in Lisbon?"}
     assert events[-2]["messageStop"]["stopReason"] == "tool_use"
     assert (summary.replayed, summary.misses) == (2, [])
+
+
+def test_an_exception_inside_a_stream_replays_as_the_same_error(tmp_path):
+    cassette = tmp_path / "c.json"
+
+    def ask() -> tuple[list[str], str]:
+        bedrock = client()
+        stream = bedrock.converse_stream(modelId=MODEL, messages=[user("cut me off")])
+        seen: list[str] = []
+        with pytest.raises(EventStreamError) as caught:
+            seen.extend(next(iter(event)) for event in stream["stream"])
+        stream["stream"].close()
+        bedrock.close()
+        return seen, caught.value.response["Error"]["Code"]
+
+    with run_stub() as stub:
+        stub.enqueue(
+            Fault("stream_exception", after_events=3, headers={"exception": "throttlingException"})
+        )
+        environ = {**GATEWAY, "AWS_ENDPOINT_URL_BEDROCK_RUNTIME": stub.url}
+        with gateway(GatewayConfig(mode="record", cassette=cassette, environ=environ), AGENT) as gw:
+            recorded = ask()
+            gw.stop()
+    with gateway(GatewayConfig(mode="strict", cassette=cassette, environ={}), {}) as gw:
+        replayed = ask()
+        summary = gw.stop()
+    assert recorded == replayed
+    assert replayed == (
+        ["messageStart", "contentBlockDelta", "contentBlockDelta"],
+        "throttlingException",
+    )
+    assert (summary.replayed, summary.misses) == (1, [])

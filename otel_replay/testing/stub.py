@@ -47,7 +47,9 @@ class Fault:
     ``kind``: ``"status"`` (answer ``status`` with ``body`` and ``headers``), ``"reset"``
     (drop the connection before any response), ``"hang"`` (never answer), ``"malformed"``
     (200 with a body that is not JSON), ``"reset_mid_stream"`` (stream ``after_events``
-    events, then drop the connection). ``path`` restricts it to paths ending so.
+    events, then drop the connection), ``"stream_exception"`` (an AWS event stream sends
+    ``after_events`` events, then the exception ``headers["exception"]``). ``path``
+    restricts it to paths ending so.
     """
 
     kind: str
@@ -165,7 +167,7 @@ class StubUpstream:
             # no WebSocket mode here: the client's cue to stream over HTTP instead
             return web.json_response({"error": {"message": "stub: no WebSockets"}}, status=426)
         fault = self._take_fault(request.path)
-        if fault is not None and fault.kind != "reset_mid_stream":
+        if fault is not None and fault.kind not in ("reset_mid_stream", "stream_exception"):
             return await self._fault(request, fault)
         path = request.path
         anthropic = "anthropic-version" in headers or path.startswith("/v1/messages")
@@ -217,6 +219,9 @@ class StubUpstream:
             headers = {"x-amzn-errortype": "UnknownOperationException"}
             return web.json_response(message, status=404, headers=headers)
         ids = {"x-amzn-requestid": "req-" + digest(body, 8)}
+        if fault is not None and fault.kind == "stream_exception" and isinstance(reply, list):
+            error = stub_bedrock.exception(fault.headers.get("exception", "throttlingException"))
+            reply, fault = [*reply[: fault.after_events], error], None
         if isinstance(reply, dict):
             return web.json_response(reply, headers=ids)
         return await self._stream(request, reply, fault, stub_bedrock.CONTENT_TYPE, ids)

@@ -18,7 +18,7 @@ from typing import Any
 from otel_replay.testing import stub_anthropic
 from otel_replay.testing.stub_turns import digest, first_param, tokens, words
 
-__all__ = ["CONTENT_TYPE", "converse", "frame", "invoke", "split"]
+__all__ = ["CONTENT_TYPE", "converse", "exception", "frame", "invoke", "split"]
 
 CONTENT_TYPE = "application/vnd.amazon.eventstream"
 _PADDING = "abcdefghijklmnopqrstuvwxyzABCDEF"
@@ -48,6 +48,14 @@ def frame(payload: bytes, **headers: str) -> bytes:
 def event(name: str, data: dict[str, Any]) -> bytes:
     payload = json.dumps({**data, "p": _PADDING[: 1 + len(name) % 20]}).encode()
     return frame(payload, event_type=name, content_type="application/json", message_type="event")
+
+
+def exception(kind: str) -> bytes:
+    """An exception message in a stream (boto3 raises it as ``EventStreamError``)."""
+    payload = json.dumps({"message": f"stub: {kind}"}).encode()
+    return frame(
+        payload, exception_type=kind, content_type="application/json", message_type="exception"
+    )
 
 
 def _last_text(messages: list[Any]) -> str:
