@@ -286,6 +286,17 @@ def test_strict_replay_with_the_stub_stopped_needs_no_aws_credentials(recorded, 
     assert (summary.replayed, summary.live, summary.misses) == (7, 0, [])
 
 
+def test_a_client_that_names_no_region_replays_strictly(recorded):
+    """As in CI with no AWS configuration at all: strict replay gives a region."""
+    config = GatewayConfig(mode="strict", cassette=recorded[0], environ={})
+    with gateway(config, {}) as gw:
+        bedrock = boto3.session.Session().client("bedrock-runtime", config=NO_RETRY)
+        reply = bedrock.converse(modelId=MODEL, messages=[user("stream me")])
+        summary = gw.stop()
+    assert reply["output"]["message"]["content"][0]["text"] == "stub reply to: stream me"
+    assert (summary.replayed, summary.misses) == (1, [])
+
+
 def test_a_miss_is_a_client_error_in_awss_own_form(recorded):
     cassette, _, _ = recorded
     config = GatewayConfig(mode="strict", cassette=cassette, environ={})

@@ -151,6 +151,11 @@ def test_the_agent_environment_and_the_upstreams_come_from_the_rows():
         assert env[row.base_env] == "http://127.0.0.1:9" + row.agent_path
         for key in row.placeholder_env:
             assert env[key] == ev.PLACEHOLDER_KEY
+    assert env[ev.AWS_DEFAULT_REGION] == "us-east-1"  # strict only, and only when none is set
+    assert ev.AWS_DEFAULT_REGION not in agent_environment("http://h:9", None, "auto", {})
+    assert ev.AWS_DEFAULT_REGION not in agent_environment(
+        "http://h:9", None, "strict", {ev.AWS_REGION: "eu-west-1"}
+    )
     bases = upstream_bases(GatewayConfig(mode="record"), {})
     assert bases == {row.name: row.default_base for row in PROVIDERS if row.default_base}
     named = GatewayConfig(mode="record", upstream_openai="http://o", upstreams={"groq": "http://g"})

@@ -29,6 +29,7 @@ from otel_replay.matching.profiles import RuleSources
 from otel_replay.matching.session_rules import DEFAULT_SOURCES
 from otel_replay.otlp.grpc import GrpcReceiver
 from otel_replay.providers.named import NAMED_PREFIX, named_prefix
+from otel_replay.providers.spec import PLACEHOLDER_REGION
 from otel_replay.redaction.redact import Redactor
 from otel_replay.session.session import Session, Summary
 
@@ -127,6 +128,9 @@ def agent_environment(
         for key in (key for row in rows for key in row.placeholder_env):
             if not caller.get(key):
                 env[key] = ev.PLACEHOLDER_KEY
+    for row in rows if mode == "strict" else ():
+        if row.region_env and not any(caller.get(name) for name in row.region_env):
+            env[row.region_env[0]] = PLACEHOLDER_REGION
     return env
 
 

@@ -133,7 +133,7 @@ class HttpUpstream:
         if region is None:
             raise NoUpstream(
                 request.provider,
-                f"no AWS region to sign the live call for: set {ev.AWS_REGION} "
+                f"no AWS region to sign the live call for: set {ev.AWS_DEFAULT_REGION} "
                 "before starting otel-replay",
             )
         url = self._url(base.replace("{region}", region), request)

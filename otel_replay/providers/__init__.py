@@ -149,6 +149,7 @@ PROVIDERS: tuple[ProviderSpec, ...] = (
             CredentialHeader("x-amz-security-token"),
         ),
         placeholder_env=(ev.AWS_ACCESS_KEY_ID, ev.AWS_SECRET_ACCESS_KEY),
+        region_env=(ev.AWS_DEFAULT_REGION, ev.AWS_REGION),  # botocore reads the first
         kept_headers=frozenset(
             {"content-type", "retry-after", "x-amzn-requestid", "x-amzn-errortype"}
         ),

@@ -15,9 +15,17 @@ from dataclasses import dataclass
 from otel_replay.streams.codec import StreamCodec
 from otel_replay.streams.sse import SSE
 
-__all__ = ["AWS_SIGV4", "BEARER", "CredentialHeader", "Mount", "ProviderSpec"]
+__all__ = [
+    "AWS_SIGV4",
+    "BEARER",
+    "PLACEHOLDER_REGION",
+    "CredentialHeader",
+    "Mount",
+    "ProviderSpec",
+]
 
 BEARER = "bearer"
+PLACEHOLDER_REGION = "us-east-1"
 AWS_SIGV4 = "aws4-hmac-sha256"
 """The scheme of an AWS SigV4 ``Authorization``, whose credential is its access key id."""
 
@@ -112,6 +120,10 @@ class ProviderSpec:
     """Top-level modules of its official SDK (whose error classes a trace may name)."""
     egress_hosts: tuple[str, ...] = ()
     """Host patterns (``fnmatch``) of its public API."""
+    region_env: tuple[str, ...] = ()
+    """Variables its SDK reads a region from. In strict replay, when the caller sets none,
+    the first is given :data:`PLACEHOLDER_REGION` (nothing goes live: the region only
+    names the signing scope), so an SDK that insists on a region starts in CI."""
     signing_name: str | None = None
     """The AWS service its requests are signed for (SigV4): a live call is re-signed for
     the real endpoint with the gateway's own AWS credentials. ``default_base`` may then
