@@ -181,10 +181,15 @@ def test_no_key_reaches_disk(run):
         assert not [key for key in KEYS if key in text], path
 
 
-def test_an_aws_signature_goes_to_no_upstream_without_a_row_declaring_aws_keys():
-    """No Bedrock row on this branch: an AWS SigV4 request is refused everywhere."""
+def test_an_aws_signature_goes_to_bedrock_alone():
+    """A SigV4-signed request is refused on every upstream but Bedrock's, and one no
+    mount claims is a model call the gateway cannot place."""
     headers = {"authorization": AWS_SIGNED, "x-amz-date": "20260101T000000Z"}
     for row in providers.PROVIDERS:
-        assert misplaced(row, headers) == "its authorization holds an AWS key"
-    why = unplaced("POST", "/model/m/converse", headers)
-    assert why is not None and "it carries an AWS credential" in why
+        why = misplaced(row, headers)
+        if row.name == "bedrock":
+            assert why is None
+        else:
+            assert why == "its authorization holds an AWS Bedrock Runtime key"
+    why = unplaced("POST", "/nowhere/converse", headers)
+    assert why is not None and "it carries an AWS Bedrock Runtime credential" in why

@@ -10,7 +10,8 @@ from otel_replay.gateway.runner import GatewayConfig, agent_environment, upstrea
 from otel_replay.gateway.upstream import NoUpstream, provider_url
 from otel_replay.providers import PROVIDERS, ROUTER, ProviderSpec, get, provider_for
 from otel_replay.providers.router import Router
-from otel_replay.providers.spec import BEARER, CredentialHeader, Mount
+from otel_replay.providers.spec import AWS_SIGV4, BEARER, CredentialHeader, Mount
+from otel_replay.streams.eventstream import EVENTSTREAM
 from otel_replay.streams.sse import SSE
 
 # --- routing through the table ----------------------------------------------------------
@@ -30,6 +31,10 @@ ROUTES = [
     ("/openai/deployments/d/chat/completions", {}, ("openai", "azure")),
     ("/openai/v1/responses", {"x-api-key": "k"}, ("openai", "azure")),
     ("/openai/models", {"api-key": "k"}, ("openai", "azure")),
+    ("/model/anthropic.claude-3-haiku-v1:0/converse", {}, ("aws.bedrock", "bedrock")),
+    ("/model/m/invoke-with-response-stream", {"x-api-key": "k"}, ("aws.bedrock", "bedrock")),
+    ("/u/groq/v1/chat/completions", {"x-api-key": "k"}, ("openai", "groq")),
+    ("/u/my-vllm/v1/models", {}, ("openai", "my-vllm")),
 ]
 
 
@@ -41,7 +46,9 @@ def test_every_provider_routes_its_paths(path, headers, expected):
     assert provider_for(path, headers) is get(expected[0])
 
 
-@pytest.mark.parametrize("path", ["/", "/health", "/v1", "/v2/chat/completions", "/openai"])
+@pytest.mark.parametrize(
+    "path", ["/", "/health", "/v1", "/v2/chat/completions", "/openai", "/u/groq", "/u/Bad!/v1"]
+)
 def test_a_path_under_no_mount_is_not_a_provider_path(path):
     assert ROUTER.route(path, {"x-api-key": "k"}) is None
 
@@ -69,7 +76,7 @@ def test_every_row_is_complete_and_names_a_surface():
     for row in PROVIDERS:
         assert get(row.api).name == row.api
         assert row.mounts and row.credential_env and row.credential_headers
-        assert row.egress_hosts and row.codec is SSE
+        assert row.egress_hosts and row.codec is (EVENTSTREAM if row.signing_name else SSE)
         assert providers.spec(row.name) is row
     assert providers.spec("nobody") is None
 
@@ -135,7 +142,7 @@ def test_an_upstream_without_a_base_says_what_to_set():
     message = str(NoUpstream("azure"))
     assert "set AZURE_OPENAI_ENDPOINT (https://RESOURCE.openai.azure.com)" in message
     assert "--upstream-azure URL" in message
-    assert str(NoUpstream("nobody")) == "no nobody upstream to forward to"
+    assert str(NoUpstream("groq")) == ("no groq upstream to forward to: pass --upstream groq=URL")
 
 
 def test_the_agent_environment_and_the_upstreams_come_from_the_rows():
@@ -144,6 +151,11 @@ def test_the_agent_environment_and_the_upstreams_come_from_the_rows():
         assert env[row.base_env] == "http://127.0.0.1:9" + row.agent_path
         for key in row.placeholder_env:
             assert env[key] == ev.PLACEHOLDER_KEY
+    assert env[ev.AWS_DEFAULT_REGION] == "us-east-1"  # strict only, and only when none is set
+    assert ev.AWS_DEFAULT_REGION not in agent_environment("http://h:9", None, "auto", {})
+    assert ev.AWS_DEFAULT_REGION not in agent_environment(
+        "http://h:9", None, "strict", {ev.AWS_REGION: "eu-west-1"}
+    )
     bases = upstream_bases(GatewayConfig(mode="record"), {})
     assert bases == {row.name: row.default_base for row in PROVIDERS if row.default_base}
     named = GatewayConfig(mode="record", upstream_openai="http://o", upstreams={"groq": "http://g"})
@@ -151,6 +163,7 @@ def test_the_agent_environment_and_the_upstreams_come_from_the_rows():
         "openai": "http://o",
         "anthropic": "http://a",
         "gemini": "https://generativelanguage.googleapis.com",
+        "bedrock": "https://bedrock-runtime.{region}.amazonaws.com",
         "groq": "http://g",
     }
 
@@ -159,13 +172,19 @@ def test_derived_tables():
     assert providers.semconv_names()["az.ai.openai"] == "openai"
     assert providers.semconv_names()["anthropic"] == "anthropic"
     assert providers.semconv_names()["gcp.gemini"] == "gcp.gemini"
-    assert providers.sdk_modules() == frozenset({"openai", "anthropic", "google.genai"})
+    assert providers.semconv_names()["aws.bedrock"] == "aws.bedrock"
+    assert providers.semconv_names()["mistral_ai"] == "openai"
+    assert providers.sdk_modules() == frozenset(
+        {"openai", "anthropic", "google.genai", "boto3", "botocore"}
+    )
     names = [(h.name, h.scheme) for h in providers.credential_headers()]
     assert names == [
         ("x-api-key", None),
         ("api-key", None),
         ("x-goog-api-key", None),
+        ("x-amz-security-token", None),
         ("authorization", BEARER),
+        ("authorization", AWS_SIGV4),
     ]
     kept = providers.kept_headers(
         {"Content-Type": "a", "X-RateLimit-Remaining": "1", "Set-Cookie": "s", "request-id": "r"}
@@ -181,6 +200,12 @@ def test_derived_tables():
         (CredentialHeader("authorization", BEARER), {"authorization": "Bearer  t "}, "t"),
         (CredentialHeader("authorization", BEARER), {"authorization": "bearer t"}, "t"),
         (CredentialHeader("authorization", BEARER), {"authorization": "Basic t"}, ""),
+        (
+            CredentialHeader("authorization", AWS_SIGV4),
+            {"authorization": "AWS4-HMAC-SHA256 Credential=AKIAX/20261130/us-east-1/bedrock/"},
+            "AKIAX",
+        ),
+        (CredentialHeader("authorization", AWS_SIGV4), {"authorization": "Bearer t"}, ""),
     ],
 )
 def test_a_credential_header_reads_its_value(header, headers, value):

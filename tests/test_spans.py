@@ -338,7 +338,7 @@ def test_corrupt_span_names_the_span() -> None:
 
 
 def test_unknown_provider_keeps_endpoint_and_model() -> None:
-    ex = simple(provider="mistral")
+    ex = simple(provider="acme")
     span = exchange_to_span(ex)
     back = span_to_exchange(span)
     assert back is not None

@@ -18,6 +18,14 @@ AZURE_OPENAI_AD_TOKEN = "AZURE_OPENAI_AD_TOKEN"
 GOOGLE_GEMINI_BASE_URL = "GOOGLE_GEMINI_BASE_URL"
 GOOGLE_API_KEY = "GOOGLE_API_KEY"
 GEMINI_API_KEY = "GEMINI_API_KEY"
+# AWS Bedrock Runtime (boto3): botocore's service-specific endpoint override, the caller's
+# credentials (the gateway re-signs live calls with them) and region.
+AWS_ENDPOINT_URL_BEDROCK_RUNTIME = "AWS_ENDPOINT_URL_BEDROCK_RUNTIME"
+AWS_ACCESS_KEY_ID = "AWS_ACCESS_KEY_ID"
+AWS_SECRET_ACCESS_KEY = "AWS_SECRET_ACCESS_KEY"
+AWS_SESSION_TOKEN = "AWS_SESSION_TOKEN"
+AWS_REGION = "AWS_REGION"
+AWS_DEFAULT_REGION = "AWS_DEFAULT_REGION"
 # The key given to an agent that has none during replay (the SDKs refuse to start
 # without one); never a credential.
 PLACEHOLDER_KEY = "otel-replay-no-key"

@@ -124,6 +124,8 @@ OPERATION_OF_EXCHANGE: Mapping[str, str] = {
     "chat": "chat",
     "responses": "chat",
     "messages": "chat",
+    "converse": "chat",
+    "invoke": "chat",
     "embeddings": "embeddings",
     "completions": "text_completion",
 }

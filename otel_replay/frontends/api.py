@@ -121,10 +121,22 @@ def _path(value: PathLike | None) -> Path | None:
     return None if value is None else Path(value)
 
 
-def _upstreams(openai: str | None, anthropic: str | None, azure: str | None) -> dict[str, str]:
-    """The upstream base URLs named by keyword, by their names in ``PROVIDERS``."""
+def _upstreams(
+    openai: str | None,
+    anthropic: str | None,
+    azure: str | None,
+    more: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """The upstream base URLs named by keyword, by their names in ``PROVIDERS``, and the
+    ``upstreams`` mapping: more upstreams by name (``{"groq": URL}``, ``{"bedrock": URL}``)."""
+    from otel_replay.providers.named import parse_upstreams
+
     named = {"openai": openai, "anthropic": anthropic, "azure": azure}
-    return {name: url for name, url in named.items() if url}
+    try:
+        extra = parse_upstreams(f"{name}={url}" for name, url in (more or {}).items())
+    except ValueError as exc:
+        raise ConfigError(str(exc).replace("--upstream", "upstreams:")) from None
+    return {**{name: url for name, url in named.items() if url}, **extra}
 
 
 @contextmanager
@@ -193,6 +205,7 @@ def record(
     upstream_openai: str | None = None,
     upstream_anthropic: str | None = None,
     upstream_azure: str | None = None,
+    upstreams: Mapping[str, str] | None = None,
     rules: PathLike | None = None,
 ) -> Iterator[GatewayHandle]:
     """Record the block's model calls into ``cassette`` (written anew when the block ends).
@@ -200,8 +213,11 @@ def record(
     Every call is forwarded to the upstream — ``upstream_openai`` / ``upstream_anthropic``,
     else the caller's own ``OPENAI_BASE_URL`` / ``ANTHROPIC_BASE_URL``, else the public
     endpoints; Azure OpenAI calls go to ``upstream_azure``, else the caller's
-    ``AZURE_OPENAI_ENDPOINT``. ``traces`` keeps the recording's OTLP JSON lines (the
-    agent's own spans and the model-call spans); the cassette is derived from them.
+    ``AZURE_OPENAI_ENDPOINT``. ``upstreams`` names more upstreams: an OpenAI-compatible
+    host by a name of yours (``{"groq": URL}``: the agent gets ``GROQ_BASE_URL``, the
+    gateway's ``/u/groq/v1``), or ``"bedrock"`` for AWS Bedrock Runtime. ``traces`` keeps
+    the recording's OTLP JSON lines (the agent's own spans and the model-call spans); the
+    cassette is derived from them.
     ``rules`` is a rule file above the one found (``otel-replay.toml`` in the current
     directory or beside the cassette); the cassette records the rules in force.
     """
@@ -211,7 +227,7 @@ def record(
         traces=traces,
         timing="fast",
         report=None,
-        upstreams=_upstreams(upstream_openai, upstream_anthropic, upstream_azure),
+        upstreams=_upstreams(upstream_openai, upstream_anthropic, upstream_azure, upstreams),
         rules=rules,
     ) as handle:
         yield handle
@@ -228,6 +244,7 @@ def replay(
     upstream_openai: str | None = None,
     upstream_anthropic: str | None = None,
     upstream_azure: str | None = None,
+    upstreams: Mapping[str, str] | None = None,
     rules: PathLike | None = None,
 ) -> Iterator[GatewayHandle]:
     """Answer the block's model calls from ``cassette``.
@@ -238,6 +255,8 @@ def replay(
     ``report`` writes the run's JSON summary. When the block ends a miss raises
     :class:`~otel_replay.core.errors.ReplayMiss` with the first miss's message.
     ``rules``: a rule file above the one found and the rules recorded in the cassette.
+    ``upstreams``: as for :func:`record`; the agent gets ``NAME_BASE_URL`` for every named
+    upstream the cassette recorded anyway.
     """
     with _run(
         mode=mode or default_mode(),
@@ -245,7 +264,7 @@ def replay(
         traces=traces,
         timing=timing,
         report=report,
-        upstreams=_upstreams(upstream_openai, upstream_anthropic, upstream_azure),
+        upstreams=_upstreams(upstream_openai, upstream_anthropic, upstream_azure, upstreams),
         rules=rules,
     ) as handle:
         yield handle

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from otel_replay.core.errors import OtelReplayError
 from otel_replay.frontends.buildcmd import add_selection, build_command, doctor_command
 from otel_replay.providers import PROVIDERS
+from otel_replay.providers.named import parse_upstream
 from otel_replay.session.session import MODES, default_mode
 
 if TYPE_CHECKING:
@@ -36,6 +37,15 @@ def _gateway_options(parser: argparse.ArgumentParser) -> None:
     for row in PROVIDERS:
         if row.option_help is not None:
             parser.add_argument(f"--upstream-{row.name}", metavar="URL", help=row.option_help)
+    parser.add_argument(
+        "--upstream",
+        action="append",
+        default=[],
+        type=parse_upstream,
+        metavar="NAME=URL",
+        help="an OpenAI-compatible upstream the agent reaches at /u/NAME/v1 (NAME_BASE_URL); "
+        "repeatable",
+    )
     parser.add_argument(
         "--report", type=Path, metavar="FILE", help="write a run report (.json, .html, .md)"
     )
@@ -209,11 +219,15 @@ def _config(args: argparse.Namespace, mode: str, command: list[str]) -> GatewayC
     from otel_replay.frontends.rulefiles import rule_sources
     from otel_replay.gateway.runner import GatewayConfig
 
+    upstreams: dict[str, str | None] = {
+        row.name: getattr(args, f"upstream_{row.name}", None) for row in PROVIDERS
+    }
+    upstreams.update(args.upstream)
     return GatewayConfig(
         mode=mode,
         cassette=args.cassette,
         traces=args.traces,
-        upstreams={row.name: getattr(args, f"upstream_{row.name}", None) for row in PROVIDERS},
+        upstreams=upstreams,
         host=args.host,
         port=getattr(args, "port", 0),
         grpc_port=getattr(args, "grpc_port", 0),

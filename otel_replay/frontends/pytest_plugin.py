@@ -43,6 +43,7 @@ from otel_replay.frontends.suite import (
 )
 from otel_replay.frontends.telemetry import TelemetryGateway
 from otel_replay.providers import PROVIDERS
+from otel_replay.providers.named import parse_upstream
 from otel_replay.reports.formats import write_suite
 from otel_replay.reports.run import combined
 from otel_replay.session.session import MODES, Session, Summary, default_mode
@@ -94,6 +95,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                 metavar="URL",
                 help=row.option_help,
             )
+    group.addoption(
+        "--otel-replay-upstream",
+        action="append",
+        default=[],
+        type=parse_upstream,
+        metavar="NAME=URL",
+        help="an OpenAI-compatible upstream, at /u/NAME/v1 (NAME_BASE_URL); repeatable",
+    )
     parser.addini(
         "otel_replay_cassette_dir",
         "folder beside the test file where bare cassette names live",
@@ -149,14 +158,15 @@ class SharedGateway:
 
     def begin(self, session: Session, upstreams: dict[str, str]) -> dict[str, str]:
         """Point the gateway at ``session``; returns the agent environment for the block."""
-        from otel_replay.gateway.runner import agent_environment
+        from otel_replay.gateway.runner import agent_environment, agent_upstreams
 
         upstream = self.server.gateway.upstream
         if hasattr(upstream, "bases") and session.mode in ("record", "auto"):
             upstream.bases = dict(upstreams)
         session.store.observers.append(self.telemetry.received.tap)
         self.thread.use_session(session)
-        return agent_environment(self.server.url, self.server.grpc_port, session.mode, os.environ)
+        named = agent_upstreams(upstreams, session)
+        return agent_environment(self.url, self.server.grpc_port, session.mode, os.environ, named)
 
     def end(self) -> Summary:
         """Point the gateway back at its idle session; finish and summarise the block's."""
@@ -235,6 +245,7 @@ class OtelReplayPlugin:
             for row in PROVIDERS
             if row.option_help is not None
         }
+        self.upstreams.update(config.getoption("otel_replay_upstream"))
         self.cassette_dir = str(config.getini("otel_replay_cassette_dir") or "cassettes")
         early = pytest_telemetry.early_gateway(config)
         self.gateway: SharedGateway | None = None if early is None else SharedGateway(early)

@@ -45,7 +45,7 @@ from otel_replay.gateway.relay import (
     over_limit_body,
     over_limit_event,
 )
-from otel_replay.gateway.upstream import NoUpstream, Upstream, UpstreamRequest
+from otel_replay.gateway.upstream import HOP_BY_HOP, NoUpstream, Upstream, UpstreamRequest
 from otel_replay.gateway.writers import abort, body_response, not_saved, passthrough
 from otel_replay.otlp.http import add_otlp_routes
 from otel_replay.providers import Route
@@ -80,17 +80,9 @@ class Gateway:
         self.limits = limits or Limits()
         self.upstream = upstream
         self.timing = timing
-        env = os.environ if keys is None else keys
+        self._env = os.environ if keys is None else keys
         # auto mode forwards a miss only with exactly one of the caller's own credentials
-        self._keys = {
-            row.name: tuple(
-                env[name].encode()
-                for name in row.credential_env
-                if env.get(name) and env[name] != ev.PLACEHOLDER_KEY
-            )
-            for row in providers.PROVIDERS
-        }
-        self._credentials = providers.credential_headers()
+        self._keys: dict[str, tuple[bytes, ...]] = {}
 
     def app(self) -> web.Application:
         app = web.Application(client_max_size=1024**3, middlewares=[host_guard(self.bind_host)])
@@ -201,7 +193,14 @@ class Gateway:
         return await self.replay(call, recorded.response)
 
     def _carries_own_key(self, upstream: str, headers: Mapping[str, str]) -> bool:
-        return carries_own_key(headers, self._credentials, self._keys.get(upstream, ()))
+        """Whether the request offers one of the caller's keys in its upstream's headers."""
+        row, env = providers.upstream_spec(upstream), self._env
+        if row is None:
+            return False
+        if upstream not in self._keys:
+            own = [env.get(name, "") for name in row.credential_env]
+            self._keys[upstream] = tuple(k.encode() for k in own if k and k != ev.PLACEHOLDER_KEY)
+        return carries_own_key(headers, row.credential_headers, self._keys[upstream])
 
     def _replayed_exchange(self, call: Call, recorded: Exchange) -> Exchange | None:
         if not self.session.writes_replayed_spans:
@@ -280,12 +279,14 @@ class Gateway:
 
     async def _forward(self, call: Call) -> web.StreamResponse:
         request = call.request
+        headers = {k: v for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP}
         outgoing = UpstreamRequest(
             provider=call.upstream,
             method=request.method,
-            path=call.route.forward_path(request.path),
+            # as received, percent-encoding and all (a Bedrock model id's ':' is signed so)
+            path=call.route.forward_path(request.raw_path.partition("?")[0]),
             query=request.query_string,
-            headers=refusal.forwarded_headers(call),  # with only its own upstream's credentials
+            headers=providers.forwarded_headers(call.upstream, headers),  # only its own credentials
             body=call.raw,
         )
         try:

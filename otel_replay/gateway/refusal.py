@@ -1,6 +1,6 @@
-"""Keeping calls from the wrong provider: the headers a call is forwarded with (never
-another provider's credential headers), and the calls refused outright: one holding the
-key of a provider with another API (``providers.placement.misplaced``) and a model call
+"""Keeping calls from the wrong provider: each is forwarded with only its upstream's
+credential headers (``providers.forwarded_headers``), and some are refused outright: one
+holding the key of a provider with another API (``providers.placement.misplaced``) and a model call
 no provider's API claims (``unplaced``), answered with status 421, and a live call with
 no upstream to go to (502). None is forwarded; each is counted as a miss in the session
 (so the run fails even when the agent swallows the error) and answered in the provider's
@@ -17,14 +17,13 @@ from otel_replay import providers
 from otel_replay.core.errors import ReplayMiss
 from otel_replay.core.exchange import JSON
 from otel_replay.gateway.call import Call
-from otel_replay.gateway.upstream import HOP_BY_HOP, NoUpstream
+from otel_replay.gateway.upstream import NoUpstream
 from otel_replay.providers.base import Provider
-from otel_replay.providers.placement import foreign_headers, misplaced, unplaced
+from otel_replay.providers.placement import misplaced, unplaced
 from otel_replay.session.session import Session
 
 __all__ = [
     "MISDIRECTED",
-    "forwarded_headers",
     "refuse_misplaced",
     "refuse_unplaced",
     "refuse_unroutable",
@@ -41,13 +40,6 @@ def _refused(session: Session, provider: Provider, path: str, body: JSON, why: s
     session.missed(ReplayMiss(why), provider.name, path, body)
     error = provider.error_body(MISDIRECTED, f"otel-replay: {why}", "otel_replay_misdirected")
     return web.json_response(error, status=MISDIRECTED, headers={"x-should-retry": "false"})
-
-
-def forwarded_headers(call: Call) -> dict[str, str]:
-    """The request headers a call is forwarded with: not those of one hop, nor the
-    credential headers only other providers declare."""
-    dropped = HOP_BY_HOP | foreign_headers(call.route.spec)
-    return {k: v for k, v in call.request.headers.items() if k.lower() not in dropped}
 
 
 def refuse_misplaced(call: Call) -> web.Response | None:

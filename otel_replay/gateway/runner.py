@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +29,8 @@ from otel_replay.gateway.upstream import HttpUpstream, Upstream
 from otel_replay.matching.profiles import RuleSources
 from otel_replay.matching.session_rules import DEFAULT_SOURCES
 from otel_replay.otlp.grpc import GrpcReceiver
+from otel_replay.providers.named import NAMED_PREFIX, named_prefix
+from otel_replay.providers.spec import PLACEHOLDER_REGION
 from otel_replay.redaction.redact import Redactor
 from otel_replay.session.session import Session, Summary
 
@@ -79,14 +81,22 @@ def upstream_bases(config: GatewayConfig, environ: Mapping[str, str]) -> dict[st
 
 
 def agent_environment(
-    url: str, grpc_port: int | None, mode: str, caller: Mapping[str, str]
+    url: str,
+    grpc_port: int | None,
+    mode: str,
+    caller: Mapping[str, str],
+    named: Iterable[str] = (),
 ) -> dict[str, str]:
     """The variables that point an unmodified agent at the gateway.
 
     OTLP goes to the HTTP receiver unless the caller's settings ask for gRPC, in which
-    case the endpoints name the gRPC port.
+    case the endpoints name the gRPC port. Each ``named`` upstream that is not a row of
+    ``PROVIDERS`` (an OpenAI-compatible host) is ``NAME_BASE_URL``
+    (``http://gateway/u/NAME/v1``).
     """
-    env = {row.base_env: url + row.agent_path for row in providers.PROVIDERS}
+    hosts = [name for name in named if providers.spec(name) is None]
+    rows = [*providers.PROVIDERS, *(providers.named_upstream(name) for name in hosts)]
+    env = {row.base_env: url + row.agent_path for row in rows}
     env[ev.OTEL_REPLAY_URL] = url
     env[ev.OTEL_REPLAY_MODE] = mode
     host = url.rsplit(":", 1)[0]  # http://127.0.0.1 or http://[::1]
@@ -117,10 +127,21 @@ def agent_environment(
     if mode in ("strict", "auto"):
         # official SDKs refuse to start without a key; replay needs none (and a caller
         # holding any key of a provider keeps it: a placeholder beside it could win)
-        for row in providers.PROVIDERS:
+        for row in rows:
             if not any(caller.get(name) for name in row.credential_env):
                 env.update(dict.fromkeys(row.placeholder_env, ev.PLACEHOLDER_KEY))
+    for row in rows if mode == "strict" else ():
+        if row.region_env and not any(caller.get(name) for name in row.region_env):
+            env[row.region_env[0]] = PLACEHOLDER_REGION
     return env
+
+
+def agent_upstreams(named: Iterable[str], session: Session) -> list[str]:
+    """The upstreams the agent is given a variable for: those named, and every named
+    upstream the cassette's recordings went to (so a replay needs no ``--upstream``)."""
+    recorded = (named_prefix(r.endpoint) for r in session.recordings.requests())
+    names = (prefix[len(NAMED_PREFIX) :] for prefix in recorded if prefix)
+    return list(dict.fromkeys([*named, *names]))
 
 
 class GatewayServer:
@@ -142,7 +163,9 @@ class GatewayServer:
             redactor=Redactor.from_environment(secrets_from),
             rules=config.rules,
         )
-        self.upstream = config.upstream or HttpUpstream(upstream_bases(config, self.caller_env))
+        self.upstream = config.upstream or HttpUpstream(
+            upstream_bases(config, self.caller_env), environ=self.caller_env
+        )
         self.gateway = Gateway(
             session,
             self.upstream,
@@ -201,7 +224,13 @@ class GatewayServer:
             except ConfigError:
                 await self._runner.cleanup()
                 raise
-        self.env = agent_environment(self.url, self.grpc_port, self.config.mode, self.caller_env)
+        self.env = agent_environment(
+            self.url,
+            self.grpc_port,
+            self.config.mode,
+            self.caller_env,
+            named=agent_upstreams(self.config.named_upstreams(), self.session),
+        )
 
     async def stop(self) -> Summary:
         if self._grpc is not None:

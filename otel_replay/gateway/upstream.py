@@ -11,6 +11,7 @@ the body iterator), so the gateway can give the agent the same kind of failure.
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -19,9 +20,12 @@ from urllib.request import getproxies, proxy_bypass
 
 import aiohttp
 from multidict import CIMultiDict
+from yarl import URL
 
 from otel_replay import providers
+from otel_replay.core import envvars as ev
 from otel_replay.core.errors import ConfigError, UpstreamError
+from otel_replay.gateway.sigv4 import AwsSigner, NoAwsCredentials
 
 # Headers that describe one hop, not the message; never forwarded either way.
 HOP_BY_HOP = frozenset(
@@ -44,12 +48,16 @@ HOP_BY_HOP = frozenset(
 
 class NoUpstream(ConfigError):
     """A live call for an upstream nobody named (one without a public endpoint, such as
-    Azure OpenAI's per-resource one); the message says what to set."""
+    Azure OpenAI's per-resource one), or that cannot be made (no AWS credentials to sign
+    it with); the message says what to set."""
 
-    def __init__(self, upstream: str) -> None:
+    def __init__(self, upstream: str, hint: str | None = None) -> None:
         self.upstream = upstream
         row = providers.spec(upstream)
-        hint = row.missing_base() if row is not None else f"no {upstream} upstream to forward to"
+        if hint is None and row is not None:
+            hint = row.missing_base()
+        elif hint is None:
+            hint = f"no {upstream} upstream to forward to: pass --upstream {upstream}=URL"
         super().__init__(hint)
 
 
@@ -81,15 +89,22 @@ def provider_url(base: str, provider: str, path: str) -> str:
     """Join an upstream's base URL and a gateway path, as its declaration says: an OpenAI
     base ending in ``/v1`` meets a path starting with ``/v1``; an Azure base given as
     ``.../openai`` or ``.../openai/v1`` is taken back to the resource."""
-    row = providers.spec(provider)
+    row = providers.upstream_spec(provider)
     return row.join(base, path) if row is not None else base.rstrip("/") + path
 
 
 class HttpUpstream:
     """Forwards to the real providers over aiohttp, streaming the body through."""
 
-    def __init__(self, bases: Mapping[str, str], *, connect_timeout: float = 30.0) -> None:
+    def __init__(
+        self,
+        bases: Mapping[str, str],
+        *,
+        connect_timeout: float = 30.0,
+        environ: Mapping[str, str] | None = None,
+    ) -> None:
         self.bases = dict(bases)
+        self._signer = AwsSigner(os.environ if environ is None else environ)
         self._timeout = aiohttp.ClientTimeout(total=None, sock_connect=connect_timeout)
         self._session: aiohttp.ClientSession | None = None
         self._proxies: dict[str, str | None] = {}
@@ -109,19 +124,47 @@ class HttpUpstream:
             self._proxies[base] = proxy
         return self._proxies[base]
 
+    def _sign(
+        self, service: str, request: UpstreamRequest, base: str
+    ) -> tuple[str, dict[str, str]]:
+        """The URL and headers of a request re-signed for AWS (SigV4): the region the agent
+        signed for fills the base URL's ``{region}``."""
+        region = self._signer.region(request.headers)
+        if region is None:
+            raise NoUpstream(
+                request.provider,
+                f"no AWS region to sign the live call for: set {ev.AWS_DEFAULT_REGION} "
+                "before starting otel-replay",
+            )
+        url = self._url(base.replace("{region}", region), request)
+        headers = {k: v for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP}
+        try:
+            signed = self._signer.sign(service, region, request.method, url, headers, request.body)
+        except NoAwsCredentials as exc:
+            raise NoUpstream(request.provider, str(exc)) from exc
+        return url, signed
+
+    @staticmethod
+    def _url(base: str, request: UpstreamRequest) -> str:
+        url = provider_url(base, request.provider, request.path)
+        return f"{url}?{request.query}" if request.query else url
+
     async def send(self, request: UpstreamRequest) -> UpstreamResponse:
-        row = providers.spec(request.provider)
+        row = providers.upstream_spec(request.provider)
         base = self.bases.get(request.provider) or (row.default_base if row else None)
         if not base:
             raise NoUpstream(request.provider)
-        url = provider_url(base, request.provider, request.path)
-        if request.query:
-            url = f"{url}?{request.query}"
-        headers = {k: v for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP}
+        target: str | URL
+        if row is not None and row.signing_name:
+            url, headers = self._sign(row.signing_name, request, base)
+            target = URL(url, encoded=True)  # sent exactly as signed
+        else:
+            target = url = self._url(base, request)
+            headers = {k: v for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP}
         try:
             response = await self._client().request(
                 request.method,
-                url,
+                target,
                 headers=headers,
                 data=request.body or None,
                 proxy=self._proxy(base),

@@ -159,6 +159,9 @@ def detect(profiles: Sequence[Profile], request: CanonicalRequest) -> str | None
 PROVIDER_ID_PREFIXES: tuple[str, ...] = (
     "chatcmpl",
     "srvtoolu",
+    "toolu_bdrk",  # Anthropic's ids as Bedrock serves them
+    "msg_bdrk",
+    "tooluse",  # Bedrock Converse's tool-use ids
     "toolu",
     "call",
     "msg",

@@ -23,12 +23,14 @@ from collections.abc import Mapping
 
 from otel_replay.core import envvars as ev
 from otel_replay.core.errors import ConfigError
-from otel_replay.providers import azure, gemini_request
+from otel_replay.providers import azure, bedrock, gemini_request, named
 from otel_replay.providers.azure import AZURE_PREFIX, azure_endpoint
 from otel_replay.providers.base import OutputView, Provider
+from otel_replay.providers.named import KNOWN, NAMED_PREFIX, named_prefix, named_upstream
 from otel_replay.providers.parts import strip_prefix
 from otel_replay.providers.router import Route, Router
-from otel_replay.providers.spec import BEARER, CredentialHeader, Mount, ProviderSpec
+from otel_replay.providers.spec import AWS_SIGV4, BEARER, CredentialHeader, Mount, ProviderSpec
+from otel_replay.streams.eventstream import EVENTSTREAM
 
 __all__ = [
     "AZURE_PREFIX",
@@ -45,10 +47,14 @@ __all__ = [
     "get",
     "kept_headers",
     "match_endpoint",
+    "named_upstream",
     "provider_for",
     "sdk_modules",
+    "semconv_name",
     "semconv_names",
     "spec",
+    "surface_name",
+    "upstream_spec",
 ]
 
 _BEARER = CredentialHeader("authorization", BEARER)
@@ -160,48 +166,63 @@ PROVIDERS: tuple[ProviderSpec, ...] = (
         sdk_modules=("google.genai",),
         egress_hosts=("generativelanguage.googleapis.com",),
     ),
+    ProviderSpec(
+        name="bedrock",
+        api="aws.bedrock",
+        title="AWS Bedrock Runtime",
+        mounts=(Mount(bedrock.MODEL_PREFIX),),
+        base_env=ev.AWS_ENDPOINT_URL_BEDROCK_RUNTIME,
+        surface="otel_replay.providers.bedrock:BEDROCK",
+        default_base="https://bedrock-runtime.{region}.amazonaws.com",
+        option_help="real Bedrock Runtime endpoint (default: the caller's "
+        f"{ev.AWS_ENDPOINT_URL_BEDROCK_RUNTIME}, else the region's public one)",
+        credential_env=(ev.AWS_ACCESS_KEY_ID,),
+        # SigV4: the access key id in Authorization, and the session token
+        credential_headers=(
+            CredentialHeader("authorization", AWS_SIGV4),
+            CredentialHeader("x-amz-security-token"),
+        ),
+        placeholder_env=(ev.AWS_ACCESS_KEY_ID, ev.AWS_SECRET_ACCESS_KEY),
+        key_kinds=("aws-access-key-id",),
+        region_env=(ev.AWS_DEFAULT_REGION, ev.AWS_REGION),  # botocore reads the first
+        kept_headers=frozenset(
+            {"content-type", "retry-after", "x-amzn-requestid", "x-amzn-errortype"}
+        ),
+        kept_prefixes=("x-amzn-bedrock-",),
+        codec=EVENTSTREAM,
+        semconv_names=("aws.bedrock", "aws_bedrock", "bedrock", "aws"),
+        sdk_modules=("boto3", "botocore"),
+        egress_hosts=("bedrock-runtime.*.amazonaws.com", "bedrock-runtime-fips.*.amazonaws.com"),
+        signing_name="bedrock",
+    ),
 )
 """Every upstream otel-replay speaks to, in the order the agent's environment lists them."""
 
 UNDECLARED_HOSTS: tuple[str, ...] = (
     "aiplatform.googleapis.com",
     "*-aiplatform.googleapis.com",
-    "bedrock-runtime.*.amazonaws.com",
-    "bedrock-runtime-fips.*.amazonaws.com",
-    "api.mistral.ai",
-    "api.groq.com",
-    "openrouter.ai",
-    "api.together.xyz",
     "api.together.ai",
-    "api.x.ai",
-    "api.deepseek.com",
     "api.cohere.com",
     "api.cohere.ai",
-    "api.fireworks.ai",
-    "api.perplexity.ai",
 )
 """Host patterns (``fnmatch``) of model provider APIs that have no row of their own yet:
 guarded all the same. A provider given a row takes its hosts into ``egress_hosts``."""
 
-UNDECLARED_KEYS: Mapping[str, str] = {"aws-access-key-id": "AWS"}
+UNDECLARED_KEYS: Mapping[str, str] = {}
 """Key shapes (as ``redaction.shapes`` names them) of providers without a row yet, and
 whose they are: a request carrying one is forwarded to no upstream until a row declares
 the shape in its ``key_kinds``."""
 
-ROUTER = Router(PROVIDERS)
+ROUTER = Router(PROVIDERS, named=named_upstream)
 _SPECS = {row.name: row for row in PROVIDERS}
 
 
 def egress_hosts() -> tuple[str, ...]:
-    """Every model provider host pattern: each row's, then the undeclared ones."""
+    """Every model provider host pattern: each row's, the named OpenAI-compatible hosts',
+    then the undeclared ones."""
     rows = (host for row in PROVIDERS for host in row.egress_hosts)
-    return tuple(dict.fromkeys([*rows, *UNDECLARED_HOSTS]))
-
-
-def match_endpoint(endpoint: str) -> str:
-    """An endpoint as matching compares it: the operation it stands for (Azure OpenAI's
-    deployments and ``api-version``, Gemini's model and API version left out)."""
-    return gemini_request.match_endpoint(azure.match_endpoint(endpoint))
+    named_hosts = (host for known in KNOWN.values() for host in known.egress)
+    return tuple(dict.fromkeys([*rows, *named_hosts, *UNDECLARED_HOSTS]))
 
 
 def spec(name: str) -> ProviderSpec | None:
@@ -209,9 +230,42 @@ def spec(name: str) -> ProviderSpec | None:
     return _SPECS.get(name)
 
 
+def upstream_spec(name: str) -> ProviderSpec | None:
+    """The declaration of ``name``: a row of ``PROVIDERS``, else the named OpenAI-compatible
+    upstream (``--upstream NAME=URL``); None for a name that cannot be one."""
+    row = _SPECS.get(name)
+    if row is not None:
+        return row
+    try:
+        return named_upstream(name)
+    except ValueError:
+        return None
+
+
 def semconv_names() -> dict[str, str]:
     """``gen_ai.provider.name`` / ``gen_ai.system`` values (lower case) to API surfaces."""
-    return {name: row.api for row in PROVIDERS for name in row.semconv_names}
+    names = {name: row.api for row in PROVIDERS for name in row.semconv_names}
+    for known, host in KNOWN.items():  # OpenAI-compatible hosts speak OpenAI's API
+        names.setdefault(known, "openai")
+        names.setdefault(host.semconv, "openai")
+    return names
+
+
+def semconv_name(api: str, endpoint: str) -> str:
+    """``gen_ai.provider.name`` of an exchange: its API surface, or for a named upstream's
+    endpoint (``/u/NAME/...``) that host's name."""
+    prefix = named_prefix(endpoint)
+    return named.semconv_name(prefix[len(NAMED_PREFIX) :]) if prefix else api
+
+
+def surface_name(provider_name: str, endpoint: str) -> str:
+    """The API surface of a span's ``gen_ai.provider.name`` and endpoint (the inverse of
+    :func:`semconv_name`)."""
+    if provider_name in all_providers():
+        return provider_name
+    if named_prefix(endpoint):
+        return named_upstream(named_prefix(endpoint)[len(NAMED_PREFIX) :]).api
+    return semconv_names().get(provider_name.lower(), provider_name)
 
 
 def sdk_modules() -> frozenset[str]:
@@ -224,6 +278,28 @@ def credential_headers() -> tuple[CredentialHeader, ...]:
     those with a scheme (``Authorization``, which proxies use too)."""
     known = dict.fromkeys(header for row in PROVIDERS for header in row.credential_headers)
     return tuple(sorted(known, key=lambda header: header.scheme is not None))
+
+
+def match_endpoint(endpoint: str) -> str:
+    """An endpoint as matching compares it: the operation it stands for (Azure OpenAI's
+    deployments and ``api-version``, Bedrock's model paths, Gemini's model and API version
+    left out), without what the request's model carries."""
+    return gemini_request.match_endpoint(bedrock.match_endpoint(azure.match_endpoint(endpoint)))
+
+
+def forwarded_headers(upstream: str, headers: Mapping[str, str]) -> dict[str, str]:
+    """The request headers forwarded to ``upstream``: without any other upstream's
+    credential headers (an upstream whose requests are re-signed replaces its own)."""
+    own = upstream_spec(upstream)
+    mine = () if own is None else own.credential_headers
+    known = credential_headers()
+    kept: dict[str, str] = {}
+    for name, value in headers.items():
+        lower = name.lower()
+        foreign = any(h.carried(lower, value) for h in known)
+        if not foreign or any(h.carried(lower, value) for h in mine):
+            kept[name] = value
+    return kept
 
 
 def kept_headers(headers: Mapping[str, str]) -> dict[str, str]:

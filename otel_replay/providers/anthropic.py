@@ -34,6 +34,7 @@ from otel_replay.providers.parts import (
     parts_of,
     raw_part,
     reasoning_part,
+    semconv_usage,
     short_hash,
     strip_prefix,
     text_or_parts,
@@ -129,17 +130,13 @@ def _tools(raw_tools: JSON) -> JSON:
 
 def _semconv_usage(usage: dict[str, Any]) -> dict[str, int]:
     """Semconv input tokens include the cached ones; Anthropic counts them apart."""
-    read = as_int(usage.get("cache_read_input_tokens"))
-    write = as_int(usage.get("cache_creation_input_tokens"))
-    result = {
-        "input_tokens": as_int(usage.get("input_tokens")) + read + write,
-        "output_tokens": as_int(usage.get("output_tokens")),
-    }
-    if "cache_read_input_tokens" in usage:
-        result[_CACHE_READ] = read
-    if "cache_creation_input_tokens" in usage:
-        result[_CACHE_WRITE] = write
-    return result
+    return semconv_usage(
+        usage,
+        "input_tokens",
+        "output_tokens",
+        "cache_read_input_tokens",
+        "cache_creation_input_tokens",
+    )
 
 
 def _anthropic_usage(usage: dict[str, int]) -> dict[str, Any]:

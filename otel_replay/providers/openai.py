@@ -16,6 +16,7 @@ from otel_replay.providers import openai_request as req
 from otel_replay.providers import openai_view as views
 from otel_replay.providers.azure import canonical_endpoint, route
 from otel_replay.providers.base import OutputView
+from otel_replay.providers.named import named_prefix
 from otel_replay.providers.openai_chat_stream import (
     chat_body,
     chat_stream,
@@ -61,7 +62,8 @@ class OpenAIProvider:
         return _ENDPOINTS.get(operation, "/v1")
 
     def canonical(self, path: str, body: JSON) -> CanonicalRequest:
-        endpoint = canonical_endpoint(path)
+        # a named upstream's endpoint keeps its /u/NAME: its recordings answer it alone
+        endpoint = named_prefix(path) + canonical_endpoint(path)
         operation = self.operation(path)
         deployment = route(path)[1]
         if body is None:

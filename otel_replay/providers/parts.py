@@ -86,6 +86,24 @@ def as_int(value: JSON) -> int:
     return int(value)
 
 
+def semconv_usage(
+    usage: Mapping[str, Any], inputs: str, outputs: str, read: str, write: str
+) -> dict[str, int]:
+    """Semconv usage from a provider's usage object (its field names given) that counts
+    cached input tokens apart, as Anthropic's and Bedrock's do: semconv input tokens
+    include them."""
+    cache_read, cache_write = as_int(usage.get(read)), as_int(usage.get(write))
+    result = {
+        "input_tokens": as_int(usage.get(inputs)) + cache_read + cache_write,
+        "output_tokens": as_int(usage.get(outputs)),
+    }
+    if read in usage:
+        result["cache_read.input_tokens"] = cache_read
+    if write in usage:
+        result["cache_creation.input_tokens"] = cache_write
+    return result
+
+
 # --- parts ------------------------------------------------------------------------------
 
 

@@ -1,8 +1,8 @@
 """Where a request may go: never to an upstream with another provider's credential.
 
 The router places a request by its path; it is forwarded with only its upstream's
-credential headers (``foreign_headers``, those only other providers declare, such as
-``x-goog-api-key`` or Azure's ``api-key`` on an OpenAI call, are left out). A key in a
+credential headers (``providers.forwarded_headers``: ``x-goog-api-key`` or Azure's
+``api-key`` on an OpenAI call are left out). A key in a
 credential header shaped as the key of a provider with another API (an OpenAI key as
 Anthropic's ``x-api-key``, a Gemini key as a bearer token, an AWS access key id in a
 SigV4 ``Authorization``) makes the request *misplaced*: the agent is talking to the wrong
@@ -15,7 +15,6 @@ Pure functions over the ``PROVIDERS`` table and the lower-case header names of a
 
 from __future__ import annotations
 
-import functools
 import re
 from collections.abc import Iterator, Mapping
 
@@ -23,7 +22,7 @@ from otel_replay.providers import PROVIDERS, UNDECLARED_KEYS
 from otel_replay.providers.spec import ProviderSpec
 from otel_replay.redaction.shapes import key_kind
 
-__all__ = ["credential_owner", "foreign_headers", "misplaced", "unplaced"]
+__all__ = ["credential_owner", "misplaced", "unplaced"]
 
 _CREDENTIALS = (
     *dict.fromkeys(header.name for row in PROVIDERS for header in row.credential_headers),
@@ -58,15 +57,6 @@ def _owners(kind: str, rows: list[ProviderSpec]) -> str:
 
 def _a(noun: str) -> str:
     return f"{'an' if noun[:1] in 'AEIOU' else 'a'} {noun}"
-
-
-@functools.cache
-def foreign_headers(spec: ProviderSpec) -> frozenset[str]:
-    """The credential headers other providers declare and ``spec`` does not: never
-    forwarded to its upstream."""
-    own = {header.name for header in spec.credential_headers}
-    names = (header.name for row in PROVIDERS for header in row.credential_headers)
-    return frozenset(name for name in names if name not in own)
 
 
 def misplaced(spec: ProviderSpec, headers: Mapping[str, str]) -> str | None:

@@ -9,9 +9,10 @@ rest.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
+from otel_replay.providers.named import named_prefix
 from otel_replay.providers.parts import strip_prefix
 from otel_replay.providers.spec import Mount, ProviderSpec
 
@@ -45,16 +46,27 @@ class Route:
 
 
 class Router:
-    """Mounts of a set of upstream declarations."""
+    """Mounts of a set of upstream declarations; with ``named``, also ``/u/NAME/...`` for
+    the named upstream ``named(NAME)`` declares."""
 
-    def __init__(self, specs: Iterable[ProviderSpec]) -> None:
+    def __init__(
+        self,
+        specs: Iterable[ProviderSpec],
+        named: Callable[[str], ProviderSpec] | None = None,
+    ) -> None:
         rows = [(spec, mount) for spec in specs for mount in spec.mounts]
         self._rows = sorted(rows, key=lambda row: -len(row[1].prefix))
         self.prefixes = tuple(dict.fromkeys(mount.prefix for _, mount in self._rows))
+        self._named = named
 
     def route(self, path: str, headers: Mapping[str, str]) -> Route | None:
         """The route of a request (path as received, lower-case header names), or None
         when the path is not under any mount: not a provider API call."""
+        prefix = named_prefix(path) if self._named is not None else ""
+        if prefix and path.startswith(prefix + "/"):
+            assert self._named is not None
+            spec = self._named(prefix.rpartition("/")[2])
+            return Route(spec, spec.mounts[0])
         candidates = [row for row in self._rows if path.startswith(row[1].prefix)]
         if not candidates:
             return None

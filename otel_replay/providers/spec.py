@@ -16,15 +16,26 @@ from dataclasses import dataclass
 from otel_replay.streams.codec import StreamCodec
 from otel_replay.streams.sse import SSE
 
-__all__ = ["BEARER", "CredentialHeader", "Mount", "ProviderSpec"]
+__all__ = [
+    "AWS_SIGV4",
+    "BEARER",
+    "PLACEHOLDER_REGION",
+    "CredentialHeader",
+    "Mount",
+    "ProviderSpec",
+]
 
 BEARER = "bearer"
+PLACEHOLDER_REGION = "us-east-1"
+AWS_SIGV4 = "aws4-hmac-sha256"
+"""The scheme of an AWS SigV4 ``Authorization``, whose credential is its access key id."""
 
 
 @dataclass(frozen=True, slots=True)
 class CredentialHeader:
     """A request header that carries a credential: the whole value (``x-api-key``), or
-    the token after a scheme (``authorization: Bearer TOKEN``)."""
+    the token after a scheme (``authorization: Bearer TOKEN``); for AWS SigV4, the
+    access key id of ``Credential=KEY/date/region/service/aws4_request``."""
 
     name: str
     scheme: str | None = None
@@ -35,7 +46,19 @@ class CredentialHeader:
         if self.scheme is None:
             return raw
         prefix = f"{self.scheme} "
-        return raw[len(prefix) :].strip() if raw.lower().startswith(prefix) else ""
+        if not raw.lower().startswith(prefix):
+            return ""
+        token = raw[len(prefix) :].strip()
+        if self.scheme == AWS_SIGV4:
+            _, _, scope = token.partition("Credential=")
+            return scope.partition("/")[0].strip() if scope else ""
+        return token
+
+    def carried(self, name: str, value: str) -> bool:
+        """Whether a header (lower-case name) is this credential header."""
+        return name == self.name and (
+            self.scheme is None or value.lower().startswith(f"{self.scheme} ")
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,6 +127,14 @@ class ProviderSpec:
     """Top-level modules of its official SDK (whose error classes a trace may name)."""
     egress_hosts: tuple[str, ...] = ()
     """Host patterns (``fnmatch``) of its public API."""
+    region_env: tuple[str, ...] = ()
+    """Variables its SDK reads a region from. In strict replay, when the caller sets none,
+    the first is given :data:`PLACEHOLDER_REGION` (nothing goes live: the region only
+    names the signing scope), so an SDK that insists on a region starts in CI."""
+    signing_name: str | None = None
+    """The AWS service its requests are signed for (SigV4): a live call is re-signed for
+    the real endpoint with the gateway's own AWS credentials. ``default_base`` may then
+    hold ``{region}``, the region the agent signed for."""
 
     def join(self, base: str, path: str) -> str:
         """The upstream URL for a gateway path forwarded to ``base``."""

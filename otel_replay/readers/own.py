@@ -100,8 +100,8 @@ def span_to_exchange(span: Span, resource: Resource | None = None) -> Exchange |
     if own.FORMAT_ATTRIBUTE not in attrs:
         return None
     try:
-        provider = str(attrs.get(genai.PROVIDER_NAME, ""))
         endpoint = str(attrs[own.ENDPOINT])
+        provider = providers.surface_name(str(attrs.get(genai.PROVIDER_NAME, "")), endpoint)
         operation = attrs.get(own.OPERATION)
         if not isinstance(operation, str):
             operation = providers.get(provider).operation(endpoint)

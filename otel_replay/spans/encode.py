@@ -191,7 +191,7 @@ def _fill(
 ) -> str | None:
     """Every attribute of the exchange's span; returns the error status message, if any."""
     request, response = ex.request, ex.response
-    attrs.text(genai.PROVIDER_NAME, ex.provider)
+    attrs.text(genai.PROVIDER_NAME, providers.semconv_name(ex.provider, request.endpoint))
     attrs.text(genai.OPERATION_NAME, op_name)
     _add_request(attrs, request)
     if ex.stream:

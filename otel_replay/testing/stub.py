@@ -11,7 +11,8 @@ are computed from the request, so the same request always gets the same answer:
   tools are offered (``stub_turns.directive``).
 
 The Gemini API's model methods (``/v1beta/models/{model}:generateContent`` and the
-rest) answer from ``stub_gemini``. Azure OpenAI's paths answer like the OpenAI ones:
+rest) answer from ``stub_gemini``; AWS Bedrock Runtime's ``/model/{modelId}/...`` paths as
+``stub_bedrock`` says. Azure OpenAI's paths answer like the OpenAI ones:
 ``/openai/deployments/{deployment}/...`` and ``/openai/...`` (both requiring
 ``?api-version=``; the deployment is the default model) and ``/openai/v1/...``; an Azure
 chat stream opens with the prompt-filter chunk Azure sends.
@@ -35,8 +36,8 @@ from typing import Any
 
 from aiohttp import web
 
-from otel_replay.testing import stub_anthropic, stub_gemini, stub_openai
-from otel_replay.testing.stub_turns import Reply, tokens
+from otel_replay.testing import stub_anthropic, stub_bedrock, stub_gemini, stub_openai
+from otel_replay.testing.stub_turns import Reply, digest, tokens
 
 __all__ = ["Fault", "StubUpstream", "run_stub"]
 
@@ -48,7 +49,9 @@ class Fault:
     ``kind``: ``"status"`` (answer ``status`` with ``body`` and ``headers``), ``"reset"``
     (drop the connection before any response), ``"hang"`` (never answer), ``"malformed"``
     (200 with a body that is not JSON), ``"reset_mid_stream"`` (stream ``after_events``
-    events, then drop the connection). ``path`` restricts it to paths ending so.
+    events, then drop the connection), ``"stream_exception"`` (an AWS event stream sends
+    ``after_events`` events, then the exception ``headers["exception"]``). ``path``
+    restricts it to paths ending so.
     """
 
     kind: str
@@ -66,6 +69,8 @@ class Received:
     headers: dict[str, str]
     body: Any
     query: str = ""
+    raw_path: str = ""
+    raw: bytes = b""
 
 
 class StubUpstream:
@@ -150,17 +155,27 @@ class StubUpstream:
             body = raw.decode("utf-8", "replace")
         headers = {k.lower(): v for k, v in request.headers.items()}
         self.received.append(
-            Received(request.method, request.path, headers, body, request.query_string)
+            Received(
+                request.method,
+                request.path,
+                headers,
+                body,
+                request.query_string,
+                request.raw_path.partition("?")[0],
+                raw,
+            )
         )
         if "websocket" in headers.get("upgrade", "").lower():
             # no WebSocket mode here: the client's cue to stream over HTTP instead
             return web.json_response({"error": {"message": "stub: no WebSockets"}}, status=426)
         fault = self._take_fault(request.path)
-        if fault is not None and fault.kind != "reset_mid_stream":
+        if fault is not None and fault.kind not in ("reset_mid_stream", "stream_exception"):
             return await self._fault(request, fault)
         path = request.path
         anthropic = "anthropic-version" in headers or path.startswith("/v1/messages")
         body = body if isinstance(body, dict) else {}
+        if path.startswith("/model/"):
+            return await self._bedrock(request, path, body, fault)
         azure = path.startswith("/openai/")
         if azure:
             route, deployment = _azure_route(path, request.query)
@@ -196,6 +211,27 @@ class StubUpstream:
             status=404,
         )
 
+    async def _bedrock(
+        self, request: web.Request, path: str, body: dict[str, Any], fault: Fault | None
+    ) -> web.StreamResponse:
+        model, action = stub_bedrock.split(path)
+        stream = action.endswith("-stream")
+        if action in ("converse", "converse-stream"):
+            reply = stub_bedrock.converse(body, stream)
+        elif action in ("invoke", "invoke-with-response-stream"):
+            reply = stub_bedrock.invoke(model, body, stream)
+        else:
+            message = {"message": f"stub: unknown action {action}"}
+            headers = {"x-amzn-errortype": "UnknownOperationException"}
+            return web.json_response(message, status=404, headers=headers)
+        ids = {"x-amzn-requestid": "req-" + digest(body, 8)}
+        if fault is not None and fault.kind == "stream_exception" and isinstance(reply, list):
+            error = stub_bedrock.exception(fault.headers.get("exception", "throttlingException"))
+            reply, fault = [*reply[: fault.after_events], error], None
+        if isinstance(reply, dict):
+            return web.json_response(reply, headers=ids)
+        return await self._stream(request, reply, fault, stub_bedrock.CONTENT_TYPE, ids)
+
     async def _fault(self, request: web.Request, fault: Fault) -> web.StreamResponse:
         if fault.kind == "status":
             body = fault.body if fault.body is not None else {"error": {"message": "stub fault"}}
@@ -217,10 +253,15 @@ class StubUpstream:
         return await self._stream(request, reply, fault)
 
     async def _stream(
-        self, request: web.Request, chunks: list[bytes], fault: Fault | None
+        self,
+        request: web.Request,
+        chunks: list[bytes],
+        fault: Fault | None,
+        content_type: str = "text/event-stream",
+        headers: dict[str, str] | None = None,
     ) -> web.StreamResponse:
         response = web.StreamResponse(
-            headers={"content-type": "text/event-stream", "x-request-id": "req_stub"}
+            headers={"content-type": content_type, **(headers or {"x-request-id": "req_stub"})}
         )
         await response.prepare(request)
         for i, chunk in enumerate(chunks):
