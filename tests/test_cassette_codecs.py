@@ -30,7 +30,9 @@ from otel_replay.core.exchange import JSON, Exchange
 from otel_replay.session.session import Session
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
-RECORDED = sorted(EXAMPLES.glob("*/cassettes/*.json"))
+RECORDED = sorted(
+    p for p in EXAMPLES.glob("*/cassettes/*.json") if not p.name.endswith(".spans.json")
+)
 
 # --- the registry --------------------------------------------------------------------
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import sys
 import threading
 import warnings
 from collections.abc import Callable, Iterator, Sequence
@@ -262,9 +263,27 @@ def traced(
         yield out
     finally:
         for instrumentor in reversed(active):
-            instrumentor.uninstrument()
+            _uninstrument(instrumentor)
         tracer_provider.shutdown()
         logger_provider.shutdown()
+
+
+def _uninstrument(instrumentor: Any) -> None:
+    """``uninstrument()``, then whatever it left wrapped: some instrumentations unwrap by
+    dotted paths that no longer name the SDK's classes (OpenLLMetry's OpenAI one, on the
+    SDK's package layout), so the SDK stayed wrapped and every later test's calls made
+    spans, and traceparents, of this block's shut-down provider."""
+    instrumentor.uninstrument()
+    package = type(instrumentor).__module__
+    for name, module in list(sys.modules.items()):
+        if module is None or not name.startswith(("openai.", "anthropic.")):
+            continue
+        for cls in [v for v in vars(module).values() if isinstance(v, type)]:
+            for attr, value in list(vars(cls).items()):
+                wrapper = getattr(value, "_self_wrapper", None)
+                owner = getattr(wrapper, "__module__", None) or ""
+                if owner == package or owner.startswith(package + "."):
+                    setattr(cls, attr, value.__wrapped__)
 
 
 _INSTRUMENTORS = {
