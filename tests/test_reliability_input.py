@@ -505,8 +505,8 @@ def test_body_depth_is_the_nesting_of_the_parsed_value(
 ) -> None:
     """The depth check reads the text alone (brackets, quotes and escapes inside strings
     included) and finds the nesting the parsed value has, however the text is written."""
-    from otel_replay.gateway.call import _depth
+    from otel_replay.gateway.call import depth
 
     separators = (", ", ": ") if spaced else (",", ":")
     raw = json.dumps(value, ensure_ascii=ascii_only, separators=separators).encode()
-    assert _depth(raw, 0) == _nesting(value)
+    assert depth(raw, 0) == _nesting(value)

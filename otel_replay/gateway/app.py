@@ -27,10 +27,10 @@ from otel_replay.core import envvars as ev
 from otel_replay.core.errors import ReplayMiss, UpstreamError, root_cause
 from otel_replay.core.exchange import JSON, Exchange, Response, SSEEvent
 from otel_replay.gateway import probes, refusal
+from otel_replay.gateway.bodies import Bodies
 from otel_replay.gateway.call import (
     BodyTooDeep,
     Call,
-    parse_body,
     parse_traceparent,
     redacted_body,
 )
@@ -54,10 +54,6 @@ from otel_replay.streams.codec import encode_all
 
 log = logging.getLogger("otel_replay.gateway")
 
-# A body sent in another layout than recorded is found exactly by re-encoding it; past
-# this size (where a miss as sent nearly always means other content) the matcher finds it.
-_REENCODED_EXACT_MAX = 64 * 1024
-
 # How long a recorded hang is replayed before the gateway gives up on the agent.
 REPLAYED_HANG_SECONDS = 600.0
 
@@ -76,6 +72,7 @@ class Gateway:
         limits: Limits | None = None,
     ) -> None:
         self.session = session
+        self._bodies: Bodies | None = None
         self.bind_host = bind_host
         self.limits = limits or Limits()
         self.upstream = upstream
@@ -143,17 +140,12 @@ class Gateway:
         path = route.provider_path(request.path, request.query)
         matching = matches(session.mode)
         exact_first = matching and not session.has_live_rules  # a live call consumes nothing
-        # a body identical to a recorded (hence already redacted) one replays at once:
-        # first as the bytes sent, then as the parsed body
-        exact = session.exact_hit_raw(provider.name, path, raw) if exact_first else None
-        if exact is not None:
-            body = session.recordings.request_body(exact)
-        else:
-            body = parse_body(raw, self.limits.max_depth)
-            if exact_first and len(raw) <= _REENCODED_EXACT_MAX:
-                exact = session.exact_hit(provider.name, path, body)
-            if exact is None and matching:
-                body = redacted_body(session.redactor, raw, body)
+        read = self._bodies_for(session).read(raw)
+        body = read.value
+        # a body identical to a recorded (hence already redacted) one replays at once
+        exact = session.exact_hit(provider.name, path, body) if exact_first else None
+        if exact is None and matching:
+            body = read.redacted()
         trace_id, parent = parse_traceparent(headers.get("traceparent"))
         call = Call(
             request=request,
@@ -170,6 +162,7 @@ class Gateway:
             session=session,
             # record mode redacts when it records, off the agent's critical path
             redacted=matching,
+            clean=read.redacted,
         )
         return call, exact
 
@@ -191,6 +184,12 @@ class Gateway:
         recorded = call.session.recording(decision.index)
         call.session.replayed_hit(decision.index, self._replayed_exchange(call, recorded))
         return await self.replay(call, recorded.response)
+
+    def _bodies_for(self, session: Session) -> Bodies:
+        """The body reader of ``session``'s redactor (what it remembers is redacted by it)."""
+        if self._bodies is None or self._bodies.redactor is not session.redactor:
+            self._bodies = Bodies(session.redactor, self.limits.max_depth)
+        return self._bodies
 
     def _carries_own_key(self, upstream: str, headers: Mapping[str, str]) -> bool:
         """Whether the request offers one of the caller's keys in its upstream's headers."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from itertools import accumulate
 
@@ -21,7 +22,7 @@ from otel_replay.redaction.redact import Redactor
 from otel_replay.session.session import Session
 from otel_replay.streams.codec import StreamCodec
 
-__all__ = ["BodyTooDeep", "Call", "parse_body", "parse_traceparent", "redacted_body"]
+__all__ = ["BodyTooDeep", "Call", "depth", "parse_body", "parse_traceparent", "redacted_body"]
 
 log = logging.getLogger("otel_replay.gateway")
 
@@ -48,12 +49,12 @@ def parse_body(raw: bytes, max_depth: int = MAX_BODY_DEPTH) -> JSON:
         raise BodyTooDeep(max_depth) from None
     except ValueError:
         return raw.decode("utf-8", "replace")
-    if isinstance(value, dict | list) and _depth(raw, max_depth) > max_depth:
+    if isinstance(value, dict | list) and depth(raw, max_depth) > max_depth:
         raise BodyTooDeep(max_depth)
     return value
 
 
-def _depth(raw: bytes, limit: int) -> int:
+def depth(raw: bytes, limit: int) -> int:
     """How deeply a valid JSON text nests, in time linear in its size (only when it holds
     more brackets than ``limit`` does it need counting).
 
@@ -120,6 +121,7 @@ class Call:
     parent_span_id: str | None
     session: Session
     redacted: bool = True
+    clean: Callable[[], JSON] | None = None  # the body redacted, when cheaper than a walk
     _canonical: CanonicalRequest | None = None
 
     @property
@@ -142,7 +144,10 @@ class Call:
 
     def _redact(self) -> None:
         if not self.redacted:
-            self.body = redacted_body(self.session.redactor, self.raw, self.body)
+            if self.clean is not None:
+                self.body = self.clean()
+            else:
+                self.body = redacted_body(self.session.redactor, self.raw, self.body)
             self.redacted = True
 
     def exchange(self, response: Response) -> Exchange:

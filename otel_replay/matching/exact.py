@@ -1,28 +1,46 @@
-"""The exact-body index: recordings found by the request body as sent, before any parsing
-or normalising.
+"""The exact-body index: recordings found by the request body itself, before building or
+normalising its canonical request.
 
-SDKs send compact JSON in a stable key order, so a repeated request is often the recorded
-text itself. A key is the provider, the endpoint and the body as compact JSON: equal keys
-mean equal requests, so their canonical requests (and normalised forms) are equal too.
+A key is the provider, the endpoint and a digest of the body as compact JSON, read piece
+by piece: each top-level field's text, a list's items through ``core.memo.ListHash`` (an
+earlier message of a conversation, the same object every turn, is hashed once). Equal keys
+mean equal bodies, so their canonical requests (and normalised forms) are equal too.
 Only recordings that know every component are indexed: a partial recording can match
 requests whose bodies differ, which is for the component matcher to decide.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterable
 from typing import Any
 
 from otel_replay.core.exchange import ALL_KNOWN, Exchange
+from otel_replay.core.memo import ListHash
 
 __all__ = ["ExactIndex", "exact_key"]
 
 
+def _compact(value: Any) -> bytes:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+_LISTS = ListHash(_compact)
+
+
 def exact_key(provider: str, endpoint: str, body: dict[str, Any]) -> str:
-    """Provider, endpoint and the body as compact JSON text (the form SDKs send)."""
-    text = json.dumps(body, separators=(",", ":"), ensure_ascii=False)
-    return f"{provider} {endpoint} {text}"
+    """Provider, endpoint and the sha256 of the body's fields: each name and value as
+    compact JSON, a list by the digest of its text. TypeError / ValueError for a body
+    without a JSON form."""
+    found = hashlib.sha256()
+    for name, value in body.items():
+        found.update(_compact(name) + b":")
+        if type(value) is list:
+            found.update(b"#" + _LISTS.hexdigest(value).encode("ascii") + b",")
+        else:
+            found.update(_compact(value) + b",")
+    return f"{provider} {endpoint} {found.hexdigest()}"
 
 
 class ExactIndex:
@@ -60,13 +78,3 @@ class ExactIndex:
             return self._keys.get(exact_key(provider, endpoint, body), [])
         except (TypeError, ValueError):
             return []
-
-    def for_raw(self, provider: str, endpoint: str, raw: bytes) -> list[int]:
-        """Recordings whose body is the text of ``raw`` (a JSON object's bytes)."""
-        if not self._keys or not raw.startswith(b"{"):
-            return []
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            return []
-        return self._keys.get(f"{provider} {endpoint} {text}", [])

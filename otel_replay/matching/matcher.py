@@ -19,9 +19,9 @@ once. A lookup hashes the live request's
 components once per distinct "shape" of recording (which components it knows and, for
 partial params, which param names) and finds the first unused recording with equal
 hashes in a dict, so a hit costs the same for ten recordings or ten thousand. Identical
-requests consume successive recordings in order. A request whose body is byte-identical
-to a recorded one is found by its bytes first (``exact_hit_raw`` / ``exact_hit``), with
-exactly the outcome ``match`` would give.
+requests consume successive recordings in order. A request whose body is identical
+to a recorded one is found by its body first (``exact_hit``), with exactly the outcome
+``match`` would give.
 """
 
 from __future__ import annotations
@@ -149,7 +149,7 @@ class Matcher:
     ``recorded_by`` when given — the rules with the recording machine's directories —
     else by ``normalizer``; the built-in rules by default). ``used`` pre-marks recordings as
     consumed (``why`` uses it to reproduce a run). ``exact`` indexes recorded bodies for
-    ``exact_hit``/``exact_hit_raw``. Safe to call from several threads.
+    ``exact_hit``. Safe to call from several threads.
     """
 
     def __init__(
@@ -222,10 +222,6 @@ class Matcher:
         identical to a recorded one, without building or normalising its canonical
         request; None leaves the request to ``match``."""
         return self._take(self._exact.for_body(provider, path, body))
-
-    def exact_hit_raw(self, provider: str, path: str, raw: bytes) -> int | None:
-        """``exact_hit`` for the request bytes themselves, before parsing."""
-        return self._take(self._exact.for_raw(provider, path, raw))
 
     def _take(self, candidates: list[int]) -> int | None:
         """The first unused candidate, consumed, when it is exactly what ``match`` would

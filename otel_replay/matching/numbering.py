@@ -15,7 +15,9 @@ import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 
-__all__ = ["Numbering", "Template"]
+from otel_replay.core.exchange import JSON
+
+__all__ = ["Numbering", "Template", "ValueTemplate"]
 
 
 class Numbering:
@@ -77,3 +79,42 @@ class Template:
             return self.text
         given = [numbering.placeholder(kind, value) for kind, value in self.calls]
         return _STAND_INS.sub(lambda m: given[int(m[1]) - 1], self.text)
+
+
+class ValueTemplate:
+    """A walk's result over one JSON value, its placeholders left open; filling it with
+    the same placeholders as last time gives the very same object back (an earlier
+    message of a conversation is numbered alike every turn, and stays one object)."""
+
+    __slots__ = ("_last", "calls", "value")
+
+    def __init__(self, walk: Callable[[Numbering], JSON]) -> None:
+        stand = _Stand()
+        self.value = walk(stand)
+        self.calls = tuple(stand.calls)
+        self._last: tuple[tuple[str, ...], JSON] | None = None
+
+    def fill(self, numbering: Numbering) -> JSON:
+        """The result the walk gives with ``numbering`` (which it advances alike)."""
+        if not self.calls:
+            return self.value
+        given = tuple(numbering.placeholder(kind, value) for kind, value in self.calls)
+        last = self._last
+        if last is not None and last[0] == given:
+            return last[1]
+        filled = _filled(self.value, given)
+        self._last = (given, filled)
+        return filled
+
+
+def _filled(value: JSON, given: tuple[str, ...]) -> JSON:
+    kind = type(value)
+    if kind is str:
+        if _STAND_IN not in value:
+            return value
+        return _STAND_INS.sub(lambda m: given[int(m[1]) - 1], value)
+    if kind is dict:
+        return {_filled(k, given): _filled(v, given) for k, v in value.items()}
+    if kind is list:
+        return [_filled(v, given) for v in value]
+    return value

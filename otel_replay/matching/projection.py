@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from otel_replay.core.exchange import COMPONENT_LABELS, COMPONENTS, JSON, VIEWS, CanonicalRequest
 from otel_replay.core.ids import SHORT_HASH_DIGITS
+from otel_replay.core.memo import ListHash
 from otel_replay.matching import views as forms
 
 __all__ = [
@@ -46,8 +47,18 @@ def canonical_json(value: JSON) -> str:
 
 
 def digest(value: JSON) -> str:
-    """The sha256 (hex) of a value's canonical JSON; its first 7 digits are its short hash."""
-    return hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()
+    """The sha256 (hex) of a value's canonical JSON; its first 7 digits are its short hash.
+
+    A list is hashed item by item, in the same bytes: ``[``, the items' texts between
+    commas, ``]``. Each item's text, and the hash state after each run of items, are
+    remembered by identity, so a conversation whose earlier messages are the same objects
+    as last turn's (``core.memo``) costs only its new messages."""
+    if type(value) is not list:
+        return hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()
+    return _LISTS.hexdigest(value)
+
+
+_LISTS = ListHash(lambda item: canonical_json(item).encode("utf-8"))
 
 
 class _Skipped:

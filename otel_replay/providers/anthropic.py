@@ -18,6 +18,7 @@ from otel_replay.core.genai import (
     FINISH_STOP,
     FINISH_TOOL_CALL,
 )
+from otel_replay.core.memo import by_identity
 from otel_replay.providers.anthropic_stream import messages_body, messages_stream
 from otel_replay.providers.base import OutputView
 from otel_replay.providers.parts import (
@@ -102,6 +103,7 @@ def content_parts(content: JSON) -> list[dict[str, Any]]:
     return drop_empty_text([block_part(content)])
 
 
+@by_identity
 def _message(raw: JSON) -> dict[str, Any]:
     if not isinstance(raw, dict):
         return message("user", [raw_part(raw)])
@@ -111,21 +113,20 @@ def _message(raw: JSON) -> dict[str, Any]:
 def _tools(raw_tools: JSON) -> JSON:
     if raw_tools is None:
         return None
-    tools: list[JSON] = []
-    for tool in as_list(raw_tools):
-        if not isinstance(tool, dict):
-            tools.append(raw_part(tool))
-        elif "input_schema" in tool or tool.get("type") in (None, "custom"):
-            skip = {"type", "name", "description", "input_schema", *_DROP}
-            extra = {k: v for k, v in tool.items() if k not in skip}
-            tools.append(
-                function_tool(
-                    tool.get("name"), tool.get("description"), tool.get("input_schema"), extra
-                )
-            )
-        else:
-            tools.append({k: v for k, v in tool.items() if k not in _DROP})
-    return tools
+    return [_tool(tool) for tool in as_list(raw_tools)]
+
+
+@by_identity
+def _tool(tool: JSON) -> JSON:
+    if not isinstance(tool, dict):
+        return raw_part(tool)
+    if "input_schema" in tool or tool.get("type") in (None, "custom"):
+        skip = {"type", "name", "description", "input_schema", *_DROP}
+        extra = {k: v for k, v in tool.items() if k not in skip}
+        return function_tool(
+            tool.get("name"), tool.get("description"), tool.get("input_schema"), extra
+        )
+    return {k: v for k, v in tool.items() if k not in _DROP}
 
 
 def _semconv_usage(usage: dict[str, Any]) -> dict[str, int]:

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from otel_replay.core.exchange import JSON, CanonicalRequest
+from otel_replay.core.memo import by_identity
 from otel_replay.providers.parts import (
     as_dict,
     as_list,
@@ -127,6 +128,7 @@ def content_parts(content: JSON) -> list[dict[str, Any]]:
     return drop_empty_text([part(p, i) for i, p in enumerate(as_list(content))])
 
 
+@by_identity
 def _message(raw: JSON) -> dict[str, Any]:
     role = as_dict(raw).get("role")
     return message(_ROLES.get(str(role), role or "user"), content_parts(raw))

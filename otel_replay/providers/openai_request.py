@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from otel_replay.core.exchange import JSON
+from otel_replay.core.memo import by_identity
 from otel_replay.providers.parts import (
     SYSTEM_ROLES,
     as_dict,
@@ -67,6 +68,7 @@ def response_value(content: JSON) -> JSON:
     return text_or_parts(content, content_parts)
 
 
+@by_identity
 def chatmessage(raw: JSON) -> dict[str, Any]:
     """One Chat Completions message as a semconv message."""
     if not isinstance(raw, dict):
@@ -120,7 +122,7 @@ def chat_tools(body: dict[str, Any]) -> JSON:
     for tool in as_list(body.get("tools")):
         function = tool.get("function") if isinstance(tool, dict) else None
         if isinstance(function, dict):
-            tools.append(_function_definition(function))
+            tools.append(_chat_function(function))
         else:
             tools.append(tool if isinstance(tool, dict) else raw_part(tool))
     for function in as_list(body.get("functions")):
@@ -140,13 +142,21 @@ def responses_tools(body: dict[str, Any]) -> JSON:
     tools: list[JSON] = []
     for tool in as_list(body.get("tools")):
         if isinstance(tool, dict) and tool.get("type") == "function":
-            spec = {k: v for k, v in tool.items() if k != "type"}
-            tools.append(_function_definition(spec))
+            tools.append(_flat_function(tool))
         else:
             tools.append(tool if isinstance(tool, dict) else raw_part(tool))
     return tools
 
 
+_chat_function = by_identity(_function_definition)
+
+
+@by_identity
+def _flat_function(tool: dict[str, Any]) -> dict[str, Any]:
+    return _function_definition({k: v for k, v in tool.items() if k != "type"})
+
+
+@by_identity
 def responses_item(item: JSON) -> dict[str, Any]:
     """One Responses API input item as a semconv message."""
     if isinstance(item, str):

@@ -1,0 +1,207 @@
+"""Request bodies read piece by piece: each item of a top-level array parsed and redacted
+once, however many requests repeat it.
+
+A coding agent resends its whole conversation every turn: the same system prompt, tools
+and earlier messages, byte for byte, then what is new. ``Bodies`` reads the top level of a
+JSON object body itself and, for each object or array item of a top-level array, reuses
+what it found for the same text before: the parsed value (the very same object, so later
+stages remember their own work by identity), its redacted form and that it nests within
+the limit. Only new items are parsed, redacted and measured; the item the previous body
+had at the same place is tried first, by comparing text, so a resent history is not even
+hashed. The result equals what ``parse_body`` and ``redacted_body`` give; a body this
+reading does not cover (not a JSON object, not UTF-8, malformed) goes to them.
+
+Values handed out are shared between requests: no stage may change them in place (none
+does; the redactor, normaliser and providers build new values).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from otel_replay.core.exchange import JSON
+from otel_replay.core.limits import MAX_BODY_DEPTH
+from otel_replay.gateway.call import BodyTooDeep, depth, parse_body, redacted_body
+from otel_replay.redaction.redact import Redactor
+
+__all__ = ["Bodies", "Body"]
+
+_WS = re.compile(r"[ \t\n\r]*")
+_SCAN: Any = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # the C scanner
+_MAX_CHARS = 64 * 1024 * 1024
+"""Text remembered at most (items' text, about as much again in parsed values); past it
+the memory starts afresh."""
+
+
+class _Unread(Exception):
+    """The body is not read piecewise (the whole-body path decides what it is)."""
+
+
+@dataclass(slots=True)
+class _Item:
+    text: str
+    value: JSON
+    _clean: JSON = None
+    _cleaned: bool = False
+
+    def clean(self, redactor: Redactor) -> JSON:
+        if not self._cleaned:
+            self._clean = redactor.json(self.value, size=len(self.text))
+            self._cleaned = True
+        return self._clean
+
+
+_Piece = tuple[str, JSON | list[_Item | JSON]]
+"""A top-level field: its name, and its value or, for an array, its items."""
+
+
+@dataclass(slots=True)
+class Body:
+    """A request body: its parsed ``value`` and, on demand, its redacted form."""
+
+    raw: bytes
+    value: JSON
+    redactor: Redactor
+    _pieces: list[_Piece] | None = None
+    _clean: JSON = field(default=None)
+    _cleaned: bool = False
+
+    def redacted(self) -> JSON:
+        """``redacted_body(redactor, raw)``, redacting only items not met before."""
+        if not self._cleaned:
+            self._clean = self._redact()
+            self._cleaned = True
+        return self._clean
+
+    def _redact(self) -> JSON:
+        if self._pieces is None:
+            return redacted_body(self.redactor, self.raw, self.value)
+        clean = self.redactor.json
+        out: dict[str, JSON] = {}
+        for key, piece in self._pieces:
+            value: JSON
+            if isinstance(piece, list):
+                value = [
+                    item.clean(self.redactor) if isinstance(item, _Item) else clean(item)
+                    for item in piece
+                ]
+            else:
+                value = clean(piece)
+            name = clean(key)
+            out[name if isinstance(name, str) else key] = value
+        return out
+
+
+class Bodies:
+    """Reads request bodies for one redactor, remembering array items by their text."""
+
+    def __init__(self, redactor: Redactor, max_depth: int = MAX_BODY_DEPTH) -> None:
+        self.redactor = redactor
+        self.max_depth = max_depth
+        self._items: dict[str, _Item] = {}
+        self._chars = 0
+        self._last: dict[str, list[_Item | JSON]] = {}
+
+    def read(self, raw: bytes) -> Body:
+        """The body of ``raw``; :class:`BodyTooDeep` when it nests beyond the limit."""
+        try:
+            text = raw.decode("utf-8")
+            value, pieces = self._read(text)
+        except (_Unread, UnicodeDecodeError, ValueError, StopIteration, RecursionError):
+            return Body(raw, parse_body(raw, self.max_depth), self.redactor)
+        return Body(raw, value, self.redactor, pieces)
+
+    def _read(self, text: str) -> tuple[dict[str, JSON], list[_Piece]]:
+        i = _WS.match(text, 0).end()  # type: ignore[union-attr]
+        if not text.startswith("{", i):
+            raise _Unread
+        i = _WS.match(text, i + 1).end()  # type: ignore[union-attr]
+        value: dict[str, JSON] = {}
+        pieces: list[_Piece] = []
+        room = self.max_depth - 1  # the levels left inside the body's own braces
+        while True:
+            if not text.startswith('"', i):
+                raise _Unread
+            key, i = _SCAN(text, i)
+            i = _WS.match(text, i).end()  # type: ignore[union-attr]
+            if not text.startswith(":", i):
+                raise _Unread
+            i = _WS.match(text, i + 1).end()  # type: ignore[union-attr]
+            piece: JSON | list[_Item | JSON]
+            if text.startswith("[", i):
+                piece, i = self._array(key, text, i, room)
+                item: JSON = [p.value if isinstance(p, _Item) else p for p in piece]
+            else:
+                start = i
+                item, i = _SCAN(text, i)
+                _check(text[start:i], room, self.max_depth)
+                piece = item
+            value[key] = item
+            pieces.append((key, piece))
+            i = _WS.match(text, i).end()  # type: ignore[union-attr]
+            if text.startswith(",", i):
+                i = _WS.match(text, i + 1).end()  # type: ignore[union-attr]
+                continue
+            if text.startswith("}", i):
+                break
+            raise _Unread
+        if _WS.match(text, i + 1).end() != len(text):  # type: ignore[union-attr]
+            raise _Unread
+        if len(value) != len(pieces):  # a repeated key: the whole-body path decides
+            raise _Unread
+        return value, pieces
+
+    def _array(self, key: str, text: str, i: int, room: int) -> tuple[list[_Item | JSON], int]:
+        """The items of the array at ``text[i]``, and the index after it."""
+        last = self._last.get(key, ())
+        items: list[_Item | JSON] = []
+        i = _WS.match(text, i + 1).end()  # type: ignore[union-attr]
+        if text.startswith("]", i):
+            self._last[key] = items
+            return items, i + 1
+        while True:
+            n = len(items)
+            before = last[n] if n < len(last) else None
+            if isinstance(before, _Item) and text.startswith(before.text, i):
+                items.append(before)
+                i += len(before.text)
+            elif text.startswith(("{", "["), i):
+                start = i
+                parsed, i = _SCAN(text, i)
+                items.append(self._item(text[start:i], parsed, room - 1))
+            else:
+                start = i
+                parsed, i = _SCAN(text, i)
+                _check(text[start:i], room - 1, self.max_depth)
+                items.append(parsed)
+            i = _WS.match(text, i).end()  # type: ignore[union-attr]
+            if text.startswith(",", i):
+                i = _WS.match(text, i + 1).end()  # type: ignore[union-attr]
+                continue
+            if text.startswith("]", i):
+                self._last[key] = items
+                return items, i + 1
+            raise _Unread
+
+    def _item(self, text: str, parsed: JSON, room: int) -> _Item:
+        found = self._items.get(text)
+        if found is not None:
+            return found
+        _check(text, room, self.max_depth)
+        item = _Item(text, parsed)
+        if self._chars + len(text) > _MAX_CHARS:
+            self._items.clear()
+            self._last.clear()
+            self._chars = 0
+        self._items[text] = item
+        self._chars += len(text)
+        return item
+
+
+def _check(text: str, room: int, limit: int) -> None:
+    """BodyTooDeep when ``text``, ``limit - room`` levels in, takes the body past ``limit``."""
+    if room < 0 or depth(text.encode("utf-8"), room) > room:
+        raise BodyTooDeep(limit)

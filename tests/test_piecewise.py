@@ -1,0 +1,166 @@
+"""Work proportional to what is new: a request's repeated items are read, redacted,
+normalised and hashed once, and the result is exactly what the whole-body definitions give.
+
+Bodies are built from a pool of items (messages, tools) that later bodies repeat, written
+in varied layouts; each stage is checked against its plain definition on fresh copies."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from otel_replay import providers
+from otel_replay.core.exchange import CanonicalRequest
+from otel_replay.gateway.bodies import Bodies
+from otel_replay.gateway.call import BodyTooDeep, parse_body, redacted_body
+from otel_replay.matching.normalize import Normalizer
+from otel_replay.matching.projection import canonical_json, digest
+from otel_replay.redaction.redact import Redactor
+
+SECRET = "s3cr3t-value-of-the-agent-0042"
+REDACTOR = Redactor({"AGENT_TOKEN": SECRET})
+FRAGMENTS = [
+    "call_ab12",
+    "toolu_01XFDUDYJgAACzvnptvVoYEL",
+    "3fa85f64-5717-4562-b3fc-2c963f66afa6",
+    "2024-05-01T12:00:00Z",
+    "sk-proj-" + "A1b2C3d4" * 6,
+    SECRET,
+    "<id:1>",
+    'quote " and \\ slash',
+    "\u00e9\U0001f600",
+    "plain words",
+    "x" * 300,
+]
+text = st.lists(st.sampled_from(FRAGMENTS), max_size=4).map(" ".join)
+leaf = st.none() | st.booleans() | st.integers(-5, 10**12) | text
+value = st.recursive(
+    leaf,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(text, inner, max_size=3),
+    max_leaves=12,
+)
+message = st.fixed_dictionaries(
+    {"role": st.sampled_from(["user", "assistant", "tool"]), "content": text},
+    optional={"tool_call_id": st.sampled_from(FRAGMENTS[:3]), "extra": value},
+)
+pool = st.lists(message | value, min_size=1, max_size=6)
+picks = st.lists(st.integers(0, 5), max_size=6)
+layout = st.tuples(st.booleans(), st.booleans(), st.sampled_from(["", " ", "\n  "]))
+
+
+def _bodies(items: list[object], choices: list[list[int]]) -> list[dict[str, object]]:
+    return [
+        {"model": "m", "messages": [items[i % len(items)] for i in chosen], "n": len(chosen)}
+        for chosen in choices
+    ]
+
+
+def _write(body: object, spaced: bool, ascii_only: bool, pad: str) -> bytes:
+    separators = (", ", ": ") if spaced else (",", ":")
+    raw = json.dumps(body, separators=separators, ensure_ascii=ascii_only)
+    return (pad + raw + pad).encode()
+
+
+@settings(max_examples=200, deadline=None)
+@given(pool, st.lists(picks, min_size=1, max_size=5), st.lists(layout, min_size=5, max_size=5))
+def test_bodies_read_as_the_whole_body_definitions(items, choices, layouts):
+    reader = Bodies(REDACTOR)
+    for body, (spaced, ascii_only, pad) in zip(_bodies(items, choices), layouts, strict=False):
+        raw = _write(body, spaced, ascii_only, pad)
+        read = reader.read(raw)
+        assert read.value == parse_body(raw) == body
+        assert read.redacted() == redacted_body(REDACTOR, raw)
+        assert SECRET not in json.dumps(read.redacted())
+
+
+@settings(max_examples=100, deadline=None)
+@given(pool, st.lists(picks, min_size=2, max_size=5))
+def test_an_item_met_again_is_the_same_object(items, choices):
+    reader = Bodies(REDACTOR)
+    seen: dict[str, object] = {}
+    for body in _bodies(items, choices):
+        read = reader.read(json.dumps(body).encode())
+        assert isinstance(read.value, dict)
+        for item in read.value["messages"]:
+            if isinstance(item, dict | list):
+                seen.setdefault(json.dumps(item), item)
+                assert seen[json.dumps(item)] is item
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.sampled_from(
+        [
+            b"",
+            b"[1, 2]",
+            b'"text"',
+            b"not json",
+            b'{"a": [1, 2,]}',
+            b'{"a": 1} trailing',
+            b'{"a": 1, "a": [2]}',
+            b'{"a": [{"b": 1}, {"b": 1}]}',
+            b"\xff\xfe{}",
+            b'{"a": [' + b"[" * 10 + b"]" * 10 + b"]}",
+            b'{"a": ' + b"[" * 10 + b"]" * 10 + b"}",
+            b'{"a": [{"b": "' + b"[" * 20 + b'"}]}',
+        ]
+    ),
+    st.integers(1, 14),
+)
+def test_odd_bodies_and_depth_limits_as_the_whole_body_path(raw, limit):
+    try:
+        expected: object = parse_body(raw, limit)
+    except BodyTooDeep:
+        expected = BodyTooDeep
+    reader = Bodies(REDACTOR, limit)
+    for _ in range(2):  # read again: remembered items keep the same verdict
+        try:
+            got: object = reader.read(raw).value
+        except BodyTooDeep:
+            got = BodyTooDeep
+        assert got == expected
+
+
+requests_items = st.lists(message, min_size=1, max_size=6)
+
+
+@settings(max_examples=150, deadline=None)
+@given(requests_items, st.lists(picks, min_size=1, max_size=6))
+def test_normalising_shared_items_equals_normalising_fresh_copies(items, choices):
+    """Placeholders are numbered by first occurrence across the request whether an item
+    is walked afresh or filled from its template; canonical requests built through the
+    provider's remembered per-item conversion equal those built from copies; list
+    digests are the sha256 of the canonical JSON."""
+    provider = providers.get("openai")
+    warm = Normalizer()
+    for body in _bodies(items, choices):
+        shared = warm.normalize(provider.canonical("/v1/chat/completions", body))
+        plain = Normalizer().normalize(
+            provider.canonical("/v1/chat/completions", copy.deepcopy(body))
+        )
+        assert shared == plain
+        for component in (shared.messages, shared.system, shared.tools):
+            expected = hashlib.sha256(canonical_json(component).encode()).hexdigest()
+            assert digest(component) == expected
+
+
+def test_an_item_numbered_differently_by_what_precedes_it_is_filled_again():
+    first = {"role": "user", "content": "id 3fa85f64-5717-4562-b3fc-2c963f66afa6"}
+    later = {"role": "user", "content": "ids 9fa85f64-5717-4562-b3fc-2c963f66afa6"}
+    engine = Normalizer()
+    alone = engine.normalize(CanonicalRequest("/v1/x", messages=[first]))
+    after = engine.normalize(CanonicalRequest("/v1/x", messages=[later, first]))
+    assert alone.messages == [{"content": "id <uuid:1>", "role": "user"}]
+    assert after.messages == [
+        {"content": "ids <uuid:1>", "role": "user"},
+        {"content": "id <uuid:2>", "role": "user"},
+    ]
+    again = engine.normalize(CanonicalRequest("/v1/x", messages=[first]))
+    assert again.messages == alone.messages
+    same = engine.normalize(CanonicalRequest("/v1/x", messages=[first]))
+    assert same.messages is not None and again.messages is not None
+    assert same.messages[0] is again.messages[0]  # numbered alike: the very same object
