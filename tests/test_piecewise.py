@@ -164,3 +164,30 @@ def test_an_item_numbered_differently_by_what_precedes_it_is_filled_again():
     same = engine.normalize(CanonicalRequest("/v1/x", messages=[first]))
     assert same.messages is not None and again.messages is not None
     assert same.messages[0] is again.messages[0]  # numbered alike: the very same object
+
+
+@settings(max_examples=100, deadline=None)
+@given(pool, st.lists(picks, min_size=1, max_size=4), st.booleans())
+def test_primed_items_are_the_recorded_objects(items, choices, ascii_only):
+    """Primed with recorded bodies, a request repeating their items (in an SDK's compact
+    layout) reads as the whole-body path reads it, with the recorded objects themselves."""
+    recorded = _bodies(items, choices)
+    reader = Bodies(REDACTOR, 8)
+    reader.prime(recorded)
+    for body in _bodies(items, choices[::-1]):
+        raw = _write(body, False, ascii_only, "")
+        try:
+            expected: object = parse_body(raw, 8)
+        except BodyTooDeep:
+            expected = BodyTooDeep
+        try:
+            read = reader.read(raw)
+        except BodyTooDeep:
+            assert expected is BodyTooDeep
+            continue
+        assert read.value == expected
+        assert read.redacted() == redacted_body(REDACTOR, raw)
+        assert isinstance(read.value, dict)
+        originals = {id(m) for b in recorded for m in b["messages"]}  # type: ignore[union-attr]
+        for item in read.value["messages"]:
+            assert id(item) in originals or not isinstance(item, dict | list)

@@ -80,6 +80,7 @@ class Gateway:
         self._env = os.environ if keys is None else keys
         # auto mode forwards a miss only with exactly one of the caller's own credentials
         self._keys: dict[str, tuple[bytes, ...]] = {}
+        self._bodies_for(session)  # before the first request, which it then speeds up
 
     def app(self) -> web.Application:
         app = web.Application(client_max_size=1024**3, middlewares=[host_guard(self.bind_host)])
@@ -189,6 +190,8 @@ class Gateway:
         """The body reader of ``session``'s redactor (what it remembers is redacted by it)."""
         if self._bodies is None or self._bodies.redactor is not session.redactor:
             self._bodies = Bodies(session.redactor, self.limits.max_depth)
+            if matches(session.mode):
+                self._bodies.prime(ex.raw_request for ex in session.recordings)
         return self._bodies
 
     def _carries_own_key(self, upstream: str, headers: Mapping[str, str]) -> bool:

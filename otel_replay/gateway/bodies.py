@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,6 +31,7 @@ from otel_replay.redaction.redact import Redactor
 __all__ = ["Bodies", "Body"]
 
 _WS = re.compile(r"[ \t\n\r]*")
+_BLANK = frozenset(" \t\n\r")
 _SCAN: Any = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # the C scanner
 _MAX_CHARS = 64 * 1024 * 1024
 """Text remembered at most (items' text, about as much again in parsed values); past it
@@ -105,6 +107,35 @@ class Bodies:
         self._chars = 0
         self._last: dict[str, list[_Item | JSON]] = {}
 
+    def prime(self, bodies: Iterable[JSON]) -> None:
+        """Remembers the array items of recorded bodies under the texts an SDK writes them
+        in (compact JSON, non-ASCII as is or escaped), handing out the recorded objects
+        themselves: the first request after start then costs what a later one does, as
+        the work done on recordings when the cassette was indexed is found by identity.
+        An item that would not pass the depth check is left out."""
+        done: set[int] = set()
+        for body in bodies:
+            if not isinstance(body, dict):
+                continue
+            for items in body.values():
+                if type(items) is not list:
+                    continue
+                for item in items:
+                    if type(item) not in (dict, list) or id(item) in done:
+                        continue
+                    done.add(id(item))
+                    for text in _texts(item):
+                        if text in self._items:
+                            continue
+                        if self._chars + len(text) > _MAX_CHARS // 2:
+                            return
+                        try:
+                            _check(text, self.max_depth - 2, self.max_depth)
+                        except BodyTooDeep:
+                            break
+                        self._items[text] = _Item(text, item)
+                        self._chars += len(text)
+
     def read(self, raw: bytes) -> Body:
         """The body of ``raw``; :class:`BodyTooDeep` when it nests beyond the limit."""
         try:
@@ -162,6 +193,7 @@ class Bodies:
         if text.startswith("]", i):
             self._last[key] = items
             return items, i + 1
+        match = _WS.match
         while True:
             n = len(items)
             before = last[n] if n < len(last) else None
@@ -177,11 +209,16 @@ class Bodies:
                 parsed, i = _SCAN(text, i)
                 _check(text[start:i], room - 1, self.max_depth)
                 items.append(parsed)
-            i = _WS.match(text, i).end()  # type: ignore[union-attr]
-            if text.startswith(",", i):
-                i = _WS.match(text, i + 1).end()  # type: ignore[union-attr]
+            after = text[i : i + 1]
+            if after in _BLANK:
+                i = match(text, i).end()  # type: ignore[union-attr]
+                after = text[i : i + 1]
+            if after == ",":
+                i += 1
+                if text[i : i + 1] in _BLANK:
+                    i = match(text, i).end()  # type: ignore[union-attr]
                 continue
-            if text.startswith("]", i):
+            if after == "]":
                 self._last[key] = items
                 return items, i + 1
             raise _Unread
@@ -199,6 +236,16 @@ class Bodies:
         self._items[text] = item
         self._chars += len(text)
         return item
+
+
+def _texts(item: JSON) -> list[str]:
+    """The compact JSON texts SDKs write ``item`` in; none when it has no JSON form."""
+    try:
+        plain = json.dumps(item, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+        escaped = json.dumps(item, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError):
+        return []
+    return [plain] if plain == escaped else [plain, escaped]
 
 
 def _check(text: str, room: int, limit: int) -> None:
