@@ -27,6 +27,8 @@ FRAGMENTS = [
     "call_ab12",
     "toolu_01XFDUDYJgAACzvnptvVoYEL",
     "3fa85f64-5717-4562-b3fc-2c963f66afa6",
+    "0b1c2d3e-5717-4562-b3fc-2c963f66afa6",
+    "77777777-5717-4562-b3fc-2c963f66afa6",
     "2024-05-01T12:00:00Z",
     "sk-proj-" + "A1b2C3d4" * 6,
     SECRET,
@@ -138,6 +140,7 @@ def test_normalising_shared_items_equals_normalising_fresh_copies(items, choices
     provider = providers.get("openai")
     warm = Normalizer()
     for body in _bodies(items, choices):
+        body["tools"] = body["messages"][::-2]  # shared items again, numbered after messages
         shared = warm.normalize(provider.canonical("/v1/chat/completions", body))
         plain = Normalizer().normalize(
             provider.canonical("/v1/chat/completions", copy.deepcopy(body))
@@ -146,6 +149,24 @@ def test_normalising_shared_items_equals_normalising_fresh_copies(items, choices
         for component in (shared.messages, shared.system, shared.tools):
             expected = hashlib.sha256(canonical_json(component).encode()).hexdigest()
             assert digest(component) == expected
+
+
+def test_a_new_item_after_remembered_ones_is_numbered_after_them():
+    a = {"role": "user", "content": "a 3fa85f64-5717-4562-b3fc-2c963f66afa6"}
+    b = {"role": "user", "content": "b 0b1c2d3e-5717-4562-b3fc-2c963f66afa6"}
+    c = {"role": "user", "content": "c 77777777-5717-4562-b3fc-2c963f66afa6"}
+    engine = Normalizer()
+    engine.normalize(CanonicalRequest("/v1/x", messages=[a, b], tools=[a]))
+    later = engine.normalize(CanonicalRequest("/v1/x", messages=[a, b, c], tools=[c, a]))
+    assert later.messages == [
+        {"content": "a <uuid:1>", "role": "user"},
+        {"content": "b <uuid:2>", "role": "user"},
+        {"content": "c <uuid:3>", "role": "user"},
+    ]
+    assert later.tools == [
+        {"content": "c <uuid:3>", "role": "user"},
+        {"content": "a <uuid:1>", "role": "user"},
+    ]
 
 
 def test_an_item_numbered_differently_by_what_precedes_it_is_filled_again():

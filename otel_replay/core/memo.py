@@ -21,7 +21,7 @@ __all__ = ["IdentityMemo", "ListHash", "by_identity"]
 A = TypeVar("A")
 R = TypeVar("R")
 
-_LIMIT = 1 << 14
+_LIMIT = 1 << 13
 
 
 class IdentityMemo(Generic[A, R]):

@@ -33,9 +33,12 @@ __all__ = ["Bodies", "Body"]
 _WS = re.compile(r"[ \t\n\r]*")
 _BLANK = frozenset(" \t\n\r")
 _SCAN: Any = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # the C scanner
-_MAX_CHARS = 64 * 1024 * 1024
+_MAX_CHARS = 32 * 1024 * 1024
 """Text remembered at most (items' text, about as much again in parsed values); past it
 the memory starts afresh."""
+_PRIME_CHARS = 16 * 1024 * 1024
+"""Recorded text written out at most to prime: the whole of a cassette whose interactions
+share their items (format 2), the first recordings of one that repeats them."""
 
 
 class _Unread(Exception):
@@ -114,6 +117,7 @@ class Bodies:
         the work done on recordings when the cassette was indexed is found by identity.
         An item that would not pass the depth check is left out."""
         done: set[int] = set()
+        written = 0
         for body in bodies:
             if not isinstance(body, dict):
                 continue
@@ -125,10 +129,11 @@ class Bodies:
                         continue
                     done.add(id(item))
                     for text in _texts(item):
+                        written += len(text)
+                        if written > _PRIME_CHARS:
+                            return
                         if text in self._items:
                             continue
-                        if self._chars + len(text) > _MAX_CHARS // 2:
-                            return
                         try:
                             _check(text, self.max_depth - 2, self.max_depth)
                         except BodyTooDeep:

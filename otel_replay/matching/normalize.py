@@ -36,12 +36,11 @@ import dataclasses
 import os
 import re
 from collections.abc import Callable, Sequence
-from functools import partial
 
 from otel_replay.core.exchange import COMPONENTS, JSON, CanonicalRequest
 from otel_replay.matching.ignore import Predicate, Step, drop_path, parse_path
 from otel_replay.matching.linear import check_linear, compile_linear, full_text
-from otel_replay.matching.numbering import Numbering, Template, ValueTemplate
+from otel_replay.matching.numbering import Numbering, Template
 from otel_replay.matching.rules import (
     BUILTIN_RULES,
     KEEP,
@@ -54,6 +53,7 @@ from otel_replay.matching.rules import (
     detect,
     place_rules,
 )
+from otel_replay.matching.runs import ItemRuns
 
 __all__ = [
     "Normalizer",
@@ -69,7 +69,6 @@ __all__ = [
 STABLE_MAX_LENGTH = 64
 STABLE_MAX_SIZE = 16384
 STABLE_LONG_MAX_CHARS = 4_000_000
-ITEMS_MAX_SIZE = 16384
 _KIND = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 _MAX_SETS = 256
 
@@ -110,7 +109,7 @@ class RuleSet:
         self.stable_long: set[str] = set()
         self.stable_long_chars = 0
         self.templates: dict[str, Template] = {}
-        self.items_done: dict[int, tuple[JSON, ValueTemplate]] = {}
+        self.runs = ItemRuns(self.walk)
 
     def number(self, value: int, numbering: Numbering) -> JSON:
         """An integer, or its placeholder when a rule for numbers matches all its digits."""
@@ -152,22 +151,11 @@ class RuleSet:
         return out
 
     def items(self, value: JSON, numbering: Numbering) -> JSON:
-        """``walk`` of a component, each item of its list walked once per item object
-        (an earlier message of a conversation is the same object every turn; see
-        ``core.memo``) into a template whose placeholders the request's numbering fills:
-        numbered alike, the item comes out as the same object again."""
+        """``walk`` of a component, its list's items and runs of them remembered by
+        identity (``runs``): a conversation's history costs only its new messages."""
         if type(value) is not list:
             return self.walk(value, numbering)
-        done = self.items_done
-        out: list[JSON] = []
-        for item in value:
-            found = done.get(id(item))
-            if found is None or found[0] is not item:
-                if len(done) >= ITEMS_MAX_SIZE:
-                    done.clear()
-                found = done[id(item)] = (item, ValueTemplate(partial(self.walk, item)))
-            out.append(found[1].fill(numbering))
-        return out
+        return self.runs.walk(value, numbering)
 
     def walk(self, value: JSON, numbering: Numbering) -> JSON:
         kind = type(value)

@@ -1,0 +1,129 @@
+"""A component's list items normalised once per item object, and runs of them once per run.
+
+A conversation resends its earlier messages as the very same objects every turn (see
+``core.memo``). Each item is walked once into a ``ValueTemplate``, whose placeholders the
+request's numbering fills. A run of items is remembered too: starting from the same
+numbering, the same items in the same order come out the same and leave the numbering
+the same, so a request whose history is last turn's history plus new messages fills only
+the new ones. Each step of a run keeps the placeholders its item added, so the numbering
+at any step is rebuilt when a new item follows remembered ones; numbering stays by first
+occurrence across the request, exactly as walking every item afresh gives.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+from itertools import islice
+
+from otel_replay.core.exchange import JSON
+from otel_replay.matching.numbering import Numbering, ValueTemplate
+
+__all__ = ["ItemRuns"]
+
+_MAX_ITEMS = 16384
+_MAX_STEPS = 65536
+
+
+class _Start:
+    """Where runs begin: the numbering as it stood."""
+
+    __slots__ = ("counts", "seen")
+
+    def __init__(self, seen: tuple[tuple[str, str], ...], counts: tuple[tuple[str, int], ...]):
+        self.seen = seen
+        self.counts = counts
+
+
+class _Step:
+    """One item of a run: its result and what it added to the numbering."""
+
+    __slots__ = ("added", "counts", "item", "out", "prev", "seen")
+
+    def __init__(
+        self,
+        item: JSON,
+        prev: _Step | _Start,
+        out: JSON,
+        added: tuple[tuple[str, str], ...],
+        counts: tuple[tuple[str, int], ...],
+    ) -> None:
+        self.item = item
+        self.prev = prev
+        self.out = out
+        self.added = added
+        self.counts = counts
+        self.seen: dict[str, str] | None = None  # the whole numbering, once rebuilt here
+
+
+class ItemRuns:
+    """Normalises lists of items with ``walk``, remembering items and runs by identity."""
+
+    __slots__ = ("_after", "_starts", "_templates", "_walk")
+
+    def __init__(self, walk: Callable[[JSON, Numbering], JSON]) -> None:
+        self._walk = walk
+        self._templates: dict[int, tuple[JSON, ValueTemplate]] = {}
+        self._starts: dict[tuple[object, ...], _Start] = {}
+        self._after: dict[tuple[int, int], _Step] = {}
+
+    def walk(self, items: list[JSON], numbering: Numbering) -> list[JSON]:
+        """``[walk(item) for item in items]`` with ``numbering`` advanced alike."""
+        seen, counts = tuple(numbering.seen.items()), tuple(numbering.counts.items())
+        at: _Step | _Start | None = self._starts.get((seen, counts))
+        if at is None:
+            if len(self._starts) >= _MAX_ITEMS:
+                self._starts.clear()
+            at = self._starts[(seen, counts)] = _Start(seen, counts)
+        after = self._after
+        out: list[JSON] = []
+        behind = False  # numbering not yet advanced past the remembered steps taken
+        for item in items:
+            step = after.get((id(at), id(item)))
+            if step is not None and step.item is item and step.prev is at:
+                out.append(step.out)
+                at = step
+                behind = True
+                continue
+            if behind:
+                _rebuild(at, numbering)
+                behind = False
+            known = len(numbering.seen)
+            result = self._template(item).fill(numbering)
+            added = tuple(islice(numbering.seen.items(), known, None))
+            step = _Step(item, at, result, added, tuple(numbering.counts.items()))
+            if len(after) >= _MAX_STEPS:
+                after.clear()
+            after[(id(at), id(item))] = step
+            out.append(result)
+            at = step
+        if behind:
+            _rebuild(at, numbering)
+        return out
+
+    def _template(self, item: JSON) -> ValueTemplate:
+        found = self._templates.get(id(item))
+        if found is None or found[0] is not item:
+            if len(self._templates) >= _MAX_ITEMS:
+                self._templates.clear()
+            found = self._templates[id(item)] = (item, ValueTemplate(partial(self._walk, item)))
+        return found[1]
+
+
+def _rebuild(at: _Step | _Start, numbering: Numbering) -> None:
+    """Sets ``numbering`` to what it is after step ``at`` (a run's end, met again next
+    turn, keeps what it rebuilt)."""
+    if isinstance(at, _Start):
+        numbering.seen, numbering.counts = dict(at.seen), dict(at.counts)
+        return
+    if at.seen is None:
+        steps: list[_Step] = []
+        back: _Step | _Start = at
+        while isinstance(back, _Step) and back.seen is None:
+            steps.append(back)
+            back = back.prev
+        seen = dict(back.seen or ())
+        for step in reversed(steps):
+            seen.update(step.added)
+        at.seen = seen
+    numbering.seen, numbering.counts = dict(at.seen), dict(at.counts)
