@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
-from functools import wraps
 from typing import Any, Generic, TypeVar
 
 __all__ = ["IdentityMemo", "ListHash", "by_identity"]
@@ -64,13 +63,7 @@ class IdentityMemo(Generic[A, R]):
 
 def by_identity(fn: Callable[[A], R]) -> Callable[[A], R]:
     """``fn`` with its results remembered per argument object (see ``IdentityMemo``)."""
-    memo = IdentityMemo(fn)
-
-    @wraps(fn)
-    def remembered(value: A) -> R:
-        return memo(value)
-
-    return remembered
+    return IdentityMemo(fn)
 
 
 _TEXT_BUDGET = 64 * 1024 * 1024

@@ -9,6 +9,7 @@ from aiohttp import web
 from multidict import CIMultiDict
 
 from otel_replay.core.exchange import JSON
+from otel_replay.core.memo import IdentityMemo
 from otel_replay.gateway.upstream import HOP_BY_HOP
 from otel_replay.providers.base import Provider
 
@@ -27,8 +28,15 @@ def body_response(status: int, headers: dict[str, str], body: JSON) -> web.Respo
         headers.setdefault("content-type", "text/plain; charset=utf-8")
         return web.Response(status=status, headers=headers, body=body.encode())
     headers["content-type"] = "application/json"
-    data = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
-    return web.Response(status=status, headers=headers, body=data)
+    return web.Response(status=status, headers=headers, body=_encoded(body))
+
+
+def _compact(body: JSON) -> bytes:
+    return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+_encoded: IdentityMemo[JSON, bytes] = IdentityMemo(_compact, weigh=len, budget=64 * 1024 * 1024)
+"""A recorded body's bytes, made once per recording however often it replays."""
 
 
 def abort(request: web.Request) -> None:
