@@ -112,7 +112,7 @@ def test_a_loaded_cassette_shares_one_object_per_table_entry() -> None:
 # --- lossless ------------------------------------------------------------------------
 
 reference_like = st.from_regex(r"@[0-9a-f]{12,20}", fullmatch=True)
-long_text = st.text(min_size=64, max_size=70)
+long_text = st.text(min_size=1020, max_size=1030)
 pool_values = json_values | reference_like | long_text
 shared_lists = st.lists(st.sampled_from(["a", "b"]).flatmap(lambda _: pool_values), max_size=4)
 
@@ -182,12 +182,47 @@ def test_the_writer_streams_the_text_encode_writes(c: Cassette) -> None:
 def test_a_literal_string_of_the_reference_form_is_kept() -> None:
     c = sample()
     literal = "@0123456789ab"
-    c.interactions[0].raw_request = {"messages": [literal, "short"], "system": literal}
+    nested = {"role": "user", "content": [literal, {"text": literal}]}
+    c.interactions[0].raw_request = {"messages": [literal, "short", nested], "system": literal}
     doc = json.loads(dumps(c))
     raw = doc["interactions"][0]["raw_request"]
     assert raw["messages"][1] == "short" and raw["messages"][0] == raw["system"] != literal
     assert doc["table"][raw["system"]] == literal
+    assert doc["table"][raw["messages"][2]]["content"] == [raw["system"], {"text": raw["system"]}]
     assert loads(dumps(c)) == c
+
+
+def test_a_long_text_is_stored_once_when_the_message_around_it_changes() -> None:
+    """An agent moves its cache marker to the newest message every turn: the message
+    before it is sent again without the marker, its long text unchanged."""
+    text = "the file, line by line\n" * 100
+    provider = providers.get("anthropic")
+
+    def turn(messages: list[Any], n: int) -> Exchange:
+        body = {"model": "claude-sonnet-4-5", "max_tokens": 64, "messages": messages}
+        return Exchange(
+            "anthropic",
+            "messages",
+            provider.canonical("/v1/messages", body),
+            Response(200, {}, body={"n": n}),
+            raw_request=body,
+        )
+
+    marker = {"type": "ephemeral"}
+    first = [{"role": "user", "content": [{"type": "text", "text": text, "cache_control": marker}]}]
+    second = [
+        {"role": "user", "content": [{"type": "text", "text": text}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "read it"}]},
+        {"role": "user", "content": [{"type": "text", "text": "next", "cache_control": marker}]},
+    ]
+    c = Cassette([turn(first, 1), turn(second, 2)])
+    written = dumps(c)
+    assert written.count("line by line") == 100  # the text once, in its string entry
+    loaded = loads(written)
+    assert loaded == c and schema_errors(json.loads(written)) == []
+    one, two = (ex.raw_request for ex in loaded.interactions)
+    assert isinstance(one, dict) and isinstance(two, dict)
+    assert one["messages"][0]["content"][0]["text"] is two["messages"][0]["content"][0]["text"]
 
 
 def test_a_request_not_derivable_from_its_body_is_written_out() -> None:
@@ -243,13 +278,22 @@ def _broken(edit: Any) -> dict[str, Any]:
             "unknown field",
         ),
         (lambda d: d.__setitem__("table", []), "table", "expected an object"),
+        (
+            lambda d: next(v for v in d["table"].values() if "tool_calls" not in v).__setitem__(
+                "content", ["@0123456789ab"]
+            ),
+            "table.@",
+            "unknown reference '@0123456789ab' (no string entry",
+        ),
     ],
 )
 def test_a_broken_version_2_cassette_names_the_place(edit: Any, where: str, message: str) -> None:
     doc = _broken(edit)
     with pytest.raises(CassetteError) as info:
         loads(json.dumps(doc), "c.json")
-    assert info.value.where == where and message in info.value.problem
+    assert info.value.where.startswith(where) and message in info.value.problem
+    if where == "table.@":  # inside an entry: the entry, then the steps into it
+        assert info.value.where.endswith(".content[0]")
     if "unknown" not in message:  # the schema knows neither the table's names nor providers
         assert schema_errors(doc)
 

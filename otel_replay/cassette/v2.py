@@ -20,11 +20,14 @@ interaction. Interactions read as in version 1 except at the *shared places*:
 - the elements of the canonical request's ``system``, ``messages`` and ``tools``, when
   the request is written out.
 
-At a shared place an object, an array, a string of 64 characters or more, and any string
-of the *reference form* (``@`` and 12 to 64 lower-case hex digits) go to the table and a
-reference stands in their place; other values stay inline. A string of the reference form
-at a shared place is therefore always a reference: a literal one is kept, losslessly, as
-a table entry holding that string.
+At a shared place an object, an array, a string of 1,024 characters or more, and any
+string of the *reference form* (``@`` and 12 to 64 lower-case hex digits) go to the table
+and a reference stands in their place; other values stay inline. Inside an object or
+array entry, every string that long or of that form is in turn a reference to a string
+entry: a long tool result or file is stored once even when the message around it changes
+from one turn to the next (an agent moving a ``cache_control`` marker to the newest
+message). A string of the reference form at such a place is therefore always a
+reference: a literal one is kept, losslessly, as a table entry holding that string.
 
 The canonical request is written ``{"endpoint": ..., "derived": true}`` when the
 provider's own code computes exactly it from ``raw_request`` (``providers.get(provider)
@@ -67,7 +70,7 @@ REFERENCE = re.compile(r"@[0-9a-f]{12,64}")
 """The reference form: at a shared place, a string of this form names a table entry."""
 
 _DIGITS = 12
-_LONG = 64
+_LONG = 1024
 _LISTS = ("system", "messages", "tools")
 
 
@@ -80,7 +83,12 @@ def _shared(value: JSON) -> bool:
     kind = type(value)
     if kind is dict or kind is list:
         return True
-    return kind is str and (len(value) >= _LONG or _is_reference(value))
+    return kind is str and _shared_text(value)
+
+
+def _shared_text(text: str) -> bool:
+    """Whether a string goes to the table: a long one, or one of the reference form."""
+    return len(text) >= _LONG or (text[:1] == "@" and REFERENCE.fullmatch(text) is not None)
 
 
 def derivable(exchange: Exchange) -> bool:
@@ -139,10 +147,23 @@ class _Table:
             size += 4
         name = f"@{digest[:size]}"
         self._names[key] = name
-        self.texts[name] = item_text(value)
+        written = self._inside(value) if type(value) is not str else value
+        self.texts[name] = item_text(written)
         if self._keep:
-            self.values[name] = value
+            self.values[name] = written
         return name
+
+    def _inside(self, value: JSON) -> JSON:
+        """A shared object or array as its entry holds it: each string in it that goes
+        to the table (see ``_shared_text``) a reference to a string entry."""
+        kind = type(value)
+        if kind is dict:
+            return {k: self._inside(v) for k, v in value.items()}
+        if kind is list:
+            return [self._inside(v) for v in value]
+        if kind is str and _shared_text(value):
+            return self.place(value)
+        return value
 
 
 class _Encoder:
@@ -293,14 +314,62 @@ def _interaction(value: object, where: str, table: dict[str, JSON], sharing: _Sh
     return exchange
 
 
-def _decode(doc: dict[str, Any]) -> Cassette:
-    source, items = top_fields(doc, _TOP_KEYS)
+class _Inside(Exception):
+    """A bad reference inside a table entry; ``steps`` lead to it from the entry."""
+
+    def __init__(self, problem: str) -> None:
+        super().__init__(problem)
+        self.problem = problem
+        self.steps: list[str] = []
+
+
+def _inside(value: Any, strings: dict[str, JSON]) -> Any:
+    """A table entry with each reference in it replaced by its string entry; the same
+    object where it holds none."""
+    kind = type(value)
+    if kind is dict:
+        out = {key: _step(item, strings, key) for key, item in value.items()}
+        return value if all(out[k] is v for k, v in value.items()) else out
+    if kind is list:
+        items = [_step(item, strings, i) for i, item in enumerate(value)]
+        return value if all(a is b for a, b in zip(items, value, strict=True)) else items
+    if kind is str and value[:1] == "@" and REFERENCE.fullmatch(value):
+        found = strings.get(value)
+        if found is None:
+            raise _Inside(f"unknown reference {value!r} (no string entry of that name)")
+        return found
+    return value
+
+
+def _step(item: Any, strings: dict[str, JSON], key: str | int) -> Any:
+    try:
+        return _inside(item, strings)
+    except _Inside as bad:
+        bad.steps.append(f"[{key}]" if type(key) is int else f".{key}")
+        raise
+
+
+def _table(doc: dict[str, Any]) -> dict[str, JSON]:
+    """The table, each entry with the string entries it refers to in place."""
     table = doc.get("table", {})
     if not isinstance(table, dict):
         raise Problem("table", "expected an object")
     for name in table:
         if not _is_reference(name):
             raise Problem(f"table.{name}", "not a reference name (@ and 12 to 64 hex digits)")
+    strings = {name: value for name, value in table.items() if type(value) is str}
+    out: dict[str, JSON] = {}
+    for name, value in table.items():
+        try:
+            out[name] = _inside(value, strings) if type(value) is not str else value
+        except _Inside as bad:
+            raise Problem(f"table.{name}" + "".join(reversed(bad.steps)), bad.problem) from None
+    return out
+
+
+def _decode(doc: dict[str, Any]) -> Cassette:
+    source, items = top_fields(doc, _TOP_KEYS)
+    table = _table(doc)
     sharing = _Sharing()
     interactions = [
         _interaction(item, f"interactions[{i}]", table, sharing) for i, item in enumerate(items)
