@@ -5,8 +5,10 @@ turns each interaction into its final text as it arrives and spills that text to
 unnamed temporary file beside the target, keeping only three integers per interaction
 (start time, offset, length). ``commit`` then writes the cassette in start-time order,
 atomically, with the very text ``dumps`` would write. Memory stays flat in the number of
-interactions; leaving without ``commit`` leaves the target untouched and nothing behind.
-The text of each piece is the format codec's (see ``format.StreamEncoder``).
+interactions, apart from what the format's encoder keeps of what they share (version 2:
+the text of each distinct shared value, once); leaving without ``commit`` leaves the
+target untouched and nothing behind. The text of each piece is the format codec's (see
+``format.StreamEncoder``).
 """
 
 from __future__ import annotations
