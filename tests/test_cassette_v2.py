@@ -109,6 +109,28 @@ def test_a_loaded_cassette_shares_one_object_per_table_entry() -> None:
     assert all(a is b for a, b in shared)
 
 
+def test_shared_canonical_elements_keep_their_exact_json() -> None:
+    """Python equates 1, 1.0 and True, and objects with their keys in another order; a
+    recomputed element is shared only when its JSON text is the same."""
+    calls = [{"n": 1, "m": 2}, {"n": 1.0, "m": 2}, {"n": True, "m": 2}, {"m": 2, "n": True}]
+    c = Cassette(
+        [
+            _chat([{"role": "user", "content": "go"}, _call(arguments)], [], turn)
+            for turn, arguments in enumerate(calls)
+        ]
+    )
+    texts = [json.dumps(ex.request.messages) for ex in c.interactions]
+    assert len(set(texts)) == 4
+    loaded = loads(dumps(c))
+    assert [json.dumps(ex.request.messages) for ex in loaded.interactions] == texts
+
+
+def _call(arguments: dict[str, Any]) -> dict[str, Any]:
+    call = {"id": "c1", "type": "function", "function": {"name": "f", "arguments": ""}}
+    call["function"]["arguments"] = json.dumps(arguments)  # type: ignore[index]
+    return {"role": "assistant", "content": None, "tool_calls": [call]}
+
+
 # --- lossless ------------------------------------------------------------------------
 
 reference_like = st.from_regex(r"@[0-9a-f]{12,20}", fullmatch=True)
@@ -231,6 +253,17 @@ def test_a_request_not_derivable_from_its_body_is_written_out() -> None:
     doc = json.loads(dumps(Cassette([ex])))
     assert doc["interactions"][0]["request"]["known"] == ["model"]
     assert loads(dumps(Cassette([ex]))).interactions == [ex]
+    # equal in Python but not in JSON text (1.0 for 1): written out too
+    ex = _chat([{"role": "user", "content": "go"}], [], 0)
+    assert isinstance(ex.raw_request, dict)
+    ex.raw_request["temperature"] = 1
+    ex.request = providers.get("openai").canonical(CHAT, {**ex.raw_request, "temperature": 1.0})
+    assert ex.request == providers.get("openai").canonical(CHAT, ex.raw_request)
+    doc = json.loads(dumps(Cassette([ex])))
+    assert doc["interactions"][0]["request"]["params"]["temperature"] == 1.0
+    assert json.dumps(loads(dumps(Cassette([ex]))).interactions[0].request.params) == json.dumps(
+        ex.request.params
+    )
 
 
 # --- errors name the place -----------------------------------------------------------

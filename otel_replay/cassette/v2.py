@@ -72,6 +72,7 @@ REFERENCE = re.compile(r"@[0-9a-f]{12,64}")
 _DIGITS = 12
 _LONG = 1024
 _LISTS = ("system", "messages", "tools")
+_JSON_PARTS = (*_LISTS, "params")
 
 
 def _is_reference(value: object) -> bool:
@@ -103,7 +104,10 @@ def derivable(exchange: Exchange) -> bool:
         derived = provider.canonical(exchange.request.endpoint, exchange.raw_request)
     except Exception:  # a body the provider cannot read is simply not derivable
         return False
-    return derived == exchange.request
+    request = exchange.request
+    return derived == request and all(
+        _same_text(derived.component(name), request.component(name)) for name in _JSON_PARTS
+    )
 
 
 # --- encoding -------------------------------------------------------------------------
@@ -241,7 +245,8 @@ def _unknown(where: str, name: object) -> Problem:
 
 class _Sharing:
     """The elements of recomputed canonical requests by place (component, position): an
-    element equal to the last one seen at its place becomes that object."""
+    element with the same JSON text as the last one seen at its place becomes that
+    object."""
 
     def __init__(self) -> None:
         self._last: dict[tuple[str, int], JSON] = {}
@@ -256,7 +261,7 @@ class _Sharing:
             shared = []
             for i, item in enumerate(items):
                 seen = last.get((name, i), _NOTHING)
-                if seen is not _NOTHING and seen == item:
+                if seen is not _NOTHING and seen == item and _same_text(seen, item):
                     item = seen
                 else:
                     last[name, i] = item
@@ -266,6 +271,33 @@ class _Sharing:
 
 
 _NOTHING: Any = object()
+
+
+def _same_text(a: Any, b: Any) -> bool:
+    """Whether two values already ``==`` have the same JSON text too: Python equates
+    ``1``, ``1.0`` and ``True``, and dicts whose keys come in another order. Only
+    containers and values of different types are looked into (the loop runs per node)."""
+    if a is b:
+        return True
+    kind = type(a)
+    if kind is not type(b):
+        return False
+    if kind is dict:
+        if list(a) != list(b):
+            return False
+        pairs = zip(a.values(), b.values(), strict=True)
+    elif kind is list:
+        pairs = zip(a, b, strict=True)
+    else:
+        return True
+    for x, y in pairs:
+        if x is not y and (type(x) is not type(y) or type(x) in _CONTAINERS):
+            if not _same_text(x, y):
+                return False
+    return True
+
+
+_CONTAINERS = frozenset({dict, list})
 
 
 def _derive(exchange: Exchange, where: str) -> CanonicalRequest:
