@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from report_runs import key_set
 from schema_check import schema_errors
-from test_cassette import exchanges, json_values, sample
+from test_cassette import exchanges, json_values, sample, text
 from test_cassette_codecs import streamed
 
 import otel_replay
@@ -166,9 +166,31 @@ def sharing_exchanges(draw: st.DrawFn) -> Exchange:
 
 
 few = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+numbers = st.sampled_from([1, 1.0, True, 0, False, 0.0])
+chat_messages = st.fixed_dictionaries(
+    {"role": st.just("user"), "content": st.just("go")}, optional={"name": numbers}
+)
+
+
+@st.composite
+def derived_exchanges(draw: st.DrawFn) -> Exchange:
+    """OpenAI chat calls as the gateway records them: the canonical request computed
+    from the body, whose values repeat at the same places with Python-equal numbers."""
+    body = draw(
+        st.fixed_dictionaries(
+            {"model": st.just("m"), "messages": st.lists(chat_messages, max_size=3)},
+            optional={"temperature": numbers, "metadata": st.dictionaries(text, numbers)},
+        )
+    )
+    ex = _chat(body["messages"], [], draw(st.integers(0, 9)))
+    ex.raw_request = body
+    ex.request = providers.get("openai").canonical(CHAT, body)
+    return ex
+
+
 sharing_cassettes = st.builds(
     Cassette,
-    interactions=st.lists(sharing_exchanges() | exchanges, max_size=4),
+    interactions=st.lists(sharing_exchanges() | derived_exchanges() | exchanges, max_size=4),
     source=st.fixed_dictionaries({"command": st.lists(st.text(max_size=5), max_size=2)}),
 )
 
@@ -182,6 +204,16 @@ def test_decode_encode_is_lossless_and_matches_the_schema(c: Cassette) -> None:
     doc = json.loads(text)
     assert text == json.dumps(V2.to_json(c), indent=2, ensure_ascii=False) + "\n"
     assert schema_errors(doc) == []
+
+
+@few
+@given(st.lists(derived_exchanges(), min_size=2, max_size=4))
+def test_derived_requests_come_back_with_their_exact_json(interactions: list[Exchange]) -> None:
+    loaded = loads(dumps(Cassette(interactions))).interactions
+    assert loaded == interactions
+    assert [json.dumps(ex.request.messages) for ex in loaded] == [
+        json.dumps(ex.request.messages) for ex in interactions
+    ]
 
 
 @few
