@@ -343,6 +343,7 @@ def _broken(edit: Any) -> dict[str, Any]:
             "unknown field",
         ),
         (lambda d: d.__setitem__("table", []), "table", "expected an object"),
+        (lambda d: d.__delitem__("table"), "table", "missing"),
         (
             lambda d: next(v for v in d["table"].values() if "tool_calls" not in v).__setitem__(
                 "content", ["@0123456789ab"]

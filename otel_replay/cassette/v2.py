@@ -383,7 +383,9 @@ def _step(item: Any, strings: dict[str, JSON], key: str | int) -> Any:
 
 def _table(doc: dict[str, Any]) -> dict[str, JSON]:
     """The table, each entry with the string entries it refers to in place."""
-    table = doc.get("table", {})
+    if "table" not in doc:
+        raise Problem("table", "missing")
+    table = doc["table"]
     if not isinstance(table, dict):
         raise Problem("table", "expected an object")
     for name in table:
