@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import difflib
+import hashlib
 import json
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,7 @@ from test_cassette_codecs import streamed
 import otel_replay
 import otel_replay.session.session as session_module
 from otel_replay import providers
+from otel_replay.cassette import v2 as v2_module
 from otel_replay.cassette import versions
 from otel_replay.cassette.format import Cassette
 from otel_replay.cassette.model import dumps, load, loads
@@ -296,6 +298,37 @@ def test_a_request_not_derivable_from_its_body_is_written_out() -> None:
     assert json.dumps(loads(dumps(Cassette([ex]))).interactions[0].request.params) == json.dumps(
         ex.request.params
     )
+
+
+def test_two_values_whose_names_would_collide_get_longer_names(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    real = hashlib.sha256
+
+    class Colliding:
+        def __init__(self, data: bytes) -> None:
+            self.real = real(data)
+
+        def hexdigest(self) -> str:
+            return "0" * 12 + self.real.hexdigest()[12:]
+
+    monkeypatch.setattr(v2_module.hashlib, "sha256", Colliding)
+    c = conversation(2)
+    doc = json.loads(dumps(c))
+    assert "@000000000000" in doc["table"]
+    assert sorted(map(len, doc["table"]))[-1] > 13
+    assert loads(dumps(c)) == c and streamed(c) == dumps(c)
+
+
+def test_a_lone_surrogate_in_a_shared_value_is_escaped_not_lost() -> None:
+    c = conversation(2)
+    ex = c.interactions[1]
+    assert isinstance(ex.raw_request, dict)
+    odd = {"role": "user", "content": "\ud800"}
+    ex.raw_request["messages"] = [*ex.raw_request["messages"], odd]
+    ex.request = providers.get("openai").canonical(CHAT, ex.raw_request)
+    text = dumps(c)
+    assert "\\ud800" in text and loads(text) == c and streamed(c) == text
 
 
 # --- errors name the place -----------------------------------------------------------
