@@ -90,7 +90,7 @@ class _Tagged:
     def encode(self, cassette: Cassette) -> str:
         return json.dumps(self.to_json(cassette), indent=2, ensure_ascii=False) + "\n"
 
-    def encoder(self) -> _TaggedEncoder:
+    def encoder(self, folder: Path | None = None) -> _TaggedEncoder:
         return _TaggedEncoder()
 
 
@@ -105,6 +105,9 @@ class _TaggedEncoder:
     def pieces(self, source: dict[str, JSON], texts: Iterable[str]) -> Iterator[str]:
         yield '{"version": 3, "tag": "two", "source": ' + json.dumps(source)
         yield ', "interactions": [' + ", ".join(texts) + "]}\n"
+
+    def close(self) -> None:
+        pass
 
 
 def test_a_new_format_is_one_codec_and_one_registry_row(

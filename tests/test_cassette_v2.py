@@ -23,7 +23,7 @@ from test_cassette_codecs import streamed
 import otel_replay
 import otel_replay.session.session as session_module
 from otel_replay import providers
-from otel_replay.cassette import v2 as v2_module
+from otel_replay.cassette import table as table_module
 from otel_replay.cassette import versions
 from otel_replay.cassette.format import Cassette
 from otel_replay.cassette.model import dumps, load, loads
@@ -309,10 +309,10 @@ def test_two_values_whose_names_would_collide_get_longer_names(
         def __init__(self, data: bytes) -> None:
             self.real = real(data)
 
-        def hexdigest(self) -> str:
-            return "0" * 12 + self.real.hexdigest()[12:]
+        def digest(self) -> bytes:
+            return bytes(6) + self.real.digest()[6:]
 
-    monkeypatch.setattr(v2_module.hashlib, "sha256", Colliding)
+    monkeypatch.setattr(table_module.hashlib, "sha256", Colliding)
     c = conversation(2)
     doc = json.loads(dumps(c))
     assert "@000000000000" in doc["table"]

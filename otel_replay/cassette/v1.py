@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
+from pathlib import Path
 from typing import Any
 
 from otel_replay.cassette.fields import Fields, Problem, check, naming
@@ -159,6 +160,9 @@ class _Encoder:
         yield head_text({"version": 1, "source": source}) + ',\n  "interactions": '
         yield from array_pieces(texts)
 
+    def close(self) -> None:
+        """Nothing to release."""
+
 
 # --- decoding -------------------------------------------------------------------------
 
@@ -294,7 +298,7 @@ class V1Codec:
         texts = [encoder.interaction(ex) for ex in cassette.interactions]
         return "".join(encoder.pieces(cassette.source, texts))
 
-    def encoder(self) -> _Encoder:
+    def encoder(self, folder: Path | None = None) -> _Encoder:
         return _Encoder()
 
 

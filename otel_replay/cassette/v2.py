@@ -44,17 +44,16 @@ its unique content. Nothing may change loaded request JSON in place.
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import re
 from collections.abc import Iterable, Iterator
+from pathlib import Path
 from typing import Any
 
 from otel_replay.cassette.fields import Fields, Problem, check, naming
 from otel_replay.cassette.format import Cassette
+from otel_replay.cassette.table import SharedTable, is_reference, resolved_table, same_text
 from otel_replay.cassette.v1 import (
     ITEM_PAD,
     array_pieces,
-    compact,
     decode_interaction,
     head_text,
     interaction_dict,
@@ -64,32 +63,10 @@ from otel_replay.cassette.v1 import (
 from otel_replay.core.errors import ConfigError
 from otel_replay.core.exchange import JSON, CanonicalRequest, Exchange
 
-__all__ = ["REFERENCE", "V2", "V2Codec", "derivable"]
+__all__ = ["V2", "V2Codec", "derivable"]
 
-REFERENCE = re.compile(r"@[0-9a-f]{12,64}")
-"""The reference form: at a shared place, a string of this form names a table entry."""
-
-_DIGITS = 12
-_LONG = 1024
 _LISTS = ("system", "messages", "tools")
 _JSON_PARTS = (*_LISTS, "params")
-
-
-def _is_reference(value: object) -> bool:
-    return type(value) is str and REFERENCE.fullmatch(value) is not None
-
-
-def _shared(value: JSON) -> bool:
-    """Whether a value at a shared place goes to the table."""
-    kind = type(value)
-    if kind is dict or kind is list:
-        return True
-    return kind is str and _shared_text(value)
-
-
-def _shared_text(text: str) -> bool:
-    """Whether a string goes to the table: a long one, or one of the reference form."""
-    return len(text) >= _LONG or (text[:1] == "@" and REFERENCE.fullmatch(text) is not None)
 
 
 def derivable(exchange: Exchange) -> bool:
@@ -106,75 +83,18 @@ def derivable(exchange: Exchange) -> bool:
         return False
     request = exchange.request
     return derived == request and all(
-        _same_text(derived.component(name), request.component(name)) for name in _JSON_PARTS
+        same_text(derived.component(name), request.component(name)) for name in _JSON_PARTS
     )
 
 
 # --- encoding -------------------------------------------------------------------------
 
 
-class _Table:
-    """The shared values one file holds, by name, as their text in the table.
-
-    ``by_identity`` also remembers values by object identity (holding them, so an id is
-    never reused): a whole cassette encoded at once, whose loaded values are shared
-    objects, then hashes each shared value once."""
-
-    def __init__(self, *, by_identity: bool = False, keep_values: bool = False) -> None:
-        self.texts: dict[str, str] = {}
-        self.values: dict[str, JSON] = {}
-        self._names: dict[str, str] = {}
-        self._ids: dict[int, tuple[JSON, str]] | None = {} if by_identity else None
-        self._keep = keep_values
-
-    def place(self, value: JSON) -> JSON:
-        """What stands at a shared place for ``value``: a reference, or ``value`` itself."""
-        if not _shared(value):
-            return value
-        ids = self._ids
-        if ids is not None:
-            known = ids.get(id(value))
-            if known is not None:
-                return known[1]
-        key = compact(value)
-        name = self._names.get(key)
-        if name is None:
-            name = self._add(key, value)
-        if ids is not None:
-            ids[id(value)] = (value, name)
-        return name
-
-    def _add(self, key: str, value: JSON) -> str:
-        digest = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
-        size = _DIGITS
-        while f"@{digest[:size]}" in self.texts and size < len(digest):
-            size += 4
-        name = f"@{digest[:size]}"
-        self._names[key] = name
-        written = self._inside(value) if type(value) is not str else value
-        self.texts[name] = item_text(written)
-        if self._keep:
-            self.values[name] = written
-        return name
-
-    def _inside(self, value: JSON) -> JSON:
-        """A shared object or array as its entry holds it: each string in it that goes
-        to the table (see ``_shared_text``) a reference to a string entry."""
-        kind = type(value)
-        if kind is dict:
-            return {k: self._inside(v) for k, v in value.items()}
-        if kind is list:
-            return [self._inside(v) for v in value]
-        if kind is str and _shared_text(value):
-            return self.place(value)
-        return value
-
-
 class _Encoder:
     """Version 2 piece by piece: interactions refer to the table this encoder collects."""
 
-    def __init__(self, *, by_identity: bool = False, keep_values: bool = False) -> None:
-        self.table = _Table(by_identity=by_identity, keep_values=keep_values)
+    def __init__(self, table: SharedTable) -> None:
+        self.table = table
 
     def item(self, exchange: Exchange) -> dict[str, JSON]:
         """One interaction as version 2 writes it, its shared values in the table."""
@@ -205,14 +125,17 @@ class _Encoder:
         """The head, the table (every value the interactions given so far refer to, by
         name), each interaction's text in order, and the close."""
         yield head_text({"version": 2, "source": source}) + ',\n  "table": '
-        entries = self.table.texts
         opener = "{\n" + ITEM_PAD
-        for name in sorted(entries):
-            yield f'{opener}"{name}": {entries[name]}'
+        for name, text in self.table.texts.sorted_items():
+            yield f'{opener}"{name}": {text}'
             opener = ",\n" + ITEM_PAD
         yield "{}" if opener.startswith("{") else "\n  }"
         yield ',\n  "interactions": '
         yield from array_pieces(texts)
+
+    def close(self) -> None:
+        """Drop the table's temporary file, if it has one."""
+        self.table.texts.close()
 
 
 # --- decoding -------------------------------------------------------------------------
@@ -224,14 +147,14 @@ _DERIVED_KEYS = frozenset({"endpoint", "derived"})
 def _resolve(items: list[Any], table: dict[str, JSON], where: str) -> list[Any]:
     """A shared list with each reference replaced by its table entry."""
     try:
-        return [table[v] if _is_reference(v) else v for v in items]
+        return [table[v] if is_reference(v) else v for v in items]
     except KeyError:
-        i = next(i for i, v in enumerate(items) if _is_reference(v) and v not in table)
+        i = next(i for i, v in enumerate(items) if is_reference(v) and v not in table)
         raise _unknown(f"{where}[{i}]", items[i]) from None
 
 
 def _resolve_one(value: JSON, table: dict[str, JSON], where: str) -> JSON:
-    if not _is_reference(value):
+    if not is_reference(value):
         return value
     try:
         return table[value]
@@ -261,7 +184,7 @@ class _Sharing:
             shared = []
             for i, item in enumerate(items):
                 seen = last.get((name, i), _NOTHING)
-                if seen is not _NOTHING and seen == item and _same_text(seen, item):
+                if seen is not _NOTHING and seen == item and same_text(seen, item):
                     item = seen
                 else:
                     last[name, i] = item
@@ -271,33 +194,6 @@ class _Sharing:
 
 
 _NOTHING: Any = object()
-
-
-def _same_text(a: Any, b: Any) -> bool:
-    """Whether two values already ``==`` have the same JSON text too: Python equates
-    ``1``, ``1.0`` and ``True``, and dicts whose keys come in another order. Only
-    containers and values of different types are looked into (the loop runs per node)."""
-    if a is b:
-        return True
-    kind = type(a)
-    if kind is not type(b):
-        return False
-    if kind is dict:
-        if list(a) != list(b):
-            return False
-        pairs = zip(a.values(), b.values(), strict=True)
-    elif kind is list:
-        pairs = zip(a, b, strict=True)
-    else:
-        return True
-    for x, y in pairs:
-        if x is not y and (type(x) is not type(y) or type(x) in _CONTAINERS):
-            if not _same_text(x, y):
-                return False
-    return True
-
-
-_CONTAINERS = frozenset({dict, list})
 
 
 def _derive(exchange: Exchange, where: str) -> CanonicalRequest:
@@ -346,64 +242,9 @@ def _interaction(value: object, where: str, table: dict[str, JSON], sharing: _Sh
     return exchange
 
 
-class _Inside(Exception):
-    """A bad reference inside a table entry; ``steps`` lead to it from the entry."""
-
-    def __init__(self, problem: str) -> None:
-        super().__init__(problem)
-        self.problem = problem
-        self.steps: list[str] = []
-
-
-def _inside(value: Any, strings: dict[str, JSON]) -> Any:
-    """A table entry with each reference in it replaced by its string entry; the same
-    object where it holds none."""
-    kind = type(value)
-    if kind is dict:
-        out = {key: _step(item, strings, key) for key, item in value.items()}
-        return value if all(out[k] is v for k, v in value.items()) else out
-    if kind is list:
-        items = [_step(item, strings, i) for i, item in enumerate(value)]
-        return value if all(a is b for a, b in zip(items, value, strict=True)) else items
-    if kind is str and value[:1] == "@" and REFERENCE.fullmatch(value):
-        found = strings.get(value)
-        if found is None:
-            raise _Inside(f"unknown reference {value!r} (no string entry of that name)")
-        return found
-    return value
-
-
-def _step(item: Any, strings: dict[str, JSON], key: str | int) -> Any:
-    try:
-        return _inside(item, strings)
-    except _Inside as bad:
-        bad.steps.append(f"[{key}]" if type(key) is int else f".{key}")
-        raise
-
-
-def _table(doc: dict[str, Any]) -> dict[str, JSON]:
-    """The table, each entry with the string entries it refers to in place."""
-    if "table" not in doc:
-        raise Problem("table", "missing")
-    table = doc["table"]
-    if not isinstance(table, dict):
-        raise Problem("table", "expected an object")
-    for name in table:
-        if not _is_reference(name):
-            raise Problem(f"table.{name}", "not a reference name (@ and 12 to 64 hex digits)")
-    strings = {name: value for name, value in table.items() if type(value) is str}
-    out: dict[str, JSON] = {}
-    for name, value in table.items():
-        try:
-            out[name] = _inside(value, strings) if type(value) is not str else value
-        except _Inside as bad:
-            raise Problem(f"table.{name}" + "".join(reversed(bad.steps)), bad.problem) from None
-    return out
-
-
 def _decode(doc: dict[str, Any]) -> Cassette:
     source, items = top_fields(doc, _TOP_KEYS)
-    table = _table(doc)
+    table = resolved_table(doc)
     sharing = _Sharing()
     interactions = [
         _interaction(item, f"interactions[{i}]", table, sharing) for i, item in enumerate(items)
@@ -424,7 +265,7 @@ class V2Codec:
             return _decode(doc)
 
     def to_json(self, cassette: Cassette) -> dict[str, JSON]:
-        encoder = _Encoder(by_identity=True, keep_values=True)
+        encoder = _Encoder(SharedTable(by_identity=True, keep_values=True))
         items: list[JSON] = [encoder.item(ex) for ex in cassette.interactions]
         values = encoder.table.values
         return {
@@ -435,12 +276,12 @@ class V2Codec:
         }
 
     def encode(self, cassette: Cassette) -> str:
-        encoder = _Encoder(by_identity=True)
+        encoder = _Encoder(SharedTable(by_identity=True))
         texts = [encoder.interaction(ex) for ex in cassette.interactions]
         return "".join(encoder.pieces(cassette.source, texts))
 
-    def encoder(self) -> _Encoder:
-        return _Encoder()
+    def encoder(self, folder: Path | None = None) -> _Encoder:
+        return _Encoder(SharedTable(folder=folder))
 
 
 V2 = V2Codec()
