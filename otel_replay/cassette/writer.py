@@ -6,8 +6,9 @@ unnamed temporary file beside the target, keeping only three integers per intera
 (start time, offset, length). ``commit`` then writes the cassette in start-time order,
 atomically, with the very text ``dumps`` would write. Memory stays flat in the number of
 interactions, apart from what the format's encoder keeps of what they share (version 2:
-a digest, a name and two integers per distinct shared value, its text in a temporary file beside the target); leaving without ``commit`` leaves the
-target untouched and nothing behind. The text of each piece is the format codec's (see
+a digest, a name and two integers per distinct shared value, whose text waits in a
+temporary file beside the target too); leaving without ``commit`` leaves the target
+untouched and nothing behind. The text of each piece is the format codec's (see
 ``format.StreamEncoder``).
 """
 
