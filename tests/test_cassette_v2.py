@@ -115,6 +115,7 @@ def test_shared_canonical_elements_keep_their_exact_json() -> None:
     """Python equates 1, 1.0 and True, and objects with their keys in another order; a
     recomputed element is shared only when its JSON text is the same."""
     calls = [{"n": 1, "m": 2}, {"n": 1.0, "m": 2}, {"n": True, "m": 2}, {"m": 2, "n": True}]
+    calls += [{"m": 2, "n": 0.0}, {"m": 2, "n": -0.0}]
     c = Cassette(
         [
             _chat([{"role": "user", "content": "go"}, _call(arguments)], [], turn)
@@ -122,7 +123,7 @@ def test_shared_canonical_elements_keep_their_exact_json() -> None:
         ]
     )
     texts = [json.dumps(ex.request.messages) for ex in c.interactions]
-    assert len(set(texts)) == 4
+    assert len(set(texts)) == 6
     loaded = loads(dumps(c))
     assert [json.dumps(ex.request.messages) for ex in loaded.interactions] == texts
 
@@ -168,7 +169,7 @@ def sharing_exchanges(draw: st.DrawFn) -> Exchange:
 
 
 few = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-numbers = st.sampled_from([1, 1.0, True, 0, False, 0.0])
+numbers = st.sampled_from([1, 1.0, True, 0, False, 0.0, -0.0])
 chat_messages = st.fixed_dictionaries(
     {"role": st.just("user"), "content": st.just("go")}, optional={"name": numbers}
 )

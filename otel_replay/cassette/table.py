@@ -57,8 +57,9 @@ def _shared_text(text: str) -> bool:
 
 def same_text(a: Any, b: Any) -> bool:
     """Whether two values already ``==`` have the same JSON text too: Python equates
-    ``1``, ``1.0`` and ``True``, and dicts whose keys come in another order. Only
-    containers and values of different types are looked into (the loop runs per node)."""
+    ``1``, ``1.0`` and ``True``, ``0.0`` and ``-0.0``, and dicts whose keys come in
+    another order. Only containers, floats and values of different types are looked into
+    (the loop runs per node)."""
     if a is b:
         return True
     kind = type(a)
@@ -71,15 +72,15 @@ def same_text(a: Any, b: Any) -> bool:
     elif kind is list:
         pairs = zip(a, b, strict=True)
     else:
-        return True
+        return kind is not float or repr(a) == repr(b)
     for x, y in pairs:
-        if x is not y and (type(x) is not type(y) or type(x) in _CONTAINERS):
+        if x is not y and (type(x) is not type(y) or type(x) in _LOOKED_INTO):
             if not same_text(x, y):
                 return False
     return True
 
 
-_CONTAINERS = frozenset({dict, list})
+_LOOKED_INTO = frozenset({dict, list, float})
 
 
 # --- encoding -------------------------------------------------------------------------
