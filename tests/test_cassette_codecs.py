@@ -38,15 +38,20 @@ RECORDED = sorted(
 
 
 @pytest.mark.parametrize("path", RECORDED, ids=lambda p: p.parent.parent.name)
-def test_a_recorded_v1_cassette_still_loads_and_dumps_as_version_2(path: Path) -> None:
+def test_a_recorded_cassette_dumps_to_its_own_text_or_converts(path: Path) -> None:
+    """An example recorded as version 1 still reads and writes as version 1, and is
+    rewritten as version 2 (smaller); one re-recorded since dumps to its own text."""
     text = path.read_text(encoding="utf-8")
-    assert json.loads(text)["version"] == 1
-    assert V1.encode(V1.decode(json.loads(text), str(path))) == text
+    doc = json.loads(text)
     loaded = load(path)
     written = dumps(loaded)
-    assert json.loads(written) == versions.convert_1_to_2(json.loads(text))
-    assert json.loads(written)["version"] == 2 and loads(written) == loaded
-    assert len(written) < len(text)
+    assert loads(written) == loaded
+    if doc["version"] == 1:
+        assert V1.encode(V1.decode(doc, str(path))) == text
+        assert json.loads(written) == versions.convert_1_to_2(doc)
+        assert len(written) < len(text)
+    else:
+        assert written == text
 
 
 def test_every_codec_is_registered_under_its_version() -> None:
