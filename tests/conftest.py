@@ -108,7 +108,7 @@ def _cassettes_match_schema(tmp_path: Path) -> Iterator[None]:
             data = json.loads(path.read_text(encoding="utf-8"))
         except (ValueError, UnicodeDecodeError):
             continue
-        if isinstance(data, dict) and "interactions" in data and data.get("version") == 1:
+        if isinstance(data, dict) and "interactions" in data and data.get("version") in (1, 2):
             validate_cassette_file(path)
 
 

@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 from claude_code_runs import PLAIN, TOOL, TOOL_ARGS, git_repository, record, replay
 
+from otel_replay.cassette.model import load
+from otel_replay.cassette.v1 import V1
 from otel_replay.testing.stub import run_stub
 
 CLAUDE_MD = "# Project notes\n\nAnswer in one short sentence.\n"
@@ -121,8 +123,9 @@ def test_a_changed_instruction_or_tool_result_misses(recorded, tmp_path, change,
 
 def _edited(cassette: Path, target: Path, edit: object) -> Path:
     """A copy of ``cassette`` whose first request went through ``edit`` (both the
-    canonical request and the body as sent)."""
-    doc = json.loads(cassette.read_text(encoding="utf-8"))
+    canonical request and the body as sent), hand-edited in version 1's layout, where
+    each interaction is written out in full."""
+    doc = V1.to_json(load(cassette))
     first = doc["interactions"][0]
     edit(first["request"], first["raw_request"])  # type: ignore[operator]
     target.write_text(json.dumps(doc), encoding="utf-8")

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from claude_code_runs import CLI, PLAIN, TOOL, TOOL_ARGS, environment, record, replay
 
+from otel_replay.cassette.model import load
 from otel_replay.testing.stub import run_stub
 
 TELEMETRY = {
@@ -34,7 +35,7 @@ def build(cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def _raw_requests(cassette: Path) -> list[dict]:
-    return [i["raw_request"] for i in json.loads(cassette.read_text("utf-8"))["interactions"]]
+    return [ex.raw_request for ex in load(cassette).interactions]
 
 
 def test_a_cassette_built_from_file_mode_telemetry_replays_the_run(tmp_path):

@@ -18,6 +18,7 @@ import anthropic  # noqa: F401  imported once here: inner in-process runs reuse 
 import openai  # noqa: F401
 import pytest
 
+from otel_replay.cassette.model import load
 from otel_replay.frontends.suite import BlockResult
 from otel_replay.reports.run import Summary
 from otel_replay.reports.suite import compare, unused_recordings
@@ -110,8 +111,8 @@ def run(pytester: pytest.Pytester, *args: str, xdist: bool = False) -> pytest.Ru
 
 def recorded(pytester: pytest.Pytester, name: str) -> list[str]:
     """The user texts a cassette's interactions answer, in file order."""
-    doc = json.loads((pytester.path / "cassettes" / f"{name}.json").read_text())
-    return [i["request"]["messages"][-1]["parts"][0]["content"] for i in doc["interactions"]]
+    cassette = load(pytester.path / "cassettes" / f"{name}.json")
+    return [ex.request.messages[-1]["parts"][0]["content"] for ex in cassette.interactions]
 
 
 def cassettes(pytester: pytest.Pytester) -> dict[str, bytes]:

@@ -7,9 +7,13 @@ the codec turns a Problem into a ``CassetteError`` that also names the file.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["Fields", "Problem", "check"]
+from otel_replay.core.errors import CassetteError
+
+__all__ = ["Fields", "Problem", "check", "naming"]
 
 
 class Problem(Exception):
@@ -76,3 +80,12 @@ class Fields:
         if key not in self.data:
             return default
         return check(self.data[key], f"{self.where}.{key}", *kinds)
+
+
+@contextmanager
+def naming(path: str) -> Iterator[None]:
+    """A Problem raised in the block becomes a CassetteError naming ``path`` too."""
+    try:
+        yield
+    except Problem as problem:
+        raise CassetteError(path, problem.where, problem.problem) from None

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 from otel_replay.core.exchange import JSON, Exchange
@@ -45,6 +46,11 @@ class StreamEncoder(Protocol):
         """The file's text, in pieces: whatever leads, each text of ``texts``, the close."""
         ...
 
+    def close(self) -> None:
+        """Release what the encoder keeps on disk (called once the file is written, or
+        abandoned)."""
+        ...
+
 
 class CassetteCodec(Protocol):
     """One version of the cassette file format."""
@@ -68,6 +74,8 @@ class CassetteCodec(Protocol):
         and a newline. Raises ValueError when a value has no JSON form."""
         ...
 
-    def encoder(self) -> StreamEncoder:
-        """A fresh encoder writing one file of this version piece by piece."""
+    def encoder(self, folder: Path | None = None) -> StreamEncoder:
+        """A fresh encoder writing one file of this version piece by piece; ``folder``,
+        when given, is where it may keep what it remembers in a temporary file rather
+        than in memory (the writer passes the target's folder)."""
         ...

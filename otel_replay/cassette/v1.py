@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
+from pathlib import Path
 from typing import Any
 
-from otel_replay.cassette.fields import Fields, Problem, check
+from otel_replay.cassette.fields import Fields, Problem, check, naming
 from otel_replay.cassette.format import Cassette
 from otel_replay.cassette.wire import check_event, check_headers, check_status
-from otel_replay.core.errors import CassetteError
 from otel_replay.core.exchange import (
     ALL_KNOWN,
     COMPONENTS,
@@ -32,7 +32,18 @@ from otel_replay.core.exchange import (
 )
 from otel_replay.core.jsontext import pretty
 
-__all__ = ["V1", "V1Codec", "compact", "decode_interaction"]
+__all__ = [
+    "ITEM_PAD",
+    "V1",
+    "V1Codec",
+    "array_pieces",
+    "compact",
+    "decode_interaction",
+    "head_text",
+    "interaction_dict",
+    "item_text",
+    "top_fields",
+]
 
 
 def compact(value: JSON) -> str:
@@ -60,7 +71,8 @@ def _event_dict(event: SSEEvent) -> dict[str, JSON]:
     return item
 
 
-def _interaction_dict(ex: Exchange) -> dict[str, JSON]:
+def interaction_dict(ex: Exchange) -> dict[str, JSON]:
+    """One interaction as version 1 writes it, in its fixed key order."""
     req, resp = ex.request, ex.response
     request: dict[str, JSON] = {
         "endpoint": req.endpoint,
@@ -101,7 +113,39 @@ def _interaction_dict(ex: Exchange) -> dict[str, JSON]:
     return out
 
 
-_ITEM_PAD = "    "
+ITEM_PAD = "    "
+"""How far in a value two levels deep in the document reads (an interaction, a table entry)."""
+
+
+def item_text(item: JSON, pad: str = ITEM_PAD) -> str:
+    """``item`` as it reads nested at ``pad``; a value holding a lone surrogate, which
+    UTF-8 cannot carry, with every non-ASCII character escaped (still lossless)."""
+    text = pretty(item, pad)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        escaped = json.dumps(item, indent=2, ensure_ascii=True, allow_nan=False)
+        text = escaped.replace("\n", "\n" + pad)
+    return text
+
+
+def head_text(head: dict[str, JSON]) -> str:
+    """The document's first fields as written, left open for the fields that follow."""
+    text = json.dumps(head, indent=2, ensure_ascii=False, allow_nan=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = json.dumps(head, indent=2, ensure_ascii=True, allow_nan=False)
+    return text[:-2]
+
+
+def array_pieces(texts: Iterable[str]) -> Iterator[str]:
+    """A top-level array of item texts, one item a line block, closing the document."""
+    opener = "[\n" + ITEM_PAD
+    for text in texts:
+        yield opener + text
+        opener = ",\n" + ITEM_PAD
+    yield "[]\n}\n" if opener.startswith("[") else "\n  ]\n}\n"
 
 
 class _Encoder:
@@ -109,29 +153,15 @@ class _Encoder:
 
     def interaction(self, exchange: Exchange) -> str:
         """One interaction's text as it reads in the cassette's list, two levels in."""
-        item = _interaction_dict(exchange)
-        text = pretty(item, _ITEM_PAD)
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError:  # a lone surrogate: escape this interaction, still lossless
-            escaped = json.dumps(item, indent=2, ensure_ascii=True, allow_nan=False)
-            text = escaped.replace("\n", "\n" + _ITEM_PAD)
-        return text
+        return item_text(interaction_dict(exchange))
 
     def pieces(self, source: dict[str, JSON], texts: Iterable[str]) -> Iterator[str]:
         """The head, each interaction's text in order, and the close."""
-        head_doc = {"version": 1, "source": source}
-        head = json.dumps(head_doc, indent=2, ensure_ascii=False, allow_nan=False)
-        try:
-            head.encode("utf-8")
-        except UnicodeEncodeError:
-            head = json.dumps(head_doc, indent=2, ensure_ascii=True, allow_nan=False)
-        yield head[:-2] + ',\n  "interactions": '
-        opener = "[\n" + _ITEM_PAD
-        for text in texts:
-            yield opener + text
-            opener = ",\n" + _ITEM_PAD
-        yield "[]\n}\n" if opener.startswith("[") else "\n  ]\n}\n"
+        yield head_text({"version": 1, "source": source}) + ',\n  "interactions": '
+        yield from array_pieces(texts)
+
+    def close(self) -> None:
+        """Nothing to release."""
 
 
 # --- decoding -------------------------------------------------------------------------
@@ -224,9 +254,10 @@ def decode_interaction(value: object, where: str) -> Exchange:
     )
 
 
-def _decode(doc: dict[str, Any]) -> Cassette:
+def top_fields(doc: dict[str, Any], keys: frozenset[str]) -> tuple[dict[str, Any], list[Any]]:
+    """The document's ``source`` and ``interactions``, refusing a field not in ``keys``."""
     for key in doc:
-        if key not in _TOP_KEYS:
+        if key not in keys:
             raise Problem(key, "unknown field")
     source = doc.get("source", {})
     if not isinstance(source, dict):
@@ -234,6 +265,11 @@ def _decode(doc: dict[str, Any]) -> Cassette:
     items = doc.get("interactions")
     if not isinstance(items, list):
         raise Problem("interactions", "expected an array")
+    return source, items
+
+
+def _decode(doc: dict[str, Any]) -> Cassette:
+    source, items = top_fields(doc, _TOP_KEYS)
     interactions = [decode_interaction(item, f"interactions[{i}]") for i, item in enumerate(items)]
     return Cassette(interactions=interactions, source=source)
 
@@ -247,16 +283,14 @@ class V1Codec:
     version = 1
 
     def decode(self, doc: dict[str, Any], path: str) -> Cassette:
-        try:
+        with naming(path):
             return _decode(doc)
-        except Problem as problem:
-            raise CassetteError(path, problem.where, problem.problem) from None
 
     def to_json(self, cassette: Cassette) -> dict[str, JSON]:
         return {
             "version": self.version,
             "source": cassette.source,
-            "interactions": [_interaction_dict(ex) for ex in cassette.interactions],
+            "interactions": [interaction_dict(ex) for ex in cassette.interactions],
         }
 
     def encode(self, cassette: Cassette) -> str:
@@ -264,7 +298,7 @@ class V1Codec:
         texts = [encoder.interaction(ex) for ex in cassette.interactions]
         return "".join(encoder.pieces(cassette.source, texts))
 
-    def encoder(self) -> _Encoder:
+    def encoder(self, folder: Path | None = None) -> _Encoder:
         return _Encoder()
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from otel_replay.cassette.format import Cassette, CassetteCodec
 from otel_replay.cassette.v1 import V1
+from otel_replay.cassette.v2 import V2
 from otel_replay.core.errors import CassetteError, CassetteVersionError
 from otel_replay.core.exchange import JSON
 
@@ -22,15 +23,16 @@ __all__ = [
     "MIGRATIONS",
     "codec_for",
     "convert_0_to_1",
+    "convert_1_to_2",
     "decode",
     "migrate",
     "version_of",
 ]
 
-CODECS: dict[int, CassetteCodec] = {1: V1}
+CODECS: dict[int, CassetteCodec] = {1: V1, 2: V2}
 """The codec of each version this otel-replay reads and writes."""
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 """The version new cassettes are written in."""
 
 
@@ -49,7 +51,17 @@ def convert_0_to_1(doc: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {0: convert_0_to_1}
+def convert_1_to_2(doc: dict[str, Any]) -> dict[str, Any]:
+    """Version 1 wrote every interaction out in full; version 2 keeps each shared value
+    once in ``table`` and derives canonical requests the raw ones give back. Raises
+    ``CassetteError`` (at ``<version 1>``) for a document version 1 cannot read."""
+    return V2.to_json(V1.decode(doc, "<version 1>"))
+
+
+MIGRATIONS: dict[int, Callable[[dict[str, Any]], dict[str, Any]]] = {
+    0: convert_0_to_1,
+    1: convert_1_to_2,
+}
 """``MIGRATIONS[n]`` converts a version-``n`` document to version ``n + 1``."""
 
 

@@ -5,8 +5,11 @@ turns each interaction into its final text as it arrives and spills that text to
 unnamed temporary file beside the target, keeping only three integers per interaction
 (start time, offset, length). ``commit`` then writes the cassette in start-time order,
 atomically, with the very text ``dumps`` would write. Memory stays flat in the number of
-interactions; leaving without ``commit`` leaves the target untouched and nothing behind.
-The text of each piece is the format codec's (see ``format.StreamEncoder``).
+interactions, apart from what the format's encoder keeps of what they share (version 2:
+a digest, a name and two integers per distinct shared value, whose text waits in a
+temporary file beside the target too); leaving without ``commit`` leaves the target
+untouched and nothing behind. The text of each piece is the format codec's (see
+``format.StreamEncoder``).
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ class CassetteWriter:
 
     def __init__(self, target: str | os.PathLike[str], codec: CassetteCodec | None = None) -> None:
         self.target = Path(target)
-        self._encoder = (codec or codec_for()).encoder()
+        self._encoder = (codec or codec_for()).encoder(self.target.parent)
         self._spill: IO[bytes] | None = None
         self._starts: array[int] | list[int] = array("Q")
         self._offsets = array("Q")
@@ -90,7 +93,8 @@ class CassetteWriter:
             raise CassetteError(self.target, "", _cannot(exc)) from None
 
     def close(self) -> None:
-        """Drop the spill file (the target is only ever changed by ``commit``)."""
+        """Drop the spill files (the target is only ever changed by ``commit``)."""
+        self._encoder.close()
         if self._spill is not None:
             self._spill.close()
             self._spill = None

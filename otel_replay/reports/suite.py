@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from otel_replay.cassette.format import Cassette
-from otel_replay.cassette.model import to_json
+from otel_replay.cassette.v1 import interaction_dict
 from otel_replay.core.exchange import COMPONENTS
 from otel_replay.core.ids import SHORT_HASH_DIGITS
 from otel_replay.matching.normalize import DEFAULT
@@ -78,17 +78,14 @@ def fingerprints(cassette: Cassette) -> list[Fingerprint]:
     """Each interaction's (request, response) hashes: the request as the built-in rules
     normalise it (fresh ids and timestamps do not make it another request), the
     response as the cassette holds it."""
-    doc = to_json(Cassette(interactions=cassette.interactions))
-    responses = doc["interactions"]
-    assert isinstance(responses, list)
     prints = []
-    for exchange, written in zip(cassette.interactions, responses, strict=True):
+    for exchange in cassette.interactions:
         request = DEFAULT.normalize(exchange.request)
-        assert isinstance(written, dict)
+        response = interaction_dict(exchange)["response"]  # as every format version writes it
         prints.append(
             (
                 digest([request.component(name) for name in COMPONENTS])[:SHORT_HASH_DIGITS],
-                digest(written["response"])[:SHORT_HASH_DIGITS],
+                digest(response)[:SHORT_HASH_DIGITS],
             )
         )
     return prints
