@@ -3,16 +3,15 @@
 :class:`GatewayServer` runs the gateway on the current event loop; :class:`GatewayThread`
 runs it on an event loop thread of its own, which is what the CLI, the Python API and the
 pytest plugin use: the agent may then be synchronous code, async code on another loop, or
-a subprocess. The settings and the agent's variables are in ``environment.py`` (light to
-import); aiohttp and gRPC are imported when a server is built.
+a subprocess. The settings and the agent's variables are in ``environment.py``; this
+module is light to import too: asyncio, aiohttp and gRPC are imported when a gateway
+starts (for the CLI's early start, on the gateway's own thread).
 """
 
 from __future__ import annotations
 
-import asyncio
 import os
 import threading
-from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 from otel_replay.core.errors import ConfigError
@@ -26,6 +25,8 @@ from otel_replay.redaction.redact import Redactor
 from otel_replay.session.session import Session, Summary
 
 if TYPE_CHECKING:
+    import asyncio
+
     from aiohttp import web
 
     from otel_replay.otlp.grpc import GrpcReceiver
@@ -166,6 +167,8 @@ class GatewayServer:
         """Stop serving and finish the session. ``waiting``: the ports bound before; a
         connection still in their backlogs (the agent ended before the gateway served it)
         is accepted and served first."""
+        import asyncio
+
         if waiting is not None and waiting.waiting():
             for _ in range(_DRAIN_TICKS):
                 await asyncio.sleep(0.001)
@@ -183,37 +186,49 @@ class GatewayThread:
 
     def __init__(self, config: GatewayConfig) -> None:
         self.config = config
-        self._loop = asyncio.new_event_loop()
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._thread = threading.Thread(target=self._run, name="otel-replay-gateway", daemon=True)
         self.server: GatewayServer | None = None
         self.summary: Summary | None = None
-        # started early (start(early=True)): what is known before the server is built
-        self._early: _Early | None = None
+        self._early: _Early | None = None  # started early: see start(early=True)
 
-    def _run(self) -> None:
-        asyncio.set_event_loop(self._loop)
+    def _new_loop(self) -> asyncio.AbstractEventLoop:
+        import asyncio
+        from concurrent.futures import ThreadPoolExecutor
+
+        loop = asyncio.new_event_loop()
         # named threads: the egress guard lets the gateway's own name lookups through
-        self._loop.set_default_executor(
+        loop.set_default_executor(
             ThreadPoolExecutor(thread_name_prefix="otel-replay-gateway-executor")
         )
+        return loop
+
+    def _run(self) -> None:
+        import asyncio
+
+        assert self._loop is not None
+        asyncio.set_event_loop(self._loop)
         self._loop.run_forever()
 
     def _call(self, coro: Any, timeout: float | None = 60) -> Any:
-        future: Future[Any] = asyncio.run_coroutine_threadsafe(coro, self._loop)
-        return future.result(timeout)
+        import asyncio
+
+        assert self._loop is not None
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout)
 
     def start(self, *, early: bool = False) -> GatewayThread:
         """Start the gateway; return once it serves. ``early``: return once the session is
-        ready and the ports are bound, with ``env`` set; the server is built on the
-        gateway's thread meanwhile, and a connection made before it serves waits in the
-        port's backlog."""
+        ready and the ports are bound, with ``env`` set; the event loop and the server are
+        made on the gateway's thread meanwhile, and a connection made before it serves
+        waits in the port's backlog."""
         if early:
-            self._early = _Early.open(self.config)
-            self._thread.start()
-            self._early.starting = asyncio.run_coroutine_threadsafe(
-                self._early.make(self), self._loop
+            self._early = early_start = _Early.open(self.config)
+            self._thread = threading.Thread(
+                target=early_start.run, args=(self,), name="otel-replay-gateway", daemon=True
             )
+            self._thread.start()
             return self
+        self._loop = self._new_loop()
         self._thread.start()
 
         async def make() -> GatewayServer:
@@ -273,14 +288,15 @@ class GatewayThread:
         return self.summary
 
     def _shutdown(self) -> None:
-        if self._loop.is_closed():
+        loop = self._loop
+        if loop is None or loop.is_closed():
             return
-        self._loop.call_soon_threadsafe(self._loop.stop)
+        loop.call_soon_threadsafe(loop.stop)
         if self._early is not None and self._early.abandoned:
             return  # the thread may still be importing the server: not worth waiting for
         self._thread.join(10)
         if not self._thread.is_alive():
-            self._loop.close()
+            loop.close()
 
     def __enter__(self) -> GatewayThread:
         return self.start()
@@ -296,7 +312,8 @@ class _Early:
         self.session = session
         self.listening = listening
         self.env = run_environment(config, session, listening.port, listening.grpc_port)
-        self.starting: Future[GatewayServer | None] | None = None
+        self.ready = threading.Event()  # set when the server serves, or failed to
+        self.failure: BaseException | None = None
         self._lock = threading.Lock()
         self._claimed = False  # the server is starting on the ports: it must be stopped
         self.abandoned = False  # the run ended before: the server will not be started
@@ -311,22 +328,35 @@ class _Early:
             raise
         return cls(config, session, listening)
 
-    async def make(self, thread: GatewayThread) -> GatewayServer | None:
-        """On the gateway's thread: build the server (the agent starts meanwhile) and serve
-        on the bound ports, unless the run ended before it was built."""
-        server = GatewayServer(thread.config, self.session)
-        with self._lock:
-            if self.abandoned:
-                return None
-            self._claimed = True
+    def run(self, thread: GatewayThread) -> None:
+        """The gateway's thread: make the loop and the server (the agent starts meanwhile),
+        serve on the bound ports unless the run ended before, then run the loop."""
+        import asyncio
+
+        loop = thread._new_loop()
+        asyncio.set_event_loop(loop)
+        try:
+            server = GatewayServer(thread.config, self.session)
+            with self._lock:
+                self._claimed = not self.abandoned
+            if self._claimed:
+                loop.run_until_complete(self._serve(server))
+                thread.server = server
+        except BaseException as exc:
+            self.failure = exc
+        finally:
+            thread._loop = loop
+            self.ready.set()
+        if thread.server is not None:
+            loop.run_forever()
+
+    async def _serve(self, server: GatewayServer) -> None:
         try:
             await server.start(self.listening)
         except BaseException:
             self.listening.close()  # the agent's connections fail rather than wait
             await server.upstream.aclose()
             raise
-        thread.server = server
-        return server
 
     def stop(self, thread: GatewayThread) -> Summary:
         # the agent ended before the server was built, and left no connection waiting:
@@ -337,12 +367,10 @@ class _Early:
             if self.abandoned:
                 self.listening.close()
                 return self.session.finish()
-        assert self.starting is not None
-        try:
-            server = self.starting.result(120)
-        except BaseException:
+        if not self.ready.wait(120):
+            raise ConfigError("the gateway did not start within 120 s")
+        if self.failure is not None or thread.server is None:
             self.session.discard()
-            raise
-        assert server is not None
-        summary: Summary = thread._call(server.stop(self.listening), timeout=120)
+            raise self.failure or ConfigError("the gateway did not start")
+        summary: Summary = thread._call(thread.server.stop(self.listening), timeout=120)
         return summary
