@@ -46,8 +46,8 @@ provider.shutdown()
 """
 
 
-def imported_by(code: str) -> list[str]:
-    probe = f"import sys\n{code}\nprint(sorted(m for m in {HEAVY!r} if m in sys.modules))"
+def imported_by(code: str, heavy: tuple[str, ...] = HEAVY) -> list[str]:
+    probe = f"import sys\n{code}\nprint(sorted(m for m in {heavy!r} if m in sys.modules))"
     out = subprocess.run(
         [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
     )
@@ -62,6 +62,13 @@ def test_parsing_a_command_imports_no_gateway_session_or_codec():
     assert imported_by(parse) == []
     # a gateway built later imports them all (the probe above can see them)
     assert "aiohttp" in imported_by("import otel_replay.gateway.app")
+
+
+def test_the_session_is_opened_before_any_server_code_is_imported():
+    # what the agent waits for: the session and the ports, not the servers or the readers
+    server = ("asyncio", "aiohttp", "grpc", "otel_replay.readers", "otel_replay.gateway.app")
+    code = "import otel_replay.frontends.cli, otel_replay.gateway.runner"
+    assert imported_by(code, server) == []
 
 
 def test_a_run_with_no_traffic_ends_with_the_same_summary_and_files(tmp_path):
