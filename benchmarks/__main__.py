@@ -25,6 +25,9 @@ BENCHMARKS = (
     "redaction",
     "report",
     "session",
+    "startup",
+    "loading",
+    "small_calls",
 )
 
 
