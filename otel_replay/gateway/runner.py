@@ -42,6 +42,8 @@ __all__ = [
 ]
 
 _DRAIN_TICKS = 1_000  # at most ~1 s for connections waiting at the end to be accepted
+_TICK = 0.005
+_GRACE_TICKS = 10  # an early start builds the server after 50 ms, or at a connection
 
 
 def open_session(config: GatewayConfig) -> Session:
@@ -313,6 +315,7 @@ class _Early:
         self.listening = listening
         self.env = run_environment(config, session, listening.port, listening.grpc_port)
         self.ready = threading.Event()  # set when the server serves, or failed to
+        self.ended = threading.Event()  # set when the agent has ended
         self.failure: BaseException | None = None
         self._lock = threading.Lock()
         self._claimed = False  # the server is starting on the ports: it must be stopped
@@ -331,6 +334,14 @@ class _Early:
     def run(self, thread: GatewayThread) -> None:
         """The gateway's thread: make the loop and the server (the agent starts meanwhile),
         serve on the bound ports unless the run ended before, then run the loop."""
+        # a moment's grace first: an agent that ends at once having sent nothing (a
+        # wrapper, `true`) ends the run without the imports competing with its end
+        for _ in range(_GRACE_TICKS):
+            if self.ended.wait(_TICK) or self.listening.waiting():
+                break
+        with self._lock:
+            if self.abandoned:
+                return
         import asyncio
 
         loop = thread._new_loop()
@@ -361,6 +372,7 @@ class _Early:
     def stop(self, thread: GatewayThread) -> Summary:
         # the agent ended before the server was built, and left no connection waiting:
         # nothing can reach this run any more, so it ends without a server
+        self.ended.set()
         if not self.listening.waiting():
             with self._lock:
                 self.abandoned = not self._claimed
