@@ -99,3 +99,32 @@ def test_the_grpc_port_reaches_the_receiver(tmp_path):
     )
     assert rec.returncode == 0, rec.stderr
     assert "0 live · 0 misses · 1 span received" in rec.stderr
+
+
+def test_a_gateway_that_fails_after_the_agent_started_fails_the_agent_and_the_run(
+    tmp_path, monkeypatch, capsys
+):
+    from otel_replay.core.errors import ConfigError
+    from otel_replay.frontends.cli import main
+    from otel_replay.gateway import runner
+
+    async def fail(self: object, listening: object) -> None:
+        raise ConfigError("cannot bind the OTLP/gRPC receiver to 127.0.0.1:0")
+
+    monkeypatch.setattr(runner.GatewayServer, "_start", fail)
+    agent = (
+        "import os, urllib.request\n"
+        "try:\n"
+        "    urllib.request.urlopen(os.environ['OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'], b'{}')\n"
+        "except OSError as exc:\n"
+        "    print('refused:', type(exc).__name__)\n"
+    )
+    out = tmp_path / "agent.txt"
+    command = ["sh", "-c", f'"$0" -c "$1" > {out}', sys.executable, agent]
+    code = main(["record", "--cassette", str(tmp_path / "c.json"), "--", *command])
+    assert code == 2
+    assert out.read_text().startswith("refused: ")
+    assert capsys.readouterr().err == (
+        "otel-replay: cannot bind the OTLP/gRPC receiver to 127.0.0.1:0\n"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["agent.txt"]
