@@ -350,9 +350,11 @@ class _Early:
             server = GatewayServer(thread.config, self.session)
             with self._lock:
                 self._claimed = not self.abandoned
-            if self._claimed:
-                loop.run_until_complete(self._serve(server))
-                thread.server = server
+            if not self._claimed:
+                loop.close()  # the run ended while the server was being built
+                return
+            loop.run_until_complete(self._serve(server))
+            thread.server = server
         except BaseException as exc:
             self.failure = exc
         finally:
