@@ -69,6 +69,8 @@ if __name__ == "__main__":
     text = table(results)
     print()
     print(text)
+    for note in results.notes:
+        print(f"- {note}")
     header = (
         "# Benchmark results\n\n"
         f"`python -m benchmarks` on {platform.python_implementation()} "
