@@ -25,6 +25,9 @@ BENCHMARKS = (
     "redaction",
     "report",
     "session",
+    "startup",
+    "loading",
+    "small_calls",
 )
 
 
@@ -66,6 +69,8 @@ if __name__ == "__main__":
     text = table(results)
     print()
     print(text)
+    for note in results.notes:
+        print(f"- {note}")
     header = (
         "# Benchmark results\n\n"
         f"`python -m benchmarks` on {platform.python_implementation()} "

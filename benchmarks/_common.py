@@ -262,5 +262,17 @@ def sender(
     return call
 
 
+async def send_each(url: str, bodies: list[bytes]) -> list[float]:
+    """POST each body to ``url``'s chat path in turn (one client, sequentially, as an
+    agent does); the latency of each."""
+    latencies = []
+    async with client_session() as session:
+        for data in bodies:
+            started = time.perf_counter()
+            await post(session, url + CHAT, data)
+            latencies.append(time.perf_counter() - started)
+    return latencies
+
+
 def client_session(limit: int = 32) -> aiohttp.ClientSession:
     return aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=limit))

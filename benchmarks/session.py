@@ -15,21 +15,18 @@ from __future__ import annotations
 import json
 import statistics
 import tempfile
-import time
 import uuid
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from benchmarks._common import (
-    CHAT,
     Results,
     Server,
     chat_response,
-    client_session,
     compact,
     ms,
-    post,
+    send_each,
     sized,
 )
 from otel_replay.cassette.model import dump, load
@@ -69,13 +66,15 @@ def _tools() -> list[dict[str, Any]]:
     ]
 
 
-def _turn_messages(turn: int) -> list[dict[str, Any]]:
-    """What one turn adds: the model's tool call and the tool's result (~8 KB)."""
+def _turn_messages(turn: int, conversation: int = 0) -> list[dict[str, Any]]:
+    """What one turn adds: the model's tool call and the tool's result (~8 KB), its text
+    different in each ``conversation``."""
     call_id = f"call_{turn:04d}"
+    seed = turn + 100_000 * conversation
     return [
         {
             "role": "assistant",
-            "content": _prose(3000 + turn, 600),
+            "content": _prose(3000 + seed, 600),
             "tool_calls": [
                 {
                     "id": call_id,
@@ -84,12 +83,13 @@ def _turn_messages(turn: int) -> list[dict[str, Any]]:
                 }
             ],
         },
-        {"role": "tool", "tool_call_id": call_id, "content": _prose(4000 + turn, 7400)},
+        {"role": "tool", "tool_call_id": call_id, "content": _prose(4000 + seed, 7400)},
     ]
 
 
-def session_bodies(stamp: str, session_id: str) -> list[dict[str, Any]]:
-    """The session's requests, ``stamp`` and ``session_id`` being its volatile values."""
+def session_bodies(stamp: str, session_id: str, conversation: int = 0) -> list[dict[str, Any]]:
+    """The session's requests, ``stamp`` and ``session_id`` being its volatile values;
+    sessions of another ``conversation`` share the system prompt and tools only."""
     system = {"role": "system", "content": _prose(1, 18000)}
     tools = _tools()
     history: list[dict[str, Any]] = []
@@ -102,7 +102,7 @@ def session_bodies(stamp: str, session_id: str) -> list[dict[str, Any]]:
             "tools": tools,
         }
         bodies.append(body)
-        history += _turn_messages(turn)
+        history += _turn_messages(turn, conversation)
     return bodies
 
 
@@ -113,16 +113,6 @@ def unique_content(bodies: list[dict[str, Any]], answer: bytes) -> int:
         pieces.update(compact(m) for m in body["messages"])
         pieces.update(compact(t) for t in body["tools"])
     return sum(map(len, pieces)) + len(answer) * len(bodies)
-
-
-async def _send(url: str, bodies: list[bytes]) -> list[float]:
-    latencies = []
-    async with client_session() as session:
-        for data in bodies:
-            started = time.perf_counter()
-            await post(session, url + CHAT, data)
-            latencies.append(time.perf_counter() - started)
-    return latencies
 
 
 def _stamp(i: int) -> str:
@@ -142,7 +132,7 @@ async def run(results: Results) -> None:
             with Server(
                 kind="gateway", mode="record", cassette=cassette, traces=traces, upstream=bare.url
             ) as recorder:
-                await _send(recorder.url, recorded_bytes)
+                await send_each(recorder.url, recorded_bytes)
             sizes = cassette.stat().st_size, traces.stat().st_size
             # each recording replays once: the session three times over serves a warm-up
             # pass, a pass with fresh values and one byte for byte as recorded
@@ -155,12 +145,12 @@ async def run(results: Results) -> None:
                 warm = [compact(b) for b in session_bodies(_stamp(r), str(uuid.uuid4()))]
                 live = [compact(b) for b in session_bodies(_stamp(r + 7), str(uuid.uuid4()))]
                 with Server(kind="gateway", mode="strict", cassette=thrice) as gateway:
-                    firsts.append((await _send(gateway.url, warm))[0])
-                    g = await _send(gateway.url, live)
+                    firsts.append((await send_each(gateway.url, warm))[0])
+                    g = await send_each(gateway.url, live)
                     seconds.append(g[0])
-                    b = await _send(bare.url, live)
-                    ge = await _send(gateway.url, recorded_bytes)
-                    be = await _send(bare.url, recorded_bytes)
+                    b = await send_each(bare.url, live)
+                    ge = await send_each(gateway.url, recorded_bytes)
+                    be = await send_each(bare.url, recorded_bytes)
                 for summary in [gateway.final.get("summary", {})]:
                     if summary.get("misses"):
                         raise RuntimeError(f"session benchmark missed: {summary['misses'][:1]}")

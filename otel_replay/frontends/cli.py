@@ -1,4 +1,9 @@
-"""The ``otel-replay`` command line (also ``python -m otel_replay``)."""
+"""The ``otel-replay`` command line (also ``python -m otel_replay``).
+
+Each command imports what it needs when it runs: parsing the arguments needs only the
+provider table. ``record`` and ``replay`` start the agent as soon as the cassette is
+loaded and the ports are bound; the gateway is built while the agent starts.
+"""
 
 from __future__ import annotations
 
@@ -17,7 +22,7 @@ from otel_replay.core.errors import OtelReplayError
 from otel_replay.frontends.buildcmd import add_selection, build_command, doctor_command
 from otel_replay.providers import PROVIDERS
 from otel_replay.providers.named import parse_upstream
-from otel_replay.session.session import MODES, default_mode
+from otel_replay.session.modes import MODES, default_mode
 
 if TYPE_CHECKING:
     from otel_replay.gateway.runner import GatewayConfig
@@ -245,7 +250,7 @@ def _run(args: argparse.Namespace, command: list[str]) -> int:
     mode = "record" if args.command == "record" else (args.mode or default_mode())
     if mode == "off":
         return _child(command, dict(os.environ))
-    gateway = GatewayThread(_config(args, mode, command)).start()
+    gateway = GatewayThread(_config(args, mode, command)).start(early=True)
     try:
         # an agent that reads no base-URL variable gets the gateway's on its command line
         code = _child(agent_command(command, gateway.env), {**os.environ, **gateway.env})

@@ -1,173 +1,80 @@
-"""Starting and stopping the gateway, and the environment it gives the agent.
+"""Starting and stopping the gateway.
 
 :class:`GatewayServer` runs the gateway on the current event loop; :class:`GatewayThread`
 runs it on an event loop thread of its own, which is what the CLI, the Python API and the
 pytest plugin use: the agent may then be synchronous code, async code on another loop, or
-a subprocess.
+a subprocess. The settings and the agent's variables are in ``environment.py``; this
+module is light to import too: asyncio, aiohttp and gRPC are imported when a gateway
+starts (for the CLI's early start, on the gateway's own thread).
 """
 
 from __future__ import annotations
 
-import asyncio
 import os
 import threading
-from collections.abc import Iterable, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from aiohttp import web
-
-from otel_replay import providers
-from otel_replay.core import envvars as ev
 from otel_replay.core.errors import ConfigError
-from otel_replay.gateway.app import Gateway
-from otel_replay.gateway.limits import Limits
-from otel_replay.gateway.sniff import SniffingSite
-from otel_replay.gateway.upstream import HttpUpstream, Upstream
-from otel_replay.matching.profiles import RuleSources
-from otel_replay.matching.session_rules import DEFAULT_SOURCES
-from otel_replay.otlp.grpc import GrpcReceiver
-from otel_replay.providers.named import NAMED_PREFIX, named_prefix
-from otel_replay.providers.spec import PLACEHOLDER_REGION
+from otel_replay.gateway.environment import GatewayConfig as GatewayConfig
+from otel_replay.gateway.environment import agent_environment as agent_environment
+from otel_replay.gateway.environment import agent_upstreams as agent_upstreams
+from otel_replay.gateway.environment import gateway_url, run_environment
+from otel_replay.gateway.environment import upstream_bases as upstream_bases
+from otel_replay.gateway.listen import Listening, loopback
 from otel_replay.redaction.redact import Redactor
 from otel_replay.session.session import Session, Summary
 
+if TYPE_CHECKING:
+    import asyncio
 
-@dataclass(slots=True)
-class GatewayConfig:
-    mode: str
-    cassette: Path | None = None
-    traces: Path | None = None
-    upstream_openai: str | None = None
-    upstream_anthropic: str | None = None
-    host: str = "127.0.0.1"
-    port: int = 0
-    grpc_port: int | None = 0  # None: no gRPC receiver
-    timing: str = "fast"
-    report: Path | None = None
-    command: list[str] = field(default_factory=list)
-    upstream: Upstream | None = None  # a test may hand in its own
-    environ: Mapping[str, str] | None = None  # the caller's environment (default os.environ)
-    upstream_azure: str | None = None  # Azure OpenAI resource endpoint
-    upstreams: Mapping[str, str | None] = field(default_factory=dict)
-    """Base URLs by upstream name (``PROVIDERS``); ``upstream_NAME`` fields are the same."""
-    rules: RuleSources = DEFAULT_SOURCES  # the rule files and profiles matching uses
-    limits: Limits = field(default_factory=Limits)  # on bodies, upstream answers, nesting
+    from aiohttp import web
 
-    def named_upstreams(self) -> dict[str, str]:
-        """The base URLs the caller named, by upstream."""
-        named = {
-            row.name: getattr(self, f"upstream_{row.name}", None) for row in providers.PROVIDERS
-        }
-        named.update(self.upstreams)
-        return {name: url for name, url in named.items() if url}
+    from otel_replay.otlp.grpc import GrpcReceiver
+
+__all__ = [
+    "GatewayConfig",
+    "GatewayServer",
+    "GatewayThread",
+    "agent_environment",
+    "agent_upstreams",
+    "open_session",
+    "upstream_bases",
+]
+
+_DRAIN_TICKS = 1_000  # at most ~1 s for connections waiting at the end to be accepted
+_TICK = 0.005
+_GRACE_TICKS = 10  # an early start builds the server after 50 ms, or at a connection
 
 
-def upstream_bases(config: GatewayConfig, environ: Mapping[str, str]) -> dict[str, str]:
-    """Each upstream's base URL: the one named, else the caller's own (the variable its
-    SDK reads), else its public endpoint. An upstream without one (Azure OpenAI's endpoint
-    is per resource) is there only when named."""
-    named = config.named_upstreams()
-    bases: dict[str, str] = {}
-    for row in providers.PROVIDERS:
-        base = named.get(row.name) or environ.get(row.base_env) or row.default_base
-        if base:
-            bases[row.name] = base
-    for name, url in named.items():
-        bases.setdefault(name, url)
-    return bases
-
-
-def agent_environment(
-    url: str,
-    grpc_port: int | None,
-    mode: str,
-    caller: Mapping[str, str],
-    named: Iterable[str] = (),
-) -> dict[str, str]:
-    """The variables that point an unmodified agent at the gateway.
-
-    OTLP goes to the HTTP receiver unless the caller's settings ask for gRPC, in which
-    case the endpoints name the gRPC port. Each ``named`` upstream that is not a row of
-    ``PROVIDERS`` (an OpenAI-compatible host) is ``NAME_BASE_URL``
-    (``http://gateway/u/NAME/v1``).
-    """
-    hosts = [name for name in named if providers.spec(name) is None]
-    rows = [*providers.PROVIDERS, *(providers.named_upstream(name) for name in hosts)]
-    env = {row.base_env: url + row.agent_path for row in rows}
-    env[ev.OTEL_REPLAY_URL] = url
-    env[ev.OTEL_REPLAY_MODE] = mode
-    host = url.rsplit(":", 1)[0]  # http://127.0.0.1 or http://[::1]
-    grpc_url = f"{host}:{grpc_port}" if grpc_port else None
-    if grpc_port:
-        env[ev.OTEL_REPLAY_GRPC_PORT] = str(grpc_port)
-    general = caller.get(ev.OTLP_PROTOCOL, "http/protobuf")
-    signals = (
-        ("traces", ev.OTLP_TRACES_ENDPOINT, ev.OTLP_TRACES_PROTOCOL, ev.OTLP_TRACES_INSECURE),
-        ("logs", ev.OTLP_LOGS_ENDPOINT, ev.OTLP_LOGS_PROTOCOL, ev.OTLP_LOGS_INSECURE),
-        ("metrics", ev.OTLP_METRICS_ENDPOINT, ev.OTLP_METRICS_PROTOCOL, ev.OTLP_METRICS_INSECURE),
+def open_session(config: GatewayConfig) -> Session:
+    """The session a gateway with ``config`` runs: the cassette loaded and indexed."""
+    # secrets of this process and of the caller's environment, when one is handed in
+    secrets_from = None if config.environ is None else {**os.environ, **config.environ}
+    return Session(
+        mode=config.mode,
+        cassette=config.cassette,
+        traces=config.traces,
+        command=config.command,
+        report=config.report,
+        redactor=Redactor.from_environment(secrets_from),
+        rules=config.rules,
     )
-    if general == "grpc" and grpc_url:
-        env[ev.OTLP_ENDPOINT] = grpc_url
-        env[ev.OTLP_INSECURE] = "true"
-    else:
-        env[ev.OTLP_ENDPOINT] = url
-        env[ev.OTLP_PROTOCOL] = general if general != "grpc" else "http/protobuf"
-    for signal, endpoint_var, protocol_var, insecure_var in signals:
-        protocol = caller.get(protocol_var, general)
-        if protocol == "grpc" and grpc_url:
-            env[endpoint_var] = grpc_url
-            env[protocol_var] = "grpc"
-            env[insecure_var] = "true"
-        else:
-            env[endpoint_var] = f"{url}/v1/{signal}"
-            env[protocol_var] = protocol if protocol != "grpc" else "http/protobuf"
-    if mode in ("strict", "auto"):
-        # official SDKs refuse to start without a key; replay needs none (and a caller
-        # holding any key of a provider keeps it: a placeholder beside it could win)
-        for row in rows:
-            if not any(caller.get(name) for name in row.credential_env):
-                env.update(dict.fromkeys(row.placeholder_env, ev.PLACEHOLDER_KEY))
-    for row in rows if mode == "strict" else ():
-        if row.region_env and not any(caller.get(name) for name in row.region_env):
-            env[row.region_env[0]] = PLACEHOLDER_REGION
-    return env
-
-
-def agent_upstreams(named: Iterable[str], session: Session) -> list[str]:
-    """The upstreams the agent is given a variable for: those named, and every named
-    upstream the cassette's recordings went to (so a replay needs no ``--upstream``)."""
-    recorded = (named_prefix(r.endpoint) for r in session.recordings.requests())
-    names = (prefix[len(NAMED_PREFIX) :] for prefix in recorded if prefix)
-    return list(dict.fromkeys([*named, *names]))
 
 
 class GatewayServer:
     """The gateway bound to its ports on the running event loop."""
 
-    def __init__(self, config: GatewayConfig) -> None:
+    def __init__(self, config: GatewayConfig, session: Session | None = None) -> None:
+        from otel_replay.gateway.app import Gateway
+        from otel_replay.gateway.upstream import HttpUpstream
+
         self.config = config
-        self.caller_env: Mapping[str, str] = (
-            os.environ if config.environ is None else config.environ
-        )
-        # secrets of this process and of the caller's environment, when one is handed in
-        secrets_from = None if config.environ is None else {**os.environ, **config.environ}
-        session = Session(
-            mode=config.mode,
-            cassette=config.cassette,
-            traces=config.traces,
-            command=config.command,
-            report=config.report,
-            redactor=Redactor.from_environment(secrets_from),
-            rules=config.rules,
-        )
+        self.caller_env = config.caller_environ()
         self.upstream = config.upstream or HttpUpstream(
             upstream_bases(config, self.caller_env), environ=self.caller_env
         )
         self.gateway = Gateway(
-            session,
+            session or open_session(config),
             self.upstream,
             keys=self.caller_env,
             timing=config.timing,
@@ -176,6 +83,8 @@ class GatewayServer:
         )
         self._runner: web.AppRunner | None = None
         self._grpc: GrpcReceiver | None = None
+        self._piped: asyncio.Server | None = None  # the gRPC port, when bound before
+        self._grpc_target: int | None = None  # where gRPC on the HTTP port is piped
         self.port = 0
         self.grpc_port: int | None = None
         self.env: dict[str, str] = {}
@@ -185,7 +94,7 @@ class GatewayServer:
         return self.gateway.session
 
     def _grpc_port(self) -> int | None:
-        return self.grpc_port
+        return self._grpc_target
 
     def use_session(self, session: Session) -> Session:
         """Point the running gateway (both receivers included) at another session, between
@@ -196,10 +105,35 @@ class GatewayServer:
 
     @property
     def url(self) -> str:
-        host = self.config.host if ":" not in self.config.host else f"[{self.config.host}]"
-        return f"http://{host}:{self.port}"
+        return gateway_url(self.config.host, self.port)
 
-    async def start(self) -> None:
+    async def _start_grpc(self, host: str, port: int) -> int:
+        from otel_replay.otlp.grpc import GrpcReceiver
+
+        self._grpc = GrpcReceiver(lambda: self.gateway.session.store)
+        self._grpc_target = await self._grpc.start(host, port)
+        return self._grpc_target
+
+    async def start(self, listening: Listening | None = None) -> None:
+        """Bind the configured ports and serve; or serve on ``listening``, ports bound
+        before (connections made meanwhile wait in their backlogs until now)."""
+        try:
+            await self._start(listening)
+        except BaseException:
+            await self._close()
+            raise
+
+    async def _start(self, listening: Listening | None) -> None:
+        from aiohttp import web
+
+        from otel_replay.gateway.sniff import SniffingSite, serve_piped
+
+        if listening is not None and listening.grpc is not None:
+            # the receiver first: gRPC sniffed on the HTTP port is piped to it too
+            internal = loopback(self.config.host)
+            target = await self._start_grpc(internal, 0)
+            self._piped = await serve_piped(listening.grpc, target, internal)
+            self.grpc_port = listening.grpc_port
         self._runner = web.AppRunner(
             self.gateway.app(),
             access_log=None,
@@ -208,35 +142,43 @@ class GatewayServer:
         )
         await self._runner.setup()
         # gRPC exporters that were not told to use the gRPC port are served on this one too
-        site = SniffingSite(self._runner, self.config.host, self.config.port, self._grpc_port)
+        sock = None if listening is None else listening.http
+        site = SniffingSite(
+            self._runner, self.config.host, self.config.port, self._grpc_port, sock=sock
+        )
         try:
             await site.start()
         except OSError as exc:
-            await self._runner.cleanup()
             where = f"{self.config.host}:{self.config.port}"
             raise ConfigError(f"cannot listen on {where}: {exc.strerror or exc}") from exc
         server: Any = site._server
         self.port = server.sockets[0].getsockname()[1]
-        if self.config.grpc_port is not None:
-            self._grpc = GrpcReceiver(lambda: self.gateway.session.store)
-            try:
-                self.grpc_port = await self._grpc.start(self.config.host, self.config.grpc_port)
-            except ConfigError:
-                await self._runner.cleanup()
-                raise
-        self.env = agent_environment(
-            self.url,
-            self.grpc_port,
-            self.config.mode,
-            self.caller_env,
-            named=agent_upstreams(self.config.named_upstreams(), self.session),
-        )
+        if listening is None and self.config.grpc_port is not None:
+            self.grpc_port = await self._start_grpc(self.config.host, self.config.grpc_port)
+        self.env = run_environment(self.config, self.session, self.port, self.grpc_port)
 
-    async def stop(self) -> Summary:
+    async def _close(self) -> None:
         if self._grpc is not None:
             await self._grpc.stop()
+        if self._piped is not None:
+            self._piped.close()
         if self._runner is not None:
             await self._runner.cleanup()
+
+    async def stop(self, waiting: Listening | None = None) -> Summary:
+        """Stop serving and finish the session. ``waiting``: the ports bound before; a
+        connection still in their backlogs (the agent ended before the gateway served it)
+        is accepted and served first."""
+        import asyncio
+
+        if waiting is not None and waiting.waiting():
+            for _ in range(_DRAIN_TICKS):
+                await asyncio.sleep(0.001)
+                if not waiting.waiting():
+                    break
+            for _ in range(3):  # accepted: let their requests be read before shutting down
+                await asyncio.sleep(0)
+        await self._close()
         await self.upstream.aclose()
         return self.session.finish()
 
@@ -246,24 +188,49 @@ class GatewayThread:
 
     def __init__(self, config: GatewayConfig) -> None:
         self.config = config
-        self._loop = asyncio.new_event_loop()
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._thread = threading.Thread(target=self._run, name="otel-replay-gateway", daemon=True)
         self.server: GatewayServer | None = None
         self.summary: Summary | None = None
+        self._early: _Early | None = None  # started early: see start(early=True)
 
-    def _run(self) -> None:
-        asyncio.set_event_loop(self._loop)
+    def _new_loop(self) -> asyncio.AbstractEventLoop:
+        import asyncio
+        from concurrent.futures import ThreadPoolExecutor
+
+        loop = asyncio.new_event_loop()
         # named threads: the egress guard lets the gateway's own name lookups through
-        self._loop.set_default_executor(
+        loop.set_default_executor(
             ThreadPoolExecutor(thread_name_prefix="otel-replay-gateway-executor")
         )
+        return loop
+
+    def _run(self) -> None:
+        import asyncio
+
+        assert self._loop is not None
+        asyncio.set_event_loop(self._loop)
         self._loop.run_forever()
 
     def _call(self, coro: Any, timeout: float | None = 60) -> Any:
-        future: Future[Any] = asyncio.run_coroutine_threadsafe(coro, self._loop)
-        return future.result(timeout)
+        import asyncio
 
-    def start(self) -> GatewayThread:
+        assert self._loop is not None
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout)
+
+    def start(self, *, early: bool = False) -> GatewayThread:
+        """Start the gateway; return once it serves. ``early``: return once the session is
+        ready and the ports are bound, with ``env`` set; the event loop and the server are
+        made on the gateway's thread meanwhile, and a connection made before it serves
+        waits in the port's backlog."""
+        if early:
+            self._early = early_start = _Early.open(self.config)
+            self._thread = threading.Thread(
+                target=early_start.run, args=(self,), name="otel-replay-gateway", daemon=True
+            )
+            self._thread.start()
+            return self
+        self._loop = self._new_loop()
         self._thread.start()
 
         async def make() -> GatewayServer:
@@ -285,11 +252,15 @@ class GatewayThread:
 
     @property
     def env(self) -> dict[str, str]:
+        if self._early is not None:
+            return self._early.env
         assert self.server is not None
         return self.server.env
 
     @property
     def session(self) -> Session:
+        if self._early is not None:
+            return self._early.session
         assert self.server is not None
         return self.server.session
 
@@ -308,7 +279,9 @@ class GatewayThread:
         if self.summary is not None:
             return self.summary
         try:
-            if self.server is not None:
+            if self._early is not None:
+                self.summary = self._early.stop(self)
+            elif self.server is not None:
                 self.summary = self._call(self.server.stop(), timeout=120)
             else:
                 self.summary = Summary(mode=self.config.mode)
@@ -317,15 +290,101 @@ class GatewayThread:
         return self.summary
 
     def _shutdown(self) -> None:
-        if self._loop.is_closed():
+        loop = self._loop
+        if loop is None or loop.is_closed():
             return
-        self._loop.call_soon_threadsafe(self._loop.stop)
+        loop.call_soon_threadsafe(loop.stop)
+        if self._early is not None and self._early.abandoned:
+            return  # the thread may still be importing the server: not worth waiting for
         self._thread.join(10)
         if not self._thread.is_alive():
-            self._loop.close()
+            loop.close()
 
     def __enter__(self) -> GatewayThread:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+class _Early:
+    """A gateway started early: its session and ports, and the server being built."""
+
+    def __init__(self, config: GatewayConfig, session: Session, listening: Listening) -> None:
+        self.session = session
+        self.listening = listening
+        self.env = run_environment(config, session, listening.port, listening.grpc_port)
+        self.ready = threading.Event()  # set when the server serves, or failed to
+        self.ended = threading.Event()  # set when the agent has ended
+        self.failure: BaseException | None = None
+        self._lock = threading.Lock()
+        self._claimed = False  # the server is starting on the ports: it must be stopped
+        self.abandoned = False  # the run ended before: the server will not be started
+
+    @classmethod
+    def open(cls, config: GatewayConfig) -> _Early:
+        session = open_session(config)  # a bad cassette or rule file: nothing is bound
+        try:
+            listening = Listening.bind(config.host, config.port, config.grpc_port)
+        except BaseException:
+            session.discard()
+            raise
+        return cls(config, session, listening)
+
+    def run(self, thread: GatewayThread) -> None:
+        """The gateway's thread: make the loop and the server (the agent starts meanwhile),
+        serve on the bound ports unless the run ended before, then run the loop."""
+        # a moment's grace first: an agent that ends at once having sent nothing (a
+        # wrapper, `true`) ends the run without the imports competing with its end
+        for _ in range(_GRACE_TICKS):
+            if self.ended.wait(_TICK) or self.listening.waiting():
+                break
+        with self._lock:
+            if self.abandoned:
+                return
+        import asyncio
+
+        loop = thread._new_loop()
+        asyncio.set_event_loop(loop)
+        try:
+            server = GatewayServer(thread.config, self.session)
+            with self._lock:
+                self._claimed = not self.abandoned
+            if not self._claimed:
+                loop.close()  # the run ended while the server was being built
+                return
+            loop.run_until_complete(self._serve(server))
+            thread.server = server
+        except BaseException as exc:
+            self.failure = exc
+        finally:
+            thread._loop = loop
+            self.ready.set()
+        if thread.server is not None:
+            loop.run_forever()
+
+    async def _serve(self, server: GatewayServer) -> None:
+        try:
+            await server.start(self.listening)
+        except BaseException:
+            self.listening.close()  # the agent's connections fail rather than wait
+            await server.upstream.aclose()
+            raise
+
+    def stop(self, thread: GatewayThread) -> Summary:
+        # the agent ended before the server was built, and left no connection waiting:
+        # nothing can reach this run any more, so it ends without a server
+        self.ended.set()
+        if not self.listening.waiting():
+            with self._lock:
+                self.abandoned = not self._claimed
+            if self.abandoned:
+                self.listening.close()
+                return self.session.finish()
+        if not self.ready.wait(120):
+            raise ConfigError("the gateway did not start within 120 s")
+        if self.failure is not None or thread.server is None:
+            self.session.discard()
+            raise self.failure or ConfigError("the gateway did not start")
+        summary: Summary = thread._call(thread.server.stop(self.listening), timeout=120)
+        return summary

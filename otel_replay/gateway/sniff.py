@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 from collections.abc import Callable, Coroutine
 from typing import Any
 
 from aiohttp import web
 
-__all__ = ["PREFACE", "SniffingSite"]
+from otel_replay.gateway.listen import BACKLOG, loopback
+
+__all__ = ["PREFACE", "SniffingSite", "serve_piped"]
 
 log = logging.getLogger("otel_replay")
 
@@ -85,6 +88,33 @@ class _Pipe(asyncio.Protocol):
             self.upstream.close()
 
 
+class _Piped(asyncio.Protocol):
+    """A connection to a port that is all gRPC: piped to the receiver from the start."""
+
+    def __init__(self, port: int, host: str) -> None:
+        self.port = port
+        self.host = host
+        self.pipe: _Pipe | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.pipe = _Pipe(transport, self.port, self.host)
+
+    def data_received(self, data: bytes) -> None:
+        assert self.pipe is not None
+        self.pipe.data_received(data)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.pipe is not None:
+            self.pipe.connection_lost(exc)
+
+
+async def serve_piped(sock: socket.socket, port: int, host: str) -> asyncio.Server:
+    """Serve the listening ``sock`` by piping each connection to ``host:port``."""
+    loop = asyncio.get_running_loop()
+    return await loop.create_server(lambda: _Piped(port, host), sock=sock, backlog=BACKLOG)
+
+
 class _Sniffer(asyncio.Protocol):
     """Reads until the first bytes tell HTTP/2 from HTTP/1, then hands the connection on."""
 
@@ -125,15 +155,21 @@ class _Sniffer(asyncio.Protocol):
 
 class SniffingSite(web.TCPSite):
     """``web.TCPSite`` whose connections may also be OTLP/gRPC (sent on to the port
-    ``grpc_port()`` returns, when it returns one)."""
+    ``grpc_port()`` returns, when it returns one); it serves on ``sock`` when given one
+    bound already."""
 
     def __init__(
-        self, runner: web.BaseRunner, host: str, port: int, grpc_port: Callable[[], int | None]
+        self,
+        runner: web.BaseRunner,
+        host: str,
+        port: int,
+        grpc_port: Callable[[], int | None],
+        sock: socket.socket | None = None,
     ) -> None:
         super().__init__(runner, host, port)
         self._grpc_port = grpc_port
-        wildcard = {"": "127.0.0.1", "0.0.0.0": "127.0.0.1", "::": "::1"}
-        self._target = wildcard.get(host, host)
+        self._target = loopback(host)
+        self._sock = sock
 
     async def start(self) -> None:
         await web.BaseSite.start(self)  # registers the site with its runner
@@ -141,10 +177,14 @@ class SniffingSite(web.TCPSite):
         server = self._runner.server
         assert server is not None
         http: Callable[[], asyncio.Protocol] = server
-        self._server = await loop.create_server(
-            lambda: _Sniffer(http, self._grpc_port, self._target),
-            self._host,
-            self._port,
-            backlog=self._backlog,
-        )
+
+        def sniffer() -> _Sniffer:
+            return _Sniffer(http, self._grpc_port, self._target)
+
+        if self._sock is not None:
+            self._server = await loop.create_server(sniffer, sock=self._sock, backlog=self._backlog)
+        else:
+            self._server = await loop.create_server(
+                sniffer, self._host, self._port, backlog=self._backlog
+            )
         self._bound_port = self._server.sockets[0].getsockname()[1]

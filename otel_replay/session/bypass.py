@@ -26,7 +26,6 @@ from otel_replay import providers
 from otel_replay.core import genai
 from otel_replay.otlp.attributes import attributes_to_dict
 from otel_replay.otlp.store import TraceStore
-from otel_replay.readers.operation import operation_of
 from otel_replay.spans.attributes import P as OWN_PREFIX
 
 __all__ = ["BypassWatch"]
@@ -86,6 +85,9 @@ class BypassWatch:
             self._spans.extend(found)
 
     def _read(self, request: ExportTraceServiceRequest) -> list[ModelSpan]:
+        # the readers package is imported with the first batch, not with every session
+        from otel_replay.readers.operation import operation_of
+
         found: list[ModelSpan] = []
         for resource in request.resource_spans:
             for scope in resource.scope_spans:

@@ -1,0 +1,166 @@
+"""The gateway's settings and the environment it gives the agent.
+
+Light to import (no aiohttp, no gRPC): the CLI computes the agent's variables from ports
+it has bound itself, starts the agent, and only then builds the gateway.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from otel_replay import providers
+from otel_replay.core import envvars as ev
+from otel_replay.gateway.limits import Limits
+from otel_replay.matching.profiles import RuleSources
+from otel_replay.matching.session_rules import DEFAULT_SOURCES
+from otel_replay.providers.named import NAMED_PREFIX, named_prefix
+from otel_replay.providers.spec import PLACEHOLDER_REGION
+
+if TYPE_CHECKING:
+    from otel_replay.gateway.upstream import Upstream
+    from otel_replay.session.session import Session
+
+__all__ = [
+    "GatewayConfig",
+    "agent_environment",
+    "agent_upstreams",
+    "gateway_url",
+    "run_environment",
+    "upstream_bases",
+]
+
+
+@dataclass(slots=True)
+class GatewayConfig:
+    mode: str
+    cassette: Path | None = None
+    traces: Path | None = None
+    upstream_openai: str | None = None
+    upstream_anthropic: str | None = None
+    host: str = "127.0.0.1"
+    port: int = 0
+    grpc_port: int | None = 0  # None: no gRPC receiver
+    timing: str = "fast"
+    report: Path | None = None
+    command: list[str] = field(default_factory=list)
+    upstream: Upstream | None = None  # a test may hand in its own
+    environ: Mapping[str, str] | None = None  # the caller's environment (default os.environ)
+    upstream_azure: str | None = None  # Azure OpenAI resource endpoint
+    upstreams: Mapping[str, str | None] = field(default_factory=dict)
+    """Base URLs by upstream name (``PROVIDERS``); ``upstream_NAME`` fields are the same."""
+    rules: RuleSources = DEFAULT_SOURCES  # the rule files and profiles matching uses
+    limits: Limits = field(default_factory=Limits)  # on bodies, upstream answers, nesting
+
+    def named_upstreams(self) -> dict[str, str]:
+        """The base URLs the caller named, by upstream."""
+        named = {
+            row.name: getattr(self, f"upstream_{row.name}", None) for row in providers.PROVIDERS
+        }
+        named.update(self.upstreams)
+        return {name: url for name, url in named.items() if url}
+
+    def caller_environ(self) -> Mapping[str, str]:
+        """The caller's environment: the one handed in, else this process's."""
+        return os.environ if self.environ is None else self.environ
+
+
+def upstream_bases(config: GatewayConfig, environ: Mapping[str, str]) -> dict[str, str]:
+    """Each upstream's base URL: the one named, else the caller's own (the variable its
+    SDK reads), else its public endpoint. An upstream without one (Azure OpenAI's endpoint
+    is per resource) is there only when named."""
+    named = config.named_upstreams()
+    bases: dict[str, str] = {}
+    for row in providers.PROVIDERS:
+        base = named.get(row.name) or environ.get(row.base_env) or row.default_base
+        if base:
+            bases[row.name] = base
+    for name, url in named.items():
+        bases.setdefault(name, url)
+    return bases
+
+
+def agent_environment(
+    url: str,
+    grpc_port: int | None,
+    mode: str,
+    caller: Mapping[str, str],
+    named: Iterable[str] = (),
+) -> dict[str, str]:
+    """The variables that point an unmodified agent at the gateway.
+
+    OTLP goes to the HTTP receiver unless the caller's settings ask for gRPC, in which
+    case the endpoints name the gRPC port. Each ``named`` upstream that is not a row of
+    ``PROVIDERS`` (an OpenAI-compatible host) is ``NAME_BASE_URL``
+    (``http://gateway/u/NAME/v1``).
+    """
+    hosts = [name for name in named if providers.spec(name) is None]
+    rows = [*providers.PROVIDERS, *(providers.named_upstream(name) for name in hosts)]
+    env = {row.base_env: url + row.agent_path for row in rows}
+    env[ev.OTEL_REPLAY_URL] = url
+    env[ev.OTEL_REPLAY_MODE] = mode
+    host = url.rsplit(":", 1)[0]  # http://127.0.0.1 or http://[::1]
+    grpc_url = f"{host}:{grpc_port}" if grpc_port else None
+    if grpc_port:
+        env[ev.OTEL_REPLAY_GRPC_PORT] = str(grpc_port)
+    general = caller.get(ev.OTLP_PROTOCOL, "http/protobuf")
+    signals = (
+        ("traces", ev.OTLP_TRACES_ENDPOINT, ev.OTLP_TRACES_PROTOCOL, ev.OTLP_TRACES_INSECURE),
+        ("logs", ev.OTLP_LOGS_ENDPOINT, ev.OTLP_LOGS_PROTOCOL, ev.OTLP_LOGS_INSECURE),
+        ("metrics", ev.OTLP_METRICS_ENDPOINT, ev.OTLP_METRICS_PROTOCOL, ev.OTLP_METRICS_INSECURE),
+    )
+    if general == "grpc" and grpc_url:
+        env[ev.OTLP_ENDPOINT] = grpc_url
+        env[ev.OTLP_INSECURE] = "true"
+    else:
+        env[ev.OTLP_ENDPOINT] = url
+        env[ev.OTLP_PROTOCOL] = general if general != "grpc" else "http/protobuf"
+    for signal, endpoint_var, protocol_var, insecure_var in signals:
+        protocol = caller.get(protocol_var, general)
+        if protocol == "grpc" and grpc_url:
+            env[endpoint_var] = grpc_url
+            env[protocol_var] = "grpc"
+            env[insecure_var] = "true"
+        else:
+            env[endpoint_var] = f"{url}/v1/{signal}"
+            env[protocol_var] = protocol if protocol != "grpc" else "http/protobuf"
+    if mode in ("strict", "auto"):
+        # official SDKs refuse to start without a key; replay needs none (and a caller
+        # holding any key of a provider keeps it: a placeholder beside it could win)
+        for row in rows:
+            if not any(caller.get(name) for name in row.credential_env):
+                env.update(dict.fromkeys(row.placeholder_env, ev.PLACEHOLDER_KEY))
+    for row in rows if mode == "strict" else ():
+        if row.region_env and not any(caller.get(name) for name in row.region_env):
+            env[row.region_env[0]] = PLACEHOLDER_REGION
+    return env
+
+
+def agent_upstreams(named: Iterable[str], session: Session) -> list[str]:
+    """The upstreams the agent is given a variable for: those named, and every named
+    upstream the cassette's recordings went to (so a replay needs no ``--upstream``)."""
+    recorded = (named_prefix(r.endpoint) for r in session.recordings.requests())
+    names = (prefix[len(NAMED_PREFIX) :] for prefix in recorded if prefix)
+    return list(dict.fromkeys([*named, *names]))
+
+
+def gateway_url(host: str, port: int) -> str:
+    """The gateway's base URL when it listens on ``host:port``."""
+    return f"http://{host if ':' not in host else f'[{host}]'}:{port}"
+
+
+def run_environment(
+    config: GatewayConfig, session: Session, port: int, grpc_port: int | None
+) -> dict[str, str]:
+    """The agent's variables for a gateway with ``config`` running ``session`` on ``port``
+    (and ``grpc_port``)."""
+    return agent_environment(
+        gateway_url(config.host, port),
+        grpc_port,
+        config.mode,
+        config.caller_environ(),
+        named=agent_upstreams(config.named_upstreams(), session),
+    )

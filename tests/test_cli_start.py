@@ -1,0 +1,130 @@
+"""How the command line starts: only what a command needs is imported, and ``record`` /
+``replay`` start the agent before the gateway is built — what the agent sends meanwhile
+waits in the port's backlog and is served, over HTTP and over the gRPC port alike."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from test_cli import run
+
+# what the gateway, the session and the trace codecs pull in
+HEAVY = (
+    "aiohttp",
+    "grpc",
+    "google.protobuf",
+    "re2",
+    "otel_replay.session.session",
+    "otel_replay.gateway.app",
+    "otel_replay.matching.matcher",
+    "otel_replay.readers",
+)
+
+# an agent whose first act is an OTLP/HTTP export, sent before the gateway can be built
+EXPORT_AT_ONCE = """
+import json, os, urllib.request
+span = {"traceId": "0af7651916cd43dd8448eb211c80319c", "spanId": "b7ad6b7169203331",
+        "name": "agent", "kind": 1, "startTimeUnixNano": "1", "endTimeUnixNano": "2"}
+body = json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}).encode()
+url = os.environ["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"]
+request = urllib.request.Request(url, body, {"Content-Type": "application/json"})
+print(urllib.request.urlopen(request, timeout=60).status)
+"""
+
+# an agent exporting its span with the official OTLP/gRPC exporter
+EXPORT_GRPC = """
+from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+provider = TracerProvider()
+provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter()))
+with provider.get_tracer("agent").start_as_current_span("agent"):
+    pass
+provider.shutdown()
+"""
+
+
+def imported_by(code: str, heavy: tuple[str, ...] = HEAVY) -> list[str]:
+    probe = f"import sys\n{code}\nprint(sorted(m for m in {heavy!r} if m in sys.modules))"
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, timeout=60, check=True
+    )
+    return list(json.loads(out.stdout.replace("'", '"')))
+
+
+def test_parsing_a_command_imports_no_gateway_session_or_codec():
+    parse = (
+        "from otel_replay.frontends import cli\n"
+        "cli._parser().parse_args(['replay', '--cassette', 'c.json', '--mode', 'strict'])"
+    )
+    assert imported_by(parse) == []
+    # a gateway built later imports them all (the probe above can see them)
+    assert "aiohttp" in imported_by("import otel_replay.gateway.app")
+
+
+def test_the_session_is_opened_before_any_server_code_is_imported():
+    # what the agent waits for: the session and the ports, not the servers or the readers
+    server = ("asyncio", "aiohttp", "grpc", "otel_replay.readers", "otel_replay.gateway.app")
+    code = "import otel_replay.frontends.cli, otel_replay.gateway.runner"
+    assert imported_by(code, server) == []
+
+
+def test_a_run_with_no_traffic_ends_with_the_same_summary_and_files(tmp_path):
+    cassette, report = tmp_path / "c.json", tmp_path / "run.json"
+    rec = run(["record", "--cassette", str(cassette), "--", "true"])
+    assert rec.returncode == 0, rec.stderr
+    assert "otel-replay: 0 replayed · 0 live · 0 misses · 0 spans received" in rec.stderr
+    assert json.loads(cassette.read_text())["interactions"] == []
+    rep = run(["replay", "--cassette", str(cassette), "--report", str(report), "--", "false"])
+    assert rep.returncode == 1, rep.stderr
+    assert json.loads(report.read_text())["replayed"] == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.json", "run.json"]
+
+
+def test_what_the_agent_sends_before_the_gateway_is_built_is_served(tmp_path):
+    cassette = tmp_path / "c.json"
+    rec = run(["record", "--cassette", str(cassette), "--", sys.executable, "-c", EXPORT_AT_ONCE])
+    assert rec.returncode == 0, rec.stderr
+    assert rec.stdout.strip() == "200"
+    assert "0 live · 0 misses · 1 span received" in rec.stderr
+
+
+def test_the_grpc_port_reaches_the_receiver(tmp_path):
+    cassette = tmp_path / "c.json"
+    grpc = {"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc", "OTEL_EXPORTER_OTLP_TIMEOUT": "30"}
+    rec = run(
+        ["record", "--cassette", str(cassette), "--", sys.executable, "-c", EXPORT_GRPC], grpc
+    )
+    assert rec.returncode == 0, rec.stderr
+    assert "0 live · 0 misses · 1 span received" in rec.stderr
+
+
+def test_a_gateway_that_fails_after_the_agent_started_fails_the_agent_and_the_run(
+    tmp_path, monkeypatch, capsys
+):
+    from otel_replay.core.errors import ConfigError
+    from otel_replay.frontends.cli import main
+    from otel_replay.gateway import runner
+
+    async def fail(self: object, listening: object) -> None:
+        raise ConfigError("cannot bind the OTLP/gRPC receiver to 127.0.0.1:0")
+
+    monkeypatch.setattr(runner.GatewayServer, "_start", fail)
+    agent = (
+        "import os, urllib.request\n"
+        "try:\n"
+        "    urllib.request.urlopen(os.environ['OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'], b'{}')\n"
+        "except OSError as exc:\n"
+        "    print('refused:', type(exc).__name__)\n"
+    )
+    out = tmp_path / "agent.txt"
+    command = ["sh", "-c", f'"$0" -c "$1" > {out}', sys.executable, agent]
+    code = main(["record", "--cassette", str(tmp_path / "c.json"), "--", *command])
+    assert code == 2
+    assert out.read_text().startswith("refused: ")
+    assert capsys.readouterr().err == (
+        "otel-replay: cannot bind the OTLP/gRPC receiver to 127.0.0.1:0\n"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["agent.txt"]
