@@ -56,7 +56,13 @@ layout = st.tuples(st.booleans(), st.booleans(), st.sampled_from(["", " ", "\n  
 
 def _bodies(items: list[object], choices: list[list[int]]) -> list[dict[str, object]]:
     return [
-        {"model": "m", "messages": [items[i % len(items)] for i in chosen], "n": len(chosen)}
+        {
+            "model": "m",
+            "instructions": f"{'long instructions ' * 20}{len(chosen) % 2}",
+            "messages": [items[i % len(items)] for i in chosen],
+            "meta": items[len(chosen) % len(items)],
+            "n": len(chosen),
+        }
         for chosen in choices
     ]
 
@@ -209,6 +215,6 @@ def test_primed_items_are_the_recorded_objects(items, choices, ascii_only):
         assert read.value == expected
         assert read.redacted() == redacted_body(REDACTOR, raw)
         assert isinstance(read.value, dict)
-        originals = {id(m) for b in recorded for m in b["messages"]}  # type: ignore[union-attr]
+        originals = {id(m) for b in recorded for m in [*b["messages"], b["meta"]]}  # type: ignore[misc]
         for item in read.value["messages"]:
             assert id(item) in originals or not isinstance(item, dict | list)

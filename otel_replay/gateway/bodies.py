@@ -36,6 +36,8 @@ _SCAN: Any = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # the C
 _MAX_CHARS = 32 * 1024 * 1024
 """Text remembered at most (items' text, about as much again in parsed values); past it
 the memory starts afresh."""
+_LONG_VALUE = 256
+"""A top-level value whose text is this long or longer is remembered like an array item."""
 _PRIME_CHARS = 16 * 1024 * 1024
 """Recorded text written out at most to prime: the whole of a cassette whose interactions
 share their items (format 2), the first recordings of one that repeats them."""
@@ -49,6 +51,7 @@ class _Unread(Exception):
 class _Item:
     text: str
     value: JSON
+    room: int  # the levels it was checked to fit in
     _clean: JSON = None
     _cleaned: bool = False
 
@@ -59,8 +62,9 @@ class _Item:
         return self._clean
 
 
-_Piece = tuple[str, JSON | list[_Item | JSON]]
-"""A top-level field: its name, and its value or, for an array, its items."""
+_Piece = tuple[str, _Item | JSON | list[_Item | JSON]]
+"""A top-level field: its name, and its value (remembered, when long) or, for an array,
+its items."""
 
 
 @dataclass(slots=True)
@@ -88,7 +92,9 @@ class Body:
         out: dict[str, JSON] = {}
         for key, piece in self._pieces:
             value: JSON
-            if isinstance(piece, list):
+            if isinstance(piece, _Item):
+                value = piece.clean(self.redactor)
+            elif isinstance(piece, list):
                 value = [
                     item.clean(self.redactor) if isinstance(item, _Item) else clean(item)
                     for item in piece
@@ -111,34 +117,38 @@ class Bodies:
         self._last: dict[str, list[_Item | JSON]] = {}
 
     def prime(self, bodies: Iterable[JSON]) -> None:
-        """Remembers the array items of recorded bodies under the texts an SDK writes them
-        in (compact JSON, non-ASCII as is or escaped), handing out the recorded objects
-        themselves: the first request after start then costs what a later one does, as
-        the work done on recordings when the cassette was indexed is found by identity.
-        An item that would not pass the depth check is left out."""
-        done: set[int] = set()
+        """Remembers the array items and long top-level values of recorded bodies under
+        the texts an SDK writes them in (compact JSON, non-ASCII as is or escaped),
+        handing out the recorded objects themselves: the first request after start then
+        costs what a later one does, as the work done on recordings when the cassette was
+        indexed is found by identity. A value that would not pass the depth check is
+        left out."""
+        done: set[tuple[int, int]] = set()  # (item, at an array's place or on its own)
         written = 0
         for body in bodies:
             if not isinstance(body, dict):
                 continue
-            for items in body.values():
-                if type(items) is not list:
-                    continue
-                for item in items:
-                    if type(item) not in (dict, list) or id(item) in done:
+            for value in body.values():
+                # an array's object and array items; a long object or string on its own
+                kinds: tuple[type, ...] = (dict, str)
+                room, places, least = self.max_depth - 1, [value], _LONG_VALUE
+                if type(value) is list:
+                    room, places, kinds, least = room - 1, value, (dict, list), 0
+                for item in places:
+                    if type(item) not in kinds or (id(item), least) in done:
                         continue
-                    done.add(id(item))
+                    done.add((id(item), least))
                     for text in _texts(item):
                         written += len(text)
                         if written > _PRIME_CHARS:
                             return
-                        if text in self._items:
+                        if text in self._items or len(text) < least:
                             continue
                         try:
-                            _check(text, self.max_depth - 2, self.max_depth)
+                            _check(text, room, self.max_depth)
                         except BodyTooDeep:
                             break
-                        self._items[text] = _Item(text, item)
+                        self._items[text] = _Item(text, item, room)
                         self._chars += len(text)
 
     def read(self, raw: bytes) -> Body:
@@ -166,15 +176,20 @@ class Bodies:
             if not text.startswith(":", i):
                 raise _Unread
             i = _WS.match(text, i + 1).end()  # type: ignore[union-attr]
-            piece: JSON | list[_Item | JSON]
+            piece: _Item | JSON | list[_Item | JSON]
             if text.startswith("[", i):
-                piece, i = self._array(key, text, i, room)
-                item: JSON = [p.value if isinstance(p, _Item) else p for p in piece]
+                items, i = self._array(key, text, i, room)
+                item: JSON = [p.value if isinstance(p, _Item) else p for p in items]
+                piece = items
             else:
                 start = i
                 item, i = _SCAN(text, i)
-                _check(text[start:i], room, self.max_depth)
-                piece = item
+                if i - start >= _LONG_VALUE:  # instructions, a system prompt: the same object
+                    piece = self._item(text[start:i], item, room)
+                    item = piece.value
+                else:
+                    _check(text[start:i], room, self.max_depth)
+                    piece = item
             value[key] = item
             pieces.append((key, piece))
             i = _WS.match(text, i).end()  # type: ignore[union-attr]
@@ -231,9 +246,12 @@ class Bodies:
     def _item(self, text: str, parsed: JSON, room: int) -> _Item:
         found = self._items.get(text)
         if found is not None:
+            if found.room > room:  # met before at a shallower place
+                _check(text, room, self.max_depth)
+                found.room = room
             return found
         _check(text, room, self.max_depth)
-        item = _Item(text, parsed)
+        item = _Item(text, parsed, room)
         if self._chars + len(text) > _MAX_CHARS:
             self._items.clear()
             self._last.clear()

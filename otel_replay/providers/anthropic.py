@@ -103,6 +103,18 @@ def content_parts(content: JSON) -> list[dict[str, Any]]:
     return drop_empty_text([block_part(content)])
 
 
+def _system(system: JSON) -> list[dict[str, Any]]:
+    """``content_parts`` of the system prompt, each block (or the whole string) converted
+    once per object the body reader hands out."""
+    if isinstance(system, list):
+        return drop_empty_text([_block_part(block) for block in system])
+    return _text_system(system)
+
+
+_block_part = by_identity(block_part)
+_text_system = by_identity(content_parts)
+
+
 @by_identity
 def _message(raw: JSON) -> dict[str, Any]:
     if not isinstance(raw, dict):
@@ -206,7 +218,7 @@ class AnthropicProvider:
         return CanonicalRequest(
             endpoint=endpoint,
             model=model,
-            system=None if system is None else content_parts(system),
+            system=None if system is None else _system(system),
             messages=messages,
             tools=_tools(body.get("tools")),
             params={k: v for k, v in body.items() if k not in _CONSUMED},

@@ -97,6 +97,11 @@ def chatmessage(raw: JSON) -> dict[str, Any]:
     return message(role, parts, raw.get("name"))
 
 
+@by_identity
+def _system_parts(raw: dict[str, Any]) -> list[dict[str, Any]]:
+    return content_parts(raw.get("content"))
+
+
 def chat_system_and_messages(raw_messages: JSON) -> tuple[JSON, JSON]:
     """Leading system/developer messages become ``system``; the rest stay messages."""
     if raw_messages is None:
@@ -109,7 +114,7 @@ def chat_system_and_messages(raw_messages: JSON) -> tuple[JSON, JSON]:
         raw = raw_messages[index]
         if not (isinstance(raw, dict) and raw.get("role") in SYSTEM_ROLES):
             break
-        system = (system or []) + content_parts(raw.get("content"))
+        system = (system or []) + _system_parts(raw)
         index += 1
     return system, [chatmessage(m) for m in raw_messages[index:]]
 
@@ -194,6 +199,7 @@ def responses_input(raw_input: JSON) -> JSON:
     return [responses_item(raw_input)]
 
 
+@by_identity
 def instructions_parts(instructions: JSON) -> JSON:
     """``instructions``: a string, or (rarely) a list of input items."""
     if instructions is None:
