@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import os
 import time
@@ -53,6 +54,11 @@ from otel_replay.session.session import Session
 from otel_replay.streams.codec import encode_all
 
 log = logging.getLogger("otel_replay.gateway")
+
+_COLLECT_AFTER = 1 << 18
+"""Recorded text (characters) past which the gateway runs the cyclic garbage collector
+once it has loaded and primed: the first full collection walks everything loaded (tens of
+milliseconds for a long coding session) and would otherwise land on an early request."""
 
 # How long a recorded hang is replayed before the gateway gives up on the agent.
 REPLAYED_HANG_SECONDS = 600.0
@@ -191,7 +197,9 @@ class Gateway:
         if self._bodies is None or self._bodies.redactor is not session.redactor:
             self._bodies = Bodies(session.redactor, self.limits.max_depth)
             if matches(session.mode):
-                self._bodies.prime(ex.raw_request for ex in session.recordings)
+                primed = self._bodies.prime(ex.raw_request for ex in session.recordings)
+                if primed >= _COLLECT_AFTER:  # now, not during the agent's first requests
+                    gc.collect()
         return self._bodies
 
     def _carries_own_key(self, upstream: str, headers: Mapping[str, str]) -> bool:

@@ -116,13 +116,13 @@ class Bodies:
         self._chars = 0
         self._last: dict[str, list[_Item | JSON]] = {}
 
-    def prime(self, bodies: Iterable[JSON]) -> None:
+    def prime(self, bodies: Iterable[JSON]) -> int:
         """Remembers the array items and long top-level values of recorded bodies under
         the texts an SDK writes them in (compact JSON, non-ASCII as is or escaped),
         handing out the recorded objects themselves: the first request after start then
         costs what a later one does, as the work done on recordings when the cassette was
         indexed is found by identity. A value that would not pass the depth check is
-        left out."""
+        left out. Returns the characters of recorded text it went through."""
         done: set[tuple[int, int]] = set()  # (item, at an array's place or on its own)
         written = 0
         for body in bodies:
@@ -141,15 +141,17 @@ class Bodies:
                     for text in _texts(item):
                         written += len(text)
                         if written > _PRIME_CHARS:
-                            return
+                            return written
                         if text in self._items or len(text) < least:
                             continue
                         try:
                             _check(text, room, self.max_depth)
                         except BodyTooDeep:
                             break
-                        self._items[text] = _Item(text, item, room)
+                        primed = self._items[text] = _Item(text, item, room)
+                        primed.clean(self.redactor)
                         self._chars += len(text)
+        return written
 
     def read(self, raw: bytes) -> Body:
         """The body of ``raw``; :class:`BodyTooDeep` when it nests beyond the limit."""

@@ -7,10 +7,9 @@ addresses become placeholders numbered per kind by first occurrence across the w
 request: ``<id:1>``, ``<uuid:1>``, ``<time:2>``, ``<email:1>``; the working and home
 directories become ``<cwd>`` and ``<home>``. A string goes through a rule file's patterns
 (RE2) first, then the fixed placeholders, then one regular expression holding every other
-volatile rule. The same value gets the same placeholder everywhere in the
-request, so a tool-call id in an assistant message and in the tool result that answers it
-stay paired, whatever the id was on the day of the recording. The numbering lives in a
-``Numbering`` passed through every step, one per request.
+volatile rule. The same value gets the same placeholder everywhere in the request, so a
+tool-call id in an assistant message and in the tool result that answers it stay paired.
+The numbering lives in a ``Numbering`` passed through every step, one per request.
 
 Ignore rules drop what they name first; then components are traversed in ``COMPONENTS``
 order and dict keys in sorted order, so the numbering does not depend on the key order of
@@ -26,8 +25,8 @@ Strings that hold no volatile value are remembered per rule set (memoisation of
 strings of a request, and long ones (a system prompt, earlier turns) come back in every
 later request of an agent run. A long string that does hold volatile values (a coding
 agent's instructions name its directory and the date) is remembered as a ``Template``:
-filled with each request's numbering, it gives what substituting afresh gives. Long ones
-are kept up to a budget of characters.
+filled with each request's numbering, it gives what substituting afresh gives (up to a
+budget of characters); list items, and runs of them, likewise (``runs``).
 """
 
 from __future__ import annotations
@@ -151,8 +150,7 @@ class RuleSet:
         return out
 
     def items(self, value: JSON, numbering: Numbering) -> JSON:
-        """``walk`` of a component, its list's items and runs of them remembered by
-        identity (``runs``): a conversation's history costs only its new messages."""
+        """``walk`` of a component, its items and runs of them remembered (``runs``)."""
         if type(value) is not list:
             return self.walk(value, numbering)
         return self.runs.walk(value, numbering)
@@ -312,9 +310,9 @@ class Normalizer:
         return found
 
     def with_places(self, cwd: str, home: str) -> Normalizer:
-        """The same rules, with the working and home directories of another process
-        (where a cassette was recorded)."""
-        return Normalizer(
+        """The same rules and compiled rule sets (keyed by places too: recordings made here
+        share the live requests' memo), with another process's directories."""
+        other = Normalizer(
             self.rules,
             endpoint=self.endpoint,
             provider=self.provider,
@@ -322,6 +320,8 @@ class Normalizer:
             profiles=self.profiles,
             places=(cwd, home),
         )
+        other._sets = self._sets
+        return other
 
     def default_set(self) -> RuleSet:
         """The rules that apply whatever the request (no scope)."""

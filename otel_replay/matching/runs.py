@@ -5,9 +5,10 @@ A conversation resends its earlier messages as the very same objects every turn 
 request's numbering fills. A run of items is remembered too: starting from the same
 numbering, the same items in the same order come out the same and leave the numbering
 the same, so a request whose history is last turn's history plus new messages fills only
-the new ones. Each step of a run keeps the placeholders its item added, so the numbering
-at any step is rebuilt when a new item follows remembered ones; numbering stays by first
-occurrence across the request, exactly as walking every item afresh gives.
+the new ones. An item without placeholders is the same whatever the numbering and leaves
+it alone, so runs skip it. Each step of a run keeps the placeholders its item added, so
+the numbering at any step is rebuilt when a new item follows remembered ones; numbering
+stays by first occurrence across the request, exactly as walking every item afresh gives.
 """
 
 from __future__ import annotations
@@ -85,11 +86,15 @@ class ItemRuns:
                 at = step
                 behind = True
                 continue
+            template = self._template(item)
+            if not template.calls:  # no placeholder: the same whatever the numbering
+                out.append(template.value)
+                continue
             if behind:
                 _rebuild(at, numbering)
                 behind = False
             known = len(numbering.seen)
-            result = self._template(item).fill(numbering)
+            result = template.fill(numbering)
             added = tuple(islice(numbering.seen.items(), known, None))
             step = _Step(item, at, result, added, tuple(numbering.counts.items()))
             if len(after) >= _MAX_STEPS:
