@@ -28,6 +28,7 @@ from otel_replay.matching.profiles import RuleSources, mentions
 from otel_replay.matching.session_rules import DEFAULT_SOURCES, cassette_rules
 from otel_replay.matching.session_rules import matching_rules as matching_rules
 from otel_replay.matching.why import explain_against
+from otel_replay.otlp.clean_parts import JOINT_CHARS
 from otel_replay.otlp.store import TraceStore, sibling
 from otel_replay.redaction.redact import Redactor
 from otel_replay.reports.formats import SPAN_REPORTS, write_run_report
@@ -84,8 +85,9 @@ class Session:
             self._temp_traces = Path(name)
         trace_file = traces or self._temp_traces
         redact, redact_text = self.redactor.json, self.redactor.text
+        by_parts = self.redactor.values_avoid(JOINT_CHARS)
         self.store = (
-            TraceStore.beside(trace_file, redact=redact, redact_text=redact_text)
+            TraceStore.beside(trace_file, redact=redact, redact_text=redact_text, by_parts=by_parts)
             if trace_file
             else TraceStore(None, redact=redact, redact_text=redact_text)
         )
