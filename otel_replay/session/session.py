@@ -42,6 +42,7 @@ from otel_replay.session.modes import default_mode as default_mode
 from otel_replay.session.suite import SuiteWrites, append_or_start
 from otel_replay.spans.encode import exchange_to_trace_json
 from otel_replay.spans.miss import miss_to_trace_json
+from otel_replay.spans.pieces import Ledger
 
 log = logging.getLogger("otel_replay")
 _GC_PAUSE_EXCHANGES = 1_000
@@ -91,6 +92,8 @@ class Session:
             if trace_file
             else TraceStore(None, redact=redact, redact_text=redact_text)
         )
+        # long strings (system prompt, tools, earlier turns) stored once in the trace file
+        self.pieces = Ledger() if trace_file else None
         self.bypass = BypassWatch(self.store)  # model calls the agent's spans show
         self.rules = rules
         self.normalizer, by = cassette_rules(rules, self.cassette.source, f"{cassette}")
@@ -153,8 +156,9 @@ class Session:
             self.replayed += 1
             self.hits.append(index)
         if exchange is not None and self.writes_replayed_spans:
-            doc = exchange_to_trace_json(exchange, replayed=True)
-            self.store.append_traces(self.store.traces_line(doc))
+            with self._storing_pieces() as saved:
+                doc = exchange_to_trace_json(exchange, replayed=True, ledger=self.pieces)
+                saved.append(self.store.append_traces(self.store.traces_line(doc)))
 
     def recorded(self, exchange: Exchange, assembled: Any = None) -> bool:
         """A live exchange (record mode, or an auto-mode miss forwarded live);
@@ -162,35 +166,60 @@ class Session:
         when it could not be saved (see ``write_failure``)."""
         # the span's line is made (and redacted) first: an exchange that cannot be stored
         # leaves no trace in the session either
-        doc = exchange_to_trace_json(exchange, assembled=assembled)
-        trace_id = doc["resourceSpans"][0]["scopeSpans"][0]["spans"][0].get("traceId", "")
-        line = self.store.traces_line(doc)
+        with self._storing_pieces() as saved:
+            doc = exchange_to_trace_json(exchange, assembled=assembled, ledger=self.pieces)
+            line = self.store.traces_line(doc)
+            saved.append(self._record_line(exchange, line))
+            trace_id = doc["resourceSpans"][0]["scopeSpans"][0]["spans"][0].get("traceId", "")
+            with self._lock:
+                self._trace_ids.add(trace_id)
+        if saved[0]:
+            return True
+        with self._lock:
+            self.unsaved += 1
+        return False
+
+    @contextlib.contextmanager
+    def _storing_pieces(self) -> Iterator[list[bool]]:
+        """Around making and appending one of the gateway's span lines: the pieces it
+        stores count as stored once it is on disk (the block appends whether it was)."""
+        saved: list[bool] = []
+        try:
+            yield saved
+        finally:
+            if self.pieces is not None:
+                if saved and saved[0]:
+                    self.pieces.commit()
+                else:
+                    self.pieces.drop()
+
+    def _record_line(self, exchange: Exchange, line: bytes | None) -> bool:
+        """Account for a live exchange whose span line is ``line``; False when the line
+        could not be appended."""
         # whether the run's requests name the working or home directory, learnt as they
         # are recorded: the span line holds the request, so a directory absent from it
         # (the common case) costs one substring search, not a walk of the request
+        # (and the pieces of it stored by earlier lines)
         if not self._mentions_places:
             ascii_places = all(p.isascii() for p in self._places)
+            reused = self.pieces.reused if self.pieces is not None else []
             if (
                 line is None
                 or not ascii_places
                 or any(p.encode() in line for p in self._places if len(p) > 1)
+                or any(p in text for text in reused for p in self._places if len(p) > 1)
             ):
                 self._mentions_places = mentions(exchange.request, self._places)
         self.bypass.reached(exchange.provider, exchange.start_ns)
         with self._lock:
             self.live.append(exchange)
-            self._trace_ids.add(trace_id)
             if self.mode == "auto" and not _transport_fault(exchange):
                 # consumed by the request that recorded it; a network blip is not kept
                 self.cassette.interactions.append(exchange)
                 index = self.matcher.append(exchange.request)
                 self.matcher.used.add(index)
                 self.hits.append(index)
-        if self.store.append_traces(line):
-            return True
-        with self._lock:
-            self.unsaved += 1
-        return False
+        return self.store.append_traces(line)
 
     @property
     def write_failure(self) -> str | None:

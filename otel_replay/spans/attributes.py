@@ -22,6 +22,20 @@ STREAM = P + "stream"
 SOURCE = P + "source"
 REPLAYED = P + "replayed"
 REQUEST_BODY = P + "request.body"
+REQUEST_TEMPLATE = P + "request.template"
+"""The request body with each long string replaced by a piece's marker; the body itself is
+the template with ``REQUEST_REFS`` filled in (``readers.pieces``)."""
+REQUEST_REFS = P + "request.refs"
+"""``[[path, id], ...]``: where in ``REQUEST_TEMPLATE`` each piece goes."""
+PIECES = P + "pieces"
+"""``{id: text}``: long strings stored for the first time in this span, outside the
+GenAI attributes."""
+PIECES_INLINE = P + "pieces.inline"
+"""``[[attribute, path, id], ...]``: long strings stored for the first time in this span
+inside a GenAI attribute (``gen_ai.input.messages``...), read from there."""
+PIECE_MARKER = "otel-replay:piece:"
+"""A long string stored once per trace file reads ``otel-replay:piece:<id>`` wherever it
+comes again: in ``REQUEST_TEMPLATE`` and in the GenAI attributes of later spans."""
 REQUEST_CANONICAL = P + "request.canonical"
 REQUEST_KNOWN = P + "request.known"
 RESPONSE_STATUS = P + "response.status"
