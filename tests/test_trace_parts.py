@@ -163,7 +163,6 @@ def test_line_is_the_whole_pass_line(length: int, calls: list[Exchange], redacte
                     assert type(got) is type(expected)
                 else:
                     assert got == expected
-                    assert SECRET.encode() not in got
 
 
 def test_bytes_values_are_redacted_as_the_whole_pass_does(tmp_path: Path) -> None:

@@ -178,9 +178,14 @@ class TraceStore:
         """The line ``write_traces`` would store for the request whose OTLP JSON form
         (``codec.to_json``) is ``doc``, redacted; None when this store keeps no traces.
         Building it can fail (a value JSON cannot carry) without touching the store."""
+        return self.own_line(doc)[0]
+
+    def own_line(self, doc: dict[str, Any]) -> tuple[bytes | None, bool]:
+        """``traces_line``, and whether redaction left the line as ``doc`` encodes (only
+        then does the line hold each string of ``doc`` exactly)."""
         if self._traces.path is None or not doc.get("resourceSpans"):
-            return None
-        return self._doc_line(doc, self._parts)
+            return None, True
+        return self._checked_line(doc, self._parts)
 
     def append_traces(self, line: bytes | None) -> bool:
         """Store a line from ``traces_line`` (otel-replay's own spans: not counted as
@@ -236,24 +241,32 @@ class TraceStore:
         return self._doc_line(codec.to_json(msg))
 
     def _doc_line(self, doc: dict[str, Any], parts: CleanParts | None = None) -> bytes:
-        if self._redact is None:
-            return (codec.dumps_line(doc) + "\n").encode("utf-8")
+        return self._checked_line(doc, parts)[0]
+
+    def _checked_line(
+        self, doc: dict[str, Any], parts: CleanParts | None = None
+    ) -> tuple[bytes, bool]:
+        """The redacted line, and whether redaction left it as ``doc`` encodes."""
         text = codec.dumps_line(doc)
+        if self._redact is None:
+            return (text + "\n").encode("utf-8"), True
+        intact = True
         if any(marker in text for marker in _HEADER_MARKERS):
             doc = scrub_header_attributes(doc)
-            text = codec.dumps_line(doc)
+            text, intact = codec.dumps_line(doc), False
         elif parts is not None and parts.clean(text):
-            return (text + "\n").encode("utf-8")  # what the pass below would return
+            return (text + "\n").encode("utf-8"), True  # what the pass below would return
         if self._redact_text is not None:
             # Every string of ``doc`` appears in the line as JSON text, and placeholders
             # hold no quote or backslash; only a pattern running to the end of the text
             # (an unterminated PEM block) can break the line, and then the walk decides.
             clean = self._redact_text(text)
             if clean == text:
-                return (clean + "\n").encode("utf-8")
+                return (clean + "\n").encode("utf-8"), intact
             if _is_json(clean):
-                return (_bytes_placeholders(clean) + "\n").encode("utf-8")
-        return (_bytes_placeholders(codec.dumps_line(self._redact(doc))) + "\n").encode("utf-8")
+                return (_bytes_placeholders(clean) + "\n").encode("utf-8"), False
+        line = _bytes_placeholders(codec.dumps_line(self._redact(doc)))
+        return (line + "\n").encode("utf-8"), False
 
     def close(self) -> None:
         """Close the files; a later write opens them again (appending)."""

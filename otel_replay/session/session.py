@@ -156,9 +156,10 @@ class Session:
             self.replayed += 1
             self.hits.append(index)
         if exchange is not None and self.writes_replayed_spans:
-            with self._storing_pieces() as saved:
+            with self._storing_pieces() as kept:
                 doc = exchange_to_trace_json(exchange, replayed=True, ledger=self.pieces)
-                saved.append(self.store.append_traces(self.store.traces_line(doc)))
+                line, intact = self.store.own_line(doc)
+                kept.append(self.store.append_traces(line) and intact)
 
     def recorded(self, exchange: Exchange, assembled: Any = None) -> bool:
         """A live exchange (record mode, or an auto-mode miss forwarded live);
@@ -166,14 +167,15 @@ class Session:
         when it could not be saved (see ``write_failure``)."""
         # the span's line is made (and redacted) first: an exchange that cannot be stored
         # leaves no trace in the session either
-        with self._storing_pieces() as saved:
+        with self._storing_pieces() as kept:
             doc = exchange_to_trace_json(exchange, assembled=assembled, ledger=self.pieces)
-            line = self.store.traces_line(doc)
-            saved.append(self._record_line(exchange, line))
+            line, intact = self.store.own_line(doc)
+            saved = self._record_line(exchange, line)
+            kept.append(saved and intact)
             trace_id = doc["resourceSpans"][0]["scopeSpans"][0]["spans"][0].get("traceId", "")
             with self._lock:
                 self._trace_ids.add(trace_id)
-        if saved[0]:
+        if saved:
             return True
         with self._lock:
             self.unsaved += 1
@@ -182,13 +184,15 @@ class Session:
     @contextlib.contextmanager
     def _storing_pieces(self) -> Iterator[list[bool]]:
         """Around making and appending one of the gateway's span lines: the pieces it
-        stores count as stored once it is on disk (the block appends whether it was)."""
-        saved: list[bool] = []
+        stores count as stored once it is on disk as encoded (the block appends whether
+        it is: a line redaction changed may hold a piece changed, so later spans store
+        their pieces again rather than refer to it)."""
+        kept: list[bool] = []
         try:
-            yield saved
+            yield kept
         finally:
             if self.pieces is not None:
-                if saved and saved[0]:
+                if kept and kept[0]:
                     self.pieces.commit()
                 else:
                     self.pieces.drop()
