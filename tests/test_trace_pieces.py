@@ -28,6 +28,7 @@ from otel_replay.pipeline.build import build
 from otel_replay.providers import get
 from otel_replay.readers import read_exchanges
 from otel_replay.redaction.redact import Redactor
+from otel_replay.reports.spantree import load_spans
 from otel_replay.spans import attributes as own
 from otel_replay.spans.encode import exchange_to_trace_json
 from otel_replay.spans.pieces import MIN_PIECE, Ledger
@@ -111,6 +112,9 @@ def test_recording_builds_the_same_cassette_with_each_long_string_once(
     assert own.PIECE_MARKER in system and MARK not in system
     assert own.REQUEST_BODY not in later and own.PIECE_MARKER in later[own.REQUEST_TEMPLATE]
     assert traces.stat().st_size < (tmp_path / "whole.jsonl").stat().st_size
+    # the run report's spans carry the requests whole too
+    shown = [n.exchange.raw_request for n in load_spans([traces]) if n.exchange is not None]
+    assert shown == sent
 
 
 def test_a_file_missing_the_spans_that_store_a_piece_says_so(tmp_path: Path) -> None:
