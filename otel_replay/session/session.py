@@ -23,8 +23,7 @@ from otel_replay.core.errors import CassetteError, ConfigError, ReplayMiss
 from otel_replay.core.exchange import CanonicalRequest, Exchange
 from otel_replay.core.gcpause import paused_gc
 from otel_replay.matching.matcher import Matcher
-from otel_replay.matching.normalize import current_places
-from otel_replay.matching.profiles import RuleSources, mentions
+from otel_replay.matching.profiles import RuleSources
 from otel_replay.matching.session_rules import DEFAULT_SOURCES, cassette_rules
 from otel_replay.matching.session_rules import matching_rules as matching_rules
 from otel_replay.matching.why import explain_against
@@ -39,6 +38,7 @@ from otel_replay.reports.run import Summary as Summary
 from otel_replay.session.bypass import BypassWatch
 from otel_replay.session.modes import MODES as MODES
 from otel_replay.session.modes import default_mode as default_mode
+from otel_replay.session.places import PlacesSeen
 from otel_replay.session.suite import SuiteWrites, append_or_start
 from otel_replay.spans.encode import exchange_to_trace_json
 from otel_replay.spans.miss import miss_to_trace_json
@@ -92,8 +92,7 @@ class Session:
             if trace_file
             else TraceStore(None, redact=redact, redact_text=redact_text)
         )
-        # long strings (system prompt, tools, earlier turns) stored once in the trace file
-        self.pieces = Ledger() if trace_file else None
+        self.pieces = Ledger()  # long strings (system prompt, tools...) once per trace file
         self.bypass = BypassWatch(self.store)  # model calls the agent's spans show
         self.rules = rules
         self.normalizer, by = cassette_rules(rules, self.cassette.source, f"{cassette}")
@@ -108,8 +107,7 @@ class Session:
         self._forwarding = 0  # live calls whose exchange is not recorded yet
         self._settled = threading.Condition(self._lock)
         self._trace_ids: set[str] = set()
-        self._places = current_places()
-        self._mentions_places = False
+        self.places = PlacesSeen()
 
     # -- cassette --------------------------------------------------------------------------
     def recording(self, index: int) -> Exchange:
@@ -156,7 +154,7 @@ class Session:
             self.replayed += 1
             self.hits.append(index)
         if exchange is not None and self.writes_replayed_spans:
-            with self._storing_pieces() as kept:
+            with self.pieces.storing() as kept:
                 doc = exchange_to_trace_json(exchange, replayed=True, ledger=self.pieces)
                 line, intact = self.store.own_line(doc)
                 kept.append(self.store.append_traces(line) and intact)
@@ -167,7 +165,7 @@ class Session:
         when it could not be saved (see ``write_failure``)."""
         # the span's line is made (and redacted) first: an exchange that cannot be stored
         # leaves no trace in the session either
-        with self._storing_pieces() as kept:
+        with self.pieces.storing() as kept:
             doc = exchange_to_trace_json(exchange, assembled=assembled, ledger=self.pieces)
             line, intact = self.store.own_line(doc)
             saved = self._record_line(exchange, line)
@@ -175,45 +173,15 @@ class Session:
             trace_id = doc["resourceSpans"][0]["scopeSpans"][0]["spans"][0].get("traceId", "")
             with self._lock:
                 self._trace_ids.add(trace_id)
-        if saved:
-            return True
-        with self._lock:
-            self.unsaved += 1
-        return False
-
-    @contextlib.contextmanager
-    def _storing_pieces(self) -> Iterator[list[bool]]:
-        """Around making and appending one of the gateway's span lines: the pieces it
-        stores count as stored once it is on disk as encoded (the block appends whether
-        it is: a line redaction changed may hold a piece changed, so later spans store
-        their pieces again rather than refer to it)."""
-        kept: list[bool] = []
-        try:
-            yield kept
-        finally:
-            if self.pieces is not None:
-                if kept and kept[0]:
-                    self.pieces.commit()
-                else:
-                    self.pieces.drop()
+        if not saved:
+            with self._lock:
+                self.unsaved += 1
+        return saved
 
     def _record_line(self, exchange: Exchange, line: bytes | None) -> bool:
         """Account for a live exchange whose span line is ``line``; False when the line
         could not be appended."""
-        # whether the run's requests name the working or home directory, learnt as they
-        # are recorded: the span line holds the request, so a directory absent from it
-        # (the common case) costs one substring search, not a walk of the request
-        # (and the pieces of it stored by earlier lines)
-        if not self._mentions_places:
-            ascii_places = all(p.isascii() for p in self._places)
-            reused = self.pieces.reused if self.pieces is not None else []
-            if (
-                line is None
-                or not ascii_places
-                or any(p.encode() in line for p in self._places if len(p) > 1)
-                or any(p in text for text in reused for p in self._places if len(p) > 1)
-            ):
-                self._mentions_places = mentions(exchange.request, self._places)
+        self.places.learn(exchange.request, line, self.pieces.reused)
         self.bypass.reached(exchange.provider, exchange.start_ns)
         with self._lock:
             self.live.append(exchange)
@@ -415,7 +383,7 @@ class Session:
     def _source(self) -> dict[str, Any]:
         source = run_source(self.command, self.user_traces, self.redactor.text)
         requests = [ex.request for ex in self.live]
-        rules = self.rules.recorded_form(requests, self._places, self._mentions_places)
+        rules = self.rules.recorded_form(requests, self.places.places, self.places.mentioned)
         if rules is not None:
             source["rules"] = rules
         return source

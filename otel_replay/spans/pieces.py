@@ -21,9 +21,10 @@ store's redaction of the line reads it together with its key, so it stays in pla
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from otel_replay.core.exchange import JSON
@@ -73,6 +74,21 @@ class Ledger:
 
     def begin(self) -> None:
         self.drop()
+
+    @contextlib.contextmanager
+    def storing(self) -> Iterator[list[bool]]:
+        """Around making and appending one span line: the block appends whether the line
+        is on disk as encoded; only then do its pieces count as stored (a line the store's
+        redaction changed may hold a piece changed with it, so later spans store their
+        pieces again rather than refer to it)."""
+        kept: list[bool] = []
+        try:
+            yield kept
+        finally:
+            if kept and kept[0]:
+                self.commit()
+            else:
+                self.drop()
 
     def drop(self) -> None:
         self._pending.clear()
