@@ -209,3 +209,21 @@ def test_spans_without_pieces_read_as_before(tmp_path: Path) -> None:
     span = codec.from_doc(codec.TRACES, doc, "t").resource_spans[0].scope_spans[0].spans[0]
     attrs = attributes_to_dict(span.attributes)
     assert own.REQUEST_BODY in attrs and not {own.REQUEST_TEMPLATE, own.PIECES} & set(attrs)
+
+
+def test_a_span_of_a_newer_format_asks_for_an_upgrade() -> None:
+    ex = Exchange(
+        provider="openai",
+        operation="chat",
+        request=get("openai").canonical("/v1/chat/completions", {"model": "m", "messages": []}),
+        response=Response(status=200, body={"id": "r"}),
+        raw_request={"model": "m", "messages": []},
+    )
+    doc = exchange_to_trace_json(ex)
+    span_doc = doc["resourceSpans"][0]["scopeSpans"][0]["spans"][0]
+    for attribute in span_doc["attributes"]:
+        if attribute["key"] == own.FORMAT_ATTRIBUTE:
+            attribute["value"] = {"intValue": str(own.SPAN_FORMAT_VERSION + 1)}
+    request = codec.from_doc(codec.TRACES, doc, "t")
+    with pytest.raises(TraceFormatError, match="upgrade otel-replay"):
+        list(read_exchanges([request]))

@@ -104,8 +104,11 @@ def span_to_exchange(
     attrs = attributes_to_dict(span.attributes) if attrs is None else dict(attrs)
     if own.FORMAT_ATTRIBUTE not in attrs:
         return None
+    where = f"span {span.span_id.hex() or '?'} ({span.name})"
+    version = attrs[own.FORMAT_ATTRIBUTE]
+    if isinstance(version, int) and version > own.SPAN_FORMAT_VERSION:
+        raise TraceFormatError(where, f"written in span format {version}: upgrade otel-replay")
     if own.REQUEST_TEMPLATE in attrs and own.REQUEST_BODY not in attrs:
-        where = f"span {span.span_id.hex() or '?'} ({span.name})"
         raise TraceFormatError(where, "its request is stored as pieces: read it with its file")
     try:
         endpoint = str(attrs[own.ENDPOINT])
@@ -126,5 +129,4 @@ def span_to_exchange(
             source=str(attrs.get(own.SOURCE, own.OWN_SOURCE)),
         )
     except (KeyError, ValueError, TypeError, AttributeError) as exc:
-        where = f"span {span.span_id.hex() or '?'} ({span.name})"
         raise TraceFormatError(where, f"corrupt otel_replay attributes: {exc}") from exc

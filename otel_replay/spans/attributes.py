@@ -3,8 +3,9 @@ writes and ``readers.own`` reads back, versioned by ``SPAN_FORMAT_VERSION``."""
 
 from __future__ import annotations
 
-SPAN_FORMAT_VERSION = 1
-"""Version of the ``otel_replay.*`` attribute layout."""
+SPAN_FORMAT_VERSION = 2
+"""Version of the ``otel_replay.*`` attribute layout: 2 may store the request body as
+pieces (``REQUEST_TEMPLATE``); 1 always holds it whole. A reader refuses a newer one."""
 
 SCOPE_NAME = "otel-replay"
 """The instrumentation scope of the gateway's spans."""
