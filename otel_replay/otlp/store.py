@@ -28,6 +28,7 @@ from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from otel_replay.otlp import codec
+from otel_replay.otlp.clean_parts import CleanParts
 from otel_replay.redaction.headers import HEADER_ATTRIBUTE_PREFIXES, scrub_header_attributes
 
 log = logging.getLogger("otel_replay")
@@ -107,11 +108,17 @@ class TraceStore:
         *,
         redact: Redact | None = None,
         redact_text: RedactText | None = None,
+        by_parts: bool = False,
     ) -> None:
         """``redact`` walks a JSON value replacing secrets. ``redact_text`` does the same
         on JSON text: one regex pass over the whole line, several times faster than the
-        walk; its result is used when it is still valid JSON, else the walk decides."""
+        walk; its result is used when it is still valid JSON, else the walk decides.
+        ``by_parts``: otel-replay's own lines (``traces_line``) may be checked part by
+        part, each distinct part once (``otlp.clean_parts``: true when no literal secret
+        value holds a character of ``JOINT_CHARS``); received telemetry is always
+        redacted whole."""
         self._redact_text = redact_text
+        self._parts = CleanParts(redact_text) if by_parts and redact_text is not None else None
         self._traces = _LineFile(Path(traces) if traces is not None else None)
         self._logs = _LineFile(Path(logs) if logs is not None else None)
         self._metrics = _LineFile(Path(metrics) if metrics is not None else None)
@@ -131,12 +138,13 @@ class TraceStore:
         traces_path: str | Path,
         redact: Redact | None = None,
         redact_text: RedactText | None = None,
+        by_parts: bool = False,
     ) -> TraceStore:
         """A store writing traces to ``X.jsonl``, logs and metrics to ``X.logs.jsonl`` and
         ``X.metrics.jsonl`` beside it."""
         traces = Path(traces_path)
         logs, metrics = sibling(traces, "logs"), sibling(traces, "metrics")
-        return cls(traces, logs, metrics, redact=redact, redact_text=redact_text)
+        return cls(traces, logs, metrics, redact=redact, redact_text=redact_text, by_parts=by_parts)
 
     @property
     def traces_path(self) -> Path | None:
@@ -170,9 +178,14 @@ class TraceStore:
         """The line ``write_traces`` would store for the request whose OTLP JSON form
         (``codec.to_json``) is ``doc``, redacted; None when this store keeps no traces.
         Building it can fail (a value JSON cannot carry) without touching the store."""
+        return self.own_line(doc)[0]
+
+    def own_line(self, doc: dict[str, Any]) -> tuple[bytes | None, bool]:
+        """``traces_line``, and whether redaction left the line as ``doc`` encodes (only
+        then does the line hold each string of ``doc`` exactly)."""
         if self._traces.path is None or not doc.get("resourceSpans"):
-            return None
-        return self._doc_line(doc)
+            return None, True
+        return self._checked_line(doc, self._parts)
 
     def append_traces(self, line: bytes | None) -> bool:
         """Store a line from ``traces_line`` (otel-replay's own spans: not counted as
@@ -227,23 +240,33 @@ class TraceStore:
             return None
         return self._doc_line(codec.to_json(msg))
 
-    def _doc_line(self, doc: dict[str, Any]) -> bytes:
-        if self._redact is None:
-            return (codec.dumps_line(doc) + "\n").encode("utf-8")
+    def _doc_line(self, doc: dict[str, Any], parts: CleanParts | None = None) -> bytes:
+        return self._checked_line(doc, parts)[0]
+
+    def _checked_line(
+        self, doc: dict[str, Any], parts: CleanParts | None = None
+    ) -> tuple[bytes, bool]:
+        """The redacted line, and whether redaction left it as ``doc`` encodes."""
         text = codec.dumps_line(doc)
+        if self._redact is None:
+            return (text + "\n").encode("utf-8"), True
+        intact = True
         if any(marker in text for marker in _HEADER_MARKERS):
             doc = scrub_header_attributes(doc)
-            text = codec.dumps_line(doc)
+            text, intact = codec.dumps_line(doc), False
+        elif parts is not None and parts.clean(text):
+            return (text + "\n").encode("utf-8"), True  # what the pass below would return
         if self._redact_text is not None:
             # Every string of ``doc`` appears in the line as JSON text, and placeholders
             # hold no quote or backslash; only a pattern running to the end of the text
             # (an unterminated PEM block) can break the line, and then the walk decides.
             clean = self._redact_text(text)
             if clean == text:
-                return (clean + "\n").encode("utf-8")
+                return (clean + "\n").encode("utf-8"), intact
             if _is_json(clean):
-                return (_bytes_placeholders(clean) + "\n").encode("utf-8")
-        return (_bytes_placeholders(codec.dumps_line(self._redact(doc))) + "\n").encode("utf-8")
+                return (_bytes_placeholders(clean) + "\n").encode("utf-8"), False
+        line = _bytes_placeholders(codec.dumps_line(self._redact(doc)))
+        return (line + "\n").encode("utf-8"), False
 
     def close(self) -> None:
         """Close the files; a later write opens them again (appending)."""

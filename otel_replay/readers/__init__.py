@@ -31,6 +31,7 @@ from otel_replay.readers.agent_spans import AgentSpans
 from otel_replay.readers.census import Census, Problem, Source
 from otel_replay.readers.claude_code import ClaudeCodeReader, event_name
 from otel_replay.readers.diagnose import diagnose, model_call
+from otel_replay.readers.pieces import Pieces
 from otel_replay.readers.registry import BODY_EVENTS, Reading, read_call
 from otel_replay.readers.view import Event, with_details
 from otel_replay.readers.window import WINDOW, Window
@@ -114,6 +115,7 @@ def read_exchanges(
     counts = census or Census()
     linked: dict[bytes, list[Event]] = {}
     window = Window()
+    pieces = Pieces()
     claude = body_events if body_events is not None else BODY_EVENTS.make()
     for exchange in _read_logs(logs, select, linked, claude):
         yield from window.add(exchange, BODY_EVENTS.fidelity)
@@ -127,13 +129,20 @@ def read_exchanges(
     for request in requests:
         for resource, scope, span in iter_spans(request):
             window.note(span)
+            source = Source(scope.name, scope.version)
+            try:  # every span's pieces, selected or not: later spans may refer to them
+                stored = pieces.absorb(span)
+            except TraceFormatError as exc:
+                handle(exc)
+                counts.skipped(source, Problem(f"cannot read: {exc.problem}"))
+                continue
             resource_attrs = attributes_to_dict(resource.attributes)
             if not (select.resource_ok(resource_attrs) and _span_ok(select, span)):
                 continue
-            source = Source(scope.name, scope.version)
             events = [*_span_events(span), *linked.pop(span.span_id, ())]
-            attrs = attributes_to_dict(span.attributes)
+            attrs = stored if stored is not None else attributes_to_dict(span.attributes)
             try:
+                attrs = pieces.expand(span, attrs)
                 found = read_call(span, attrs, events)
             except Exception as exc:  # a reader must never stop the build
                 where = f"span {span.span_id.hex() or '?'} ({span.name})"

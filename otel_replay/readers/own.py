@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -89,16 +90,26 @@ def _response(attrs: dict[str, Any]) -> Response:
     )
 
 
-def span_to_exchange(span: Span, resource: Resource | None = None) -> Exchange | None:
+def span_to_exchange(
+    span: Span, resource: Resource | None = None, *, attrs: Mapping[str, Any] | None = None
+) -> Exchange | None:
     """The exchange an otel-replay span carries, or None for any other span.
 
     Raises TraceFormatError when a span claims to be ours but its attributes are corrupt.
     ``resource`` is accepted for symmetry with the other span readers and not needed.
+    ``attrs``: the span's attributes, already decoded, with a body stored as pieces put
+    back together (``readers.pieces``); a body left as pieces is an error, never a guess.
     """
     del resource
-    attrs = attributes_to_dict(span.attributes)
+    attrs = attributes_to_dict(span.attributes) if attrs is None else dict(attrs)
     if own.FORMAT_ATTRIBUTE not in attrs:
         return None
+    where = f"span {span.span_id.hex() or '?'} ({span.name})"
+    version = attrs[own.FORMAT_ATTRIBUTE]
+    if isinstance(version, int) and version > own.SPAN_FORMAT_VERSION:
+        raise TraceFormatError(where, f"written in span format {version}: upgrade otel-replay")
+    if own.REQUEST_TEMPLATE in attrs and own.REQUEST_BODY not in attrs:
+        raise TraceFormatError(where, "its request is stored as pieces: read it with its file")
     try:
         endpoint = str(attrs[own.ENDPOINT])
         provider = providers.surface_name(str(attrs.get(genai.PROVIDER_NAME, "")), endpoint)
@@ -118,5 +129,4 @@ def span_to_exchange(span: Span, resource: Resource | None = None) -> Exchange |
             source=str(attrs.get(own.SOURCE, own.OWN_SOURCE)),
         )
     except (KeyError, ValueError, TypeError, AttributeError) as exc:
-        where = f"span {span.span_id.hex() or '?'} ({span.name})"
         raise TraceFormatError(where, f"corrupt otel_replay attributes: {exc}") from exc

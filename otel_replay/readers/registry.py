@@ -87,8 +87,8 @@ def _present(attrs: Mapping[str, Any], name: str) -> bool:
 
 
 def _own(span: Span, attrs: Mapping[str, Any], events: Sequence[Event]) -> Exchange | None:
-    del attrs, events
-    return span_to_exchange(span)
+    del events
+    return span_to_exchange(span, attrs=attrs)
 
 
 READERS: tuple[Reader, ...] = (

@@ -140,6 +140,10 @@ class Redactor:
         """Names of the variables whose values are redacted."""
         return self._names
 
+    def values_avoid(self, chars: str) -> bool:
+        """Whether no literal secret value (environment, ``.env``) holds any of ``chars``."""
+        return not any(c in value for value in self._value_names for c in chars)
+
     def might_hold_secret(self, s: str) -> bool:
         """Cheap test: False means ``s`` certainly holds nothing to redact."""
         try:

@@ -31,6 +31,10 @@ _IN_CALL = frozenset(
     {
         own.REQUEST_BODY,
         own.REQUEST_CANONICAL,
+        own.REQUEST_TEMPLATE,  # the body is shown whole, put back together from its pieces
+        own.REQUEST_REFS,
+        own.PIECES,
+        own.PIECES_INLINE,
         own.RESPONSE_BODY,
         own.RESPONSE_EVENTS,
         own.RESPONSE_HEADERS,

@@ -24,6 +24,7 @@ from otel_replay.core.ids import hex_id
 from otel_replay.otlp.attributes import attributes_to_dict
 from otel_replay.otlp.files import iter_trace_requests
 from otel_replay.readers.own import span_to_exchange
+from otel_replay.readers.pieces import Pieces
 from otel_replay.spans import attributes as own
 
 __all__ = ["SpanNode", "load_spans", "roots", "walk"]
@@ -79,8 +80,11 @@ def _role(name: str, attrs: dict[str, Any]) -> tuple[str, str | None]:
     return "span", None
 
 
-def _node(span: Span, service: str) -> SpanNode:
-    attrs = attributes_to_dict(span.attributes)
+def _node(span: Span, service: str, pieces: Pieces) -> SpanNode:
+    stored = pieces.absorb(span)
+    attrs = (
+        pieces.expand(span, stored) if stored is not None else attributes_to_dict(span.attributes)
+    )
     role, state = _role(span.name, attrs)
     error = None
     if span.status.code == Status.STATUS_CODE_ERROR:
@@ -99,7 +103,7 @@ def _node(span: Span, service: str) -> SpanNode:
         error=error,
     )
     if state in ("replayed", "live"):
-        node.exchange = span_to_exchange(span)
+        node.exchange = span_to_exchange(span, attrs=attrs)
     return node
 
 
@@ -109,13 +113,14 @@ def load_spans(
     """The spans of trace files (any form ``build`` reads), each once, linked into trees
     (``roots`` gives the tops). A bad record goes to ``on_error`` (default: raise)."""
     nodes: dict[tuple[str, str], SpanNode] = {}
+    pieces = Pieces()  # long strings the gateway's spans store once per file
     for path in paths:
         for request in iter_trace_requests(path, on_error=on_error):
             for resource_spans in request.resource_spans:
                 service = _service(resource_spans.resource.attributes)
                 for scope_spans in resource_spans.scope_spans:
                     for span in scope_spans.spans:
-                        node = _node(span, service)
+                        node = _node(span, service, pieces)
                         nodes.setdefault((node.trace_id, node.span_id), node)
     ordered = sorted(nodes.values(), key=lambda n: (n.start_ns, n.end_ns))
     for node in ordered:

@@ -23,11 +23,11 @@ from otel_replay.core.errors import CassetteError, ConfigError, ReplayMiss
 from otel_replay.core.exchange import CanonicalRequest, Exchange
 from otel_replay.core.gcpause import paused_gc
 from otel_replay.matching.matcher import Matcher
-from otel_replay.matching.normalize import current_places
-from otel_replay.matching.profiles import RuleSources, mentions
+from otel_replay.matching.profiles import RuleSources
 from otel_replay.matching.session_rules import DEFAULT_SOURCES, cassette_rules
 from otel_replay.matching.session_rules import matching_rules as matching_rules
 from otel_replay.matching.why import explain_against
+from otel_replay.otlp.clean_parts import JOINT_CHARS
 from otel_replay.otlp.store import TraceStore, sibling
 from otel_replay.redaction.redact import Redactor
 from otel_replay.reports.formats import SPAN_REPORTS, write_run_report
@@ -38,9 +38,11 @@ from otel_replay.reports.run import Summary as Summary
 from otel_replay.session.bypass import BypassWatch
 from otel_replay.session.modes import MODES as MODES
 from otel_replay.session.modes import default_mode as default_mode
+from otel_replay.session.places import PlacesSeen
 from otel_replay.session.suite import SuiteWrites, append_or_start
 from otel_replay.spans.encode import exchange_to_trace_json
 from otel_replay.spans.miss import miss_to_trace_json
+from otel_replay.spans.pieces import Ledger
 
 log = logging.getLogger("otel_replay")
 _GC_PAUSE_EXCHANGES = 1_000
@@ -84,11 +86,13 @@ class Session:
             self._temp_traces = Path(name)
         trace_file = traces or self._temp_traces
         redact, redact_text = self.redactor.json, self.redactor.text
+        by_parts = self.redactor.values_avoid(JOINT_CHARS)
         self.store = (
-            TraceStore.beside(trace_file, redact=redact, redact_text=redact_text)
+            TraceStore.beside(trace_file, redact=redact, redact_text=redact_text, by_parts=by_parts)
             if trace_file
             else TraceStore(None, redact=redact, redact_text=redact_text)
         )
+        self.pieces = Ledger()  # long strings (system prompt, tools...) once per trace file
         self.bypass = BypassWatch(self.store)  # model calls the agent's spans show
         self.rules = rules
         self.normalizer, by = cassette_rules(rules, self.cassette.source, f"{cassette}")
@@ -103,8 +107,7 @@ class Session:
         self._forwarding = 0  # live calls whose exchange is not recorded yet
         self._settled = threading.Condition(self._lock)
         self._trace_ids: set[str] = set()
-        self._places = current_places()
-        self._mentions_places = False
+        self.places = PlacesSeen()
 
     # -- cassette --------------------------------------------------------------------------
     def recording(self, index: int) -> Exchange:
@@ -146,8 +149,10 @@ class Session:
             self.replayed += 1
             self.hits.append(index)
         if exchange is not None and self.writes_replayed_spans:
-            doc = exchange_to_trace_json(exchange, replayed=True)
-            self.store.append_traces(self.store.traces_line(doc))
+            with self.pieces.storing() as kept:
+                doc = exchange_to_trace_json(exchange, replayed=True, ledger=self.pieces)
+                line, intact = self.store.own_line(doc)
+                kept.append(self.store.append_traces(line) and intact)
 
     def recorded(self, exchange: Exchange, assembled: Any = None) -> bool:
         """A live exchange (record mode, or an auto-mode miss forwarded live);
@@ -155,35 +160,33 @@ class Session:
         when it could not be saved (see ``write_failure``)."""
         # the span's line is made (and redacted) first: an exchange that cannot be stored
         # leaves no trace in the session either
-        doc = exchange_to_trace_json(exchange, assembled=assembled)
-        trace_id = doc["resourceSpans"][0]["scopeSpans"][0]["spans"][0].get("traceId", "")
-        line = self.store.traces_line(doc)
-        # whether the run's requests name the working or home directory, learnt as they
-        # are recorded: the span line holds the request, so a directory absent from it
-        # (the common case) costs one substring search, not a walk of the request
-        if not self._mentions_places:
-            ascii_places = all(p.isascii() for p in self._places)
-            if (
-                line is None
-                or not ascii_places
-                or any(p.encode() in line for p in self._places if len(p) > 1)
-            ):
-                self._mentions_places = mentions(exchange.request, self._places)
+        with self.pieces.storing() as kept:
+            doc = exchange_to_trace_json(exchange, assembled=assembled, ledger=self.pieces)
+            line, intact = self.store.own_line(doc)
+            saved = self._record_line(exchange, line)
+            kept.append(saved and intact)
+            trace_id = doc["resourceSpans"][0]["scopeSpans"][0]["spans"][0].get("traceId", "")
+            with self._lock:
+                self._trace_ids.add(trace_id)
+        if not saved:
+            with self._lock:
+                self.unsaved += 1
+        return saved
+
+    def _record_line(self, exchange: Exchange, line: bytes | None) -> bool:
+        """Account for a live exchange whose span line is ``line``; False when the line
+        could not be appended."""
+        self.places.learn(exchange.request, line, self.pieces.reused)
         self.bypass.reached(exchange.provider, exchange.start_ns)
         with self._lock:
             self.live.append(exchange)
-            self._trace_ids.add(trace_id)
             if self.mode == "auto" and not _transport_fault(exchange):
                 # consumed by the request that recorded it; a network blip is not kept
                 self.cassette.interactions.append(exchange)
                 index = self.matcher.append(exchange.request)
                 self.matcher.used.add(index)
                 self.hits.append(index)
-        if self.store.append_traces(line):
-            return True
-        with self._lock:
-            self.unsaved += 1
-        return False
+        return self.store.append_traces(line)
 
     @property
     def write_failure(self) -> str | None:
@@ -375,7 +378,7 @@ class Session:
     def _source(self) -> dict[str, Any]:
         source = run_source(self.command, self.user_traces, self.redactor.text)
         requests = [ex.request for ex in self.live]
-        rules = self.rules.recorded_form(requests, self._places, self._mentions_places)
+        rules = self.rules.recorded_form(requests, self.places.places, self.places.mentioned)
         if rules is not None:
             source["rules"] = rules
         return source

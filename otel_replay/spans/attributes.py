@@ -3,8 +3,9 @@ writes and ``readers.own`` reads back, versioned by ``SPAN_FORMAT_VERSION``."""
 
 from __future__ import annotations
 
-SPAN_FORMAT_VERSION = 1
-"""Version of the ``otel_replay.*`` attribute layout."""
+SPAN_FORMAT_VERSION = 2
+"""Version of the ``otel_replay.*`` attribute layout: 2 may store the request body as
+pieces (``REQUEST_TEMPLATE``); 1 always holds it whole. A reader refuses a newer one."""
 
 SCOPE_NAME = "otel-replay"
 """The instrumentation scope of the gateway's spans."""
@@ -22,6 +23,20 @@ STREAM = P + "stream"
 SOURCE = P + "source"
 REPLAYED = P + "replayed"
 REQUEST_BODY = P + "request.body"
+REQUEST_TEMPLATE = P + "request.template"
+"""The request body with each long string replaced by a piece's marker; the body itself is
+the template with ``REQUEST_REFS`` filled in (``readers.pieces``)."""
+REQUEST_REFS = P + "request.refs"
+"""``[[path, id], ...]``: where in ``REQUEST_TEMPLATE`` each piece goes."""
+PIECES = P + "pieces"
+"""``{id: text}``: long strings stored for the first time in this span, outside the
+GenAI attributes."""
+PIECES_INLINE = P + "pieces.inline"
+"""``[[attribute, path, id], ...]``: long strings stored for the first time in this span
+inside a GenAI attribute (``gen_ai.input.messages``...), read from there."""
+PIECE_MARKER = "otel-replay:piece:"
+"""A long string stored once per trace file reads ``otel-replay:piece:<id>`` wherever it
+comes again: in ``REQUEST_TEMPLATE`` and in the GenAI attributes of later spans."""
 REQUEST_CANONICAL = P + "request.canonical"
 REQUEST_KNOWN = P + "request.known"
 RESPONSE_STATUS = P + "response.status"

@@ -41,6 +41,7 @@ from otel_replay.core.ids import id_bytes
 from otel_replay.otlp import codec, tracejson
 from otel_replay.spans import attributes as own
 from otel_replay.spans.attributes import FORMAT_ATTRIBUTE, SCOPE_NAME, SPAN_FORMAT_VERSION
+from otel_replay.spans.pieces import Ledger
 from otel_replay.spans.sinks import JsonAttrs, Sink, SpanAttrs, Unusual, nanos
 
 __all__ = [
@@ -77,7 +78,12 @@ def _add_param(attrs: Sink, param: genai.Param, value: JSON) -> None:
             attrs.texts(key, items)
 
 
-def _add_request(attrs: Sink, request: CanonicalRequest) -> None:
+def _content(ledger: Ledger | None, attribute: str, value: JSON) -> str:
+    """A GenAI content attribute's text; with a ledger, pieces stored before as markers."""
+    return _dumps(value if ledger is None else ledger.view(attribute, value))
+
+
+def _add_request(attrs: Sink, request: CanonicalRequest, ledger: Ledger | None) -> None:
     if request.model is not None:
         attrs.text(genai.REQUEST_MODEL, request.model)
     seen: set[str] = set()
@@ -88,14 +94,15 @@ def _add_request(attrs: Sink, request: CanonicalRequest) -> None:
         seen.add(param.attribute)
         _add_param(attrs, param, value)
     if request.messages is not None:
-        attrs.text(genai.INPUT_MESSAGES, _dumps(request.messages))
+        attrs.text(genai.INPUT_MESSAGES, _content(ledger, genai.INPUT_MESSAGES, request.messages))
     if request.system is not None:
-        attrs.text(genai.SYSTEM_INSTRUCTIONS, _dumps(request.system))
+        system = _content(ledger, genai.SYSTEM_INSTRUCTIONS, request.system)
+        attrs.text(genai.SYSTEM_INSTRUCTIONS, system)
     if request.tools is not None:
-        attrs.text(genai.TOOL_DEFINITIONS, _dumps(request.tools))
+        attrs.text(genai.TOOL_DEFINITIONS, _content(ledger, genai.TOOL_DEFINITIONS, request.tools))
 
 
-def _add_output(attrs: Sink, ex: Exchange, assembled: JSON = None) -> None:
+def _add_output(attrs: Sink, ex: Exchange, assembled: JSON, ledger: Ledger | None) -> None:
     """The semconv view of a successful response; any provider failure is only logged."""
     response = ex.response
     if response.status >= 400 or (response.body is None and not response.events):
@@ -126,7 +133,7 @@ def _add_output(attrs: Sink, ex: Exchange, assembled: JSON = None) -> None:
         if _is_int(count):
             attrs.integer(genai.usage_attribute(name), count)
     if view.messages:
-        attrs.text(genai.OUTPUT_MESSAGES, _dumps(view.messages))
+        attrs.text(genai.OUTPUT_MESSAGES, _content(ledger, genai.OUTPUT_MESSAGES, view.messages))
 
 
 def _events_json(events: list[SSEEvent]) -> str:
@@ -140,7 +147,7 @@ def _events_json(events: list[SSEEvent]) -> str:
     return _dumps(items)
 
 
-def _add_project(attrs: Sink, ex: Exchange, replayed: bool) -> None:
+def _add_project(attrs: Sink, ex: Exchange, replayed: bool, ledger: Ledger | None) -> None:
     request, response = ex.request, ex.response
     attrs.integer(FORMAT_ATTRIBUTE, SPAN_FORMAT_VERSION)
     attrs.text(own.OPERATION, ex.operation)
@@ -150,7 +157,7 @@ def _add_project(attrs: Sink, ex: Exchange, replayed: bool) -> None:
     if ex.source != own.OWN_SOURCE:
         attrs.text(own.SOURCE, ex.source)
     if ex.raw_request is not None:
-        attrs.text(own.REQUEST_BODY, _dumps(ex.raw_request))
+        _add_body(attrs, ex.raw_request, ledger)
     else:
         attrs.text(own.REQUEST_CANONICAL, _dumps(_canonical_dict(request)))
     if request.known != ALL_KNOWN:
@@ -168,6 +175,21 @@ def _add_project(attrs: Sink, ex: Exchange, replayed: bool) -> None:
     if response.fault is not None:
         attrs.text(own.RESPONSE_FAULT, response.fault)
     attrs.flag(own.REPLAYED, replayed)
+    if ledger is not None and ledger.inline:
+        attrs.text(own.PIECES_INLINE, _dumps(ledger.inline))
+
+
+def _add_body(attrs: Sink, body: JSON, ledger: Ledger | None) -> None:
+    """The exact request body: whole, or as a template whose long strings are pieces."""
+    if ledger is not None:
+        template, refs = ledger.template(body)
+        if refs:
+            attrs.text(own.REQUEST_TEMPLATE, _dumps(template))
+            attrs.text(own.REQUEST_REFS, _dumps(refs))
+            if ledger.loose:
+                attrs.text(own.PIECES, _dumps(ledger.loose))
+            return
+    attrs.text(own.REQUEST_BODY, _dumps(body))
 
 
 def _canonical_dict(request: CanonicalRequest) -> dict[str, JSON]:
@@ -188,15 +210,18 @@ def _fill(
     server_address: str | None,
     server_port: int | None,
     assembled: JSON,
+    ledger: Ledger | None,
 ) -> str | None:
     """Every attribute of the exchange's span; returns the error status message, if any."""
     request, response = ex.request, ex.response
+    if ledger is not None:
+        ledger.begin()
     attrs.text(genai.PROVIDER_NAME, providers.semconv_name(ex.provider, request.endpoint))
     attrs.text(genai.OPERATION_NAME, op_name)
-    _add_request(attrs, request)
+    _add_request(attrs, request, ledger)
     if ex.stream:
         attrs.flag(genai.REQUEST_STREAM, True)
-    _add_output(attrs, ex, assembled)
+    _add_output(attrs, ex, assembled, ledger)
     if server_address:
         attrs.text(genai.SERVER_ADDRESS, server_address)
     if server_port:
@@ -208,7 +233,7 @@ def _fill(
         error = response.fault or str(response.status)
         attrs.text(genai.ERROR_TYPE, error)
         status = response.fault or f"HTTP {response.status}"
-    _add_project(attrs, ex, replayed)
+    _add_project(attrs, ex, replayed, ledger)
     return status
 
 
@@ -223,12 +248,14 @@ def exchange_to_span(
     server_address: str | None = None,
     server_port: int | None = None,
     assembled: JSON = None,
+    ledger: Ledger | None = None,
 ) -> Span:
     """The span for one exchange: GenAI semconv attributes plus the exact-body layer.
 
     Missing trace/span ids are generated at random (set them on the exchange first when the
     caller needs to know them). ``assembled`` is a streamed response's body when the caller
-    has already put it together.
+    has already put it together. With ``ledger`` (the trace file's pieces, ``spans.pieces``)
+    long strings stored before in the file are referred to, not stored again.
     """
     op_name, name = _span_name(ex)
     span = Span(
@@ -242,7 +269,7 @@ def exchange_to_span(
     if ex.parent_span_id:
         span.parent_span_id = bytes.fromhex(ex.parent_span_id)
     attrs = SpanAttrs(span)
-    status = _fill(attrs, ex, op_name, replayed, server_address, server_port, assembled)
+    status = _fill(attrs, ex, op_name, replayed, server_address, server_port, assembled, ledger)
     if status is not None:
         span.status.code = Status.STATUS_CODE_ERROR
         span.status.message = status
@@ -270,6 +297,7 @@ def _span_json(
     server_address: str | None,
     server_port: int | None,
     assembled: JSON,
+    ledger: Ledger | None,
 ) -> dict[str, Any]:
     """``codec.to_json(exchange_to_span(...))`` built straight from the exchange."""
     op_name, name = _span_name(ex)
@@ -293,7 +321,7 @@ def _span_json(
     if ex.end_ns:
         doc["endTimeUnixNano"] = nanos(ex.end_ns)
     attrs = JsonAttrs()
-    status = _fill(attrs, ex, op_name, replayed, server_address, server_port, assembled)
+    status = _fill(attrs, ex, op_name, replayed, server_address, server_port, assembled, ledger)
     doc["attributes"] = attrs.items
     if status is not None:
         doc["status"] = {"message": status, "code": Status.STATUS_CODE_ERROR}
@@ -308,6 +336,7 @@ def exchange_to_trace_json(
     server_port: int | None = None,
     assembled: JSON = None,
     service_name: str = "otel-replay",
+    ledger: Ledger | None = None,
 ) -> dict[str, Any]:
     """``codec.to_json(export_request([exchange_to_span(ex, ...)], service_name))``, the
     OTLP JSON document of the exchange's span, built without the protobuf messages (the
@@ -318,7 +347,7 @@ def exchange_to_trace_json(
     same either way."""
     if tracejson.DIRECT:
         try:
-            span = _span_json(ex, replayed, server_address, server_port, assembled)
+            span = _span_json(ex, replayed, server_address, server_port, assembled, ledger)
         except Unusual:
             pass
         else:
@@ -330,6 +359,7 @@ def exchange_to_trace_json(
         server_address=server_address,
         server_port=server_port,
         assembled=assembled,
+        ledger=ledger,
     )
     return codec.to_json(export_request([span_pb], service_name))
 

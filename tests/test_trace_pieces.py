@@ -1,0 +1,229 @@
+"""Long strings stored once per trace file (``spans.pieces`` / ``readers.pieces``): a
+recording's trace builds exactly the cassette the whole-body spans build, holds each
+long string once, and still shows every call in the GenAI attributes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import openai
+import pytest
+from agents import WEATHER, anthropic_agent, openai_agent
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from otel_replay.cassette.model import load
+from otel_replay.core import genai
+from otel_replay.core.errors import TraceFormatError
+from otel_replay.core.exchange import Exchange, Response
+from otel_replay.gateway.runner import GatewayConfig, GatewayThread
+from otel_replay.otlp import codec
+from otel_replay.otlp.attributes import attributes_to_dict
+from otel_replay.otlp.files import iter_trace_requests
+from otel_replay.otlp.store import TraceStore
+from otel_replay.pipeline.build import build
+from otel_replay.providers import get
+from otel_replay.readers import read_exchanges
+from otel_replay.redaction.redact import Redactor
+from otel_replay.reports.spantree import load_spans
+from otel_replay.spans import attributes as own
+from otel_replay.spans.encode import exchange_to_trace_json
+from otel_replay.spans.pieces import MIN_PIECE, Ledger
+from otel_replay.testing.stub import run_stub
+
+SYSTEM_EXTRA = "".join(f" Rule {i}: answer briefly, cite the tool." for i in range(40))
+MARK = "Rule 39: answer briefly"  # once in the system prompt
+DESCRIBED = {
+    **WEATHER,
+    "function": {**WEATHER["function"], "description": "The weather in a city. " * 30},
+}
+
+
+def _record(tmp_path: Path, provider: str, stream: bool) -> tuple[Path, Path, list[Any]]:
+    traces, cassette = tmp_path / "t.jsonl", tmp_path / "c.json"
+    with run_stub() as stub:
+        config = GatewayConfig(
+            mode="record",
+            cassette=cassette,
+            traces=traces,
+            upstream_openai=stub.openai_url,
+            upstream_anthropic=stub.anthropic_url,
+        )
+        with GatewayThread(config) as gw:
+            env = gw.env
+            if provider == "openai":
+                with openai.OpenAI(
+                    base_url=env["OPENAI_BASE_URL"], api_key="sk-test", max_retries=0
+                ) as client:
+                    openai_agent(
+                        client, stream=stream, system_extra=SYSTEM_EXTRA, tools=[DESCRIBED]
+                    )
+            else:
+                with anthropic.Anthropic(
+                    base_url=env["ANTHROPIC_BASE_URL"], api_key="sk-ant-test", max_retries=0
+                ) as client:
+                    anthropic_agent(client, stream=stream, system_extra=SYSTEM_EXTRA)
+        sent = [r.body for r in stub.received]
+    return traces, cassette, sent
+
+
+def _whole_body_trace(exchanges: list[Exchange], path: Path) -> Path:
+    """The same exchanges as spans holding their bodies whole (what the store wrote
+    before pieces, and what older trace files hold)."""
+    redactor = Redactor()
+    store = TraceStore(path, redact=redactor.json, redact_text=redactor.text)
+    for ex in exchanges:
+        store.append_traces(store.traces_line(exchange_to_trace_json(ex)))
+    store.close()
+    return path
+
+
+@pytest.mark.parametrize(
+    ("provider", "stream"), [("openai", True), ("openai", False), ("anthropic", True)]
+)
+def test_recording_builds_the_same_cassette_with_each_long_string_once(
+    tmp_path: Path, provider: str, stream: bool
+) -> None:
+    traces, cassette, sent = _record(tmp_path, provider, stream)
+    built = build([traces]).interactions
+    assert [ex.raw_request for ex in built] == sent  # the bodies exactly as the SDK sent them
+    assert built == load(cassette).interactions
+    older = build([_whole_body_trace(built, tmp_path / "whole.jsonl")]).interactions
+    assert built == older  # the cassette whole-body spans give
+
+    text = traces.read_text()
+    assert text.count(MARK) == 1  # once in the file, though sent every turn
+    lines = [json.loads(line) for line in text.splitlines()]
+    spans = [r["resourceSpans"][0]["scopeSpans"][0]["spans"][0] for r in lines]
+    assert len(spans) == len(sent) >= 2
+    first, later = (
+        {a["key"]: a["value"].get("stringValue") for a in span["attributes"]}
+        for span in (spans[0], spans[-1])
+    )
+    assert MARK in json.dumps(first)  # the first call shows it in full
+    # later calls keep every message in the GenAI attributes, repeated content as a marker
+    messages = json.loads(later[genai.INPUT_MESSAGES])
+    assert len(messages) == len([m for m in sent[-1]["messages"] if m["role"] != "system"])
+    assert all("role" in m and isinstance(m["parts"], list) for m in messages)
+    system = later.get(genai.SYSTEM_INSTRUCTIONS) or later[genai.INPUT_MESSAGES]
+    assert own.PIECE_MARKER in system and MARK not in system
+    assert own.REQUEST_BODY not in later and own.PIECE_MARKER in later[own.REQUEST_TEMPLATE]
+    assert traces.stat().st_size < (tmp_path / "whole.jsonl").stat().st_size
+    # the run report's spans carry the requests whole too
+    shown = [n.exchange.raw_request for n in load_spans([traces]) if n.exchange is not None]
+    assert shown == sent
+
+
+def test_a_file_missing_the_spans_that_store_a_piece_says_so(tmp_path: Path) -> None:
+    traces, _, _ = _record(tmp_path, "openai", False)
+    rest = tmp_path / "rest.jsonl"
+    rest.write_text("".join(traces.read_text().splitlines(keepends=True)[1:]))
+    with pytest.raises(TraceFormatError, match=r"refers to piece .* read the whole trace file"):
+        list(read_exchanges(iter_trace_requests(rest)))
+
+
+# --- any body, any sequence --------------------------------------------------------------
+
+SECRET = "sk-proj-" + "A1b2C3d4" * 5
+longs = st.sampled_from(
+    [
+        "x" * MIN_PIECE,
+        'line one\nline "two" \\ é 日本 ' * 20,
+        f"the key is {SECRET} " * 20,
+        "password: hunter2hunter2 " * 20,
+        "\\u0073k-" + "z" * MIN_PIECE,
+    ]
+)
+values = st.recursive(
+    st.none() | st.integers() | st.text(max_size=5) | longs,
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(st.sampled_from(["content", "text", "password", "api_key", "x"]), inner)
+    ),
+    max_leaves=12,
+)
+bodies = st.fixed_dictionaries(
+    {"model": st.just("gpt-4o"), "messages": st.lists(values, max_size=4)},
+    optional={"system": longs, "metadata": values},
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(bodies, min_size=1, max_size=4))
+def test_bodies_come_back_as_the_whole_body_spans_give_them(
+    tmp_path_factory: pytest.TempPathFactory, sent: list[dict[str, Any]]
+) -> None:
+    """Bodies written through one ledger (pieces shared across calls) read back exactly
+    as the same bodies written whole, secrets under named keys and all."""
+    folder = tmp_path_factory.mktemp("pieces")
+    calls = [
+        Exchange(
+            provider="openai",
+            operation="chat",
+            request=get("openai").canonical("/v1/chat/completions", body),
+            response=Response(status=200, body={"id": f"r{i}"}),
+            raw_request=body,
+            start_ns=i + 1,
+            end_ns=i + 2,
+            trace_id="1af7651916cd43dd8448eb211c80319c",
+            span_id=f"{i + 1:016x}",
+        )
+        for i, body in enumerate(sent)
+    ]
+    redactor = Redactor()
+    store = TraceStore(folder / "p.jsonl", redact=redactor.json, redact_text=redactor.text)
+    ledger = Ledger()
+    for ex in calls:  # as the session stores them
+        line, intact = store.own_line(exchange_to_trace_json(ex, ledger=ledger))
+        if store.append_traces(line) and intact:
+            ledger.commit()
+        else:
+            ledger.drop()
+    store.close()
+    whole = build([_whole_body_trace(calls, folder / "w.jsonl")]).interactions
+    assert build([folder / "p.jsonl"]).interactions == whole
+    assert SECRET not in (folder / "p.jsonl").read_text()
+
+
+def test_a_piece_under_a_secret_named_key_stays_in_place() -> None:
+    ledger = Ledger()
+    long = "hunter2 " * 40
+    template, refs = ledger.template({"password": long, "content": long})
+    assert template == {"password": long, "content": own.PIECE_MARKER + refs[0][1]}
+    assert refs == [[["content"], refs[0][1]]]
+
+
+def test_spans_without_pieces_read_as_before(tmp_path: Path) -> None:
+    """A span whose body is whole (older files, short bodies) has no piece attributes."""
+    ex = Exchange(
+        provider="openai",
+        operation="chat",
+        request=get("openai").canonical("/v1/chat/completions", {"model": "m", "messages": []}),
+        response=Response(status=200, body={"id": "r"}),
+        raw_request={"model": "m", "messages": []},
+    )
+    doc = exchange_to_trace_json(ex, ledger=Ledger())
+    span = codec.from_doc(codec.TRACES, doc, "t").resource_spans[0].scope_spans[0].spans[0]
+    attrs = attributes_to_dict(span.attributes)
+    assert own.REQUEST_BODY in attrs and not {own.REQUEST_TEMPLATE, own.PIECES} & set(attrs)
+
+
+def test_a_span_of_a_newer_format_asks_for_an_upgrade() -> None:
+    ex = Exchange(
+        provider="openai",
+        operation="chat",
+        request=get("openai").canonical("/v1/chat/completions", {"model": "m", "messages": []}),
+        response=Response(status=200, body={"id": "r"}),
+        raw_request={"model": "m", "messages": []},
+    )
+    doc = exchange_to_trace_json(ex)
+    span_doc = doc["resourceSpans"][0]["scopeSpans"][0]["spans"][0]
+    for attribute in span_doc["attributes"]:
+        if attribute["key"] == own.FORMAT_ATTRIBUTE:
+            attribute["value"] = {"intValue": str(own.SPAN_FORMAT_VERSION + 1)}
+    request = codec.from_doc(codec.TRACES, doc, "t")
+    with pytest.raises(TraceFormatError, match="upgrade otel-replay"):
+        list(read_exchanges([request]))
