@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import logging
 import os
 import time
@@ -54,11 +53,6 @@ from otel_replay.session.session import Session
 from otel_replay.streams.codec import encode_all
 
 log = logging.getLogger("otel_replay.gateway")
-
-_COLLECT_AFTER = 1 << 18
-"""Recorded text (characters) past which the gateway runs the cyclic garbage collector
-once it has loaded and primed: the first full collection walks everything loaded (tens of
-milliseconds for a long coding session) and would otherwise land on an early request."""
 
 # How long a recorded hang is replayed before the gateway gives up on the agent.
 REPLAYED_HANG_SECONDS = 600.0
@@ -195,11 +189,8 @@ class Gateway:
     def _bodies_for(self, session: Session) -> Bodies:
         """The body reader of ``session``'s redactor (what it remembers is redacted by it)."""
         if self._bodies is None or self._bodies.redactor is not session.redactor:
-            self._bodies = Bodies(session.redactor, self.limits.max_depth)
-            if matches(session.mode):
-                primed = self._bodies.prime(ex.raw_request for ex in session.recordings)
-                if primed >= _COLLECT_AFTER:  # now, not during the agent's first requests
-                    gc.collect()
+            recorded = session.recordings if matches(session.mode) else ()
+            self._bodies = Bodies.primed(session.redactor, recorded, self.limits.max_depth)
         return self._bodies
 
     def _carries_own_key(self, upstream: str, headers: Mapping[str, str]) -> bool:

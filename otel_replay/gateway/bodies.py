@@ -17,13 +17,14 @@ does; the redactor, normaliser and providers build new values).
 
 from __future__ import annotations
 
+import gc
 import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from otel_replay.core.exchange import JSON
+from otel_replay.core.exchange import JSON, Exchange
 from otel_replay.core.limits import MAX_BODY_DEPTH
 from otel_replay.gateway.call import BodyTooDeep, depth, parse_body, redacted_body
 from otel_replay.redaction.redact import Redactor
@@ -36,6 +37,9 @@ _SCAN: Any = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # the C
 _MAX_CHARS = 32 * 1024 * 1024
 """Text remembered at most (items' text, about as much again in parsed values); past it
 the memory starts afresh."""
+_COLLECT_AFTER = 1 << 18
+"""Recorded text (characters) past which the collector runs once primed: its first full
+collection walks everything loaded (tens of milliseconds for a long coding session)."""
 _LONG_VALUE = 256
 """A top-level value whose text is this long or longer is remembered like an array item."""
 _PRIME_CHARS = 16 * 1024 * 1024
@@ -115,6 +119,17 @@ class Bodies:
         self._items: dict[str, _Item] = {}
         self._chars = 0
         self._last: dict[str, list[_Item | JSON]] = {}
+
+    @classmethod
+    def primed(
+        cls, redactor: Redactor, recorded: Iterable[Exchange], max_depth: int = MAX_BODY_DEPTH
+    ) -> Bodies:
+        """A reader primed with the recordings' bodies; after a large cassette, the
+        cyclic garbage collector runs once now rather than during the first requests."""
+        bodies = cls(redactor, max_depth)
+        if bodies.prime(ex.raw_request for ex in recorded) >= _COLLECT_AFTER:
+            gc.collect()
+        return bodies
 
     def prime(self, bodies: Iterable[JSON]) -> int:
         """Remembers the array items and long top-level values of recorded bodies under
