@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 
 import pytest
@@ -392,3 +393,41 @@ def test_remembered_redaction_starts_afresh_past_its_budget(
         assert "[REDACTED:openai-key]" in out["text"]
     assert redactor._memo_chars <= 2000
     assert 0 < len(redactor._memo) <= 3
+
+
+_FIELD_NAMES = [
+    "password",
+    "api_key",
+    "apiKey",
+    "client_secret",
+    "refresh_token",
+    "token",
+    "max_tokens",
+    "passwordHint",
+    "role",
+    "content",
+    "credentials",
+    "db-password",
+]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.sampled_from(_FIELD_NAMES), st.text(max_size=40) | st.sampled_from(["hunter2xyz", ""]))
+def test_a_structured_field_is_redacted_as_its_json_text_is(name, value):
+    """A value under a secret's name in a parsed body (what the gateway stores in the
+    cassette) is redacted exactly as the same pair is in JSON text (the trace line)."""
+    redactor = Redactor()
+    text = redactor.text(json.dumps({name: value}, ensure_ascii=False))
+    structured = redactor.json({name: value})
+    try:
+        expected = json.loads(text)
+    except ValueError:  # the text's redaction broke its JSON: the field is redacted whole
+        expected = {name: "[REDACTED:secret-field]"}
+    assert structured == expected
+
+
+def test_a_password_in_a_request_body_never_reaches_the_cassette():
+    body = {"messages": [{"role": "user", "content": "hi"}], "password": "hunter2-and-more"}
+    clean = Redactor().json(body)
+    assert "hunter2" not in json.dumps(clean)
+    assert clean["password"] == "[REDACTED:secret-field]"  # type: ignore[index]

@@ -55,6 +55,7 @@ _MEMO_MIN_LENGTH = 256
 _MEMO_MAX_CHARS = 32 * 1024 * 1024
 _MISSING = object()
 _SCALARS = (int, float, bool)
+_FIELD_PROBE = "A1b2C3d4" * 6  # a value every secret-field shape takes
 
 
 def _prefilter(literals: Iterable[str], encoded: EncodedSecrets) -> Any:
@@ -80,6 +81,7 @@ class Redactor:
     __slots__ = (
         "_anchors",
         "_clean",
+        "_field_names",
         "_encoded",
         "_literals",
         "_memo",
@@ -108,6 +110,7 @@ class Redactor:
             self._anchors = ANCHORS + tuple(ordered)
         self._literals = tuple(a for a in self._anchors if a != "=")
         self._clean: set[str] = set()
+        self._field_names: dict[str, bool] = {}
         self._memo: dict[str, str | None] = {}
         self._memo_chars = 0
         self._value_names = by_value
@@ -231,6 +234,33 @@ class Redactor:
         self._memo_chars += size
         return out
 
+    def _names_a_secret(self, key: str) -> bool:
+        """Whether a value under ``key`` is a secret by its name (``password``, ``api_key``
+        ...), as the text shapes read ``"key": "value"`` in JSON text."""
+        found = self._field_names.get(key)
+        if found is None:
+            probe = _json.dumps({key: _FIELD_PROBE}, ensure_ascii=False)
+            found = self.text(probe) != probe
+            if len(self._field_names) < _CLEAN_MAX_SIZE:
+                self._field_names[key] = found
+        return found
+
+    def _field(self, key: str, value: str) -> str:
+        """``value`` under a secret's name, redacted as its ``"key": "value"`` text is."""
+        text = _json.dumps({key: value}, ensure_ascii=False)
+        clean = self.text(text)
+        if clean == text:
+            return self._clean_text(value)
+        try:
+            parsed = _json.loads(clean)
+        except ValueError:
+            parsed = None
+        if isinstance(parsed, dict) and len(parsed) == 1:
+            (found,) = parsed.values()
+            if isinstance(found, str):
+                return found
+        return "[REDACTED:secret-field]"
+
     def _walk(self, value: JSON) -> JSON:
         if isinstance(value, str):
             return self._clean_text(value)
@@ -241,7 +271,10 @@ class Redactor:
             changed = False
             for k, v in value.items():
                 key = text(k) if isinstance(k, str) else k
-                item = v if v is None or type(v) in _SCALARS else walk(v)
+                if type(v) is str and type(k) is str and self._names_a_secret(k):
+                    item = self._field(k, v)
+                else:
+                    item = v if v is None or type(v) in _SCALARS else walk(v)
                 if item is not v or key != k:
                     changed = True
                 out[key] = item
