@@ -13,7 +13,7 @@ from otel_replay import providers
 from otel_replay.core.errors import ReplayMiss
 from otel_replay.core.exchange import Exchange, Response
 from otel_replay.gateway.bodies import Bodies
-from otel_replay.matching.exact import ExactIndex, exact_key
+from otel_replay.matching.exact import RAW_MAX, ExactIndex, exact_key
 from otel_replay.matching.matcher import Matcher
 from otel_replay.redaction.redact import PATTERNS_ONLY
 
@@ -52,6 +52,14 @@ def test_exact_index_keys_and_lookups():
     assert index.for_body("anthropic", PATH, BODIES[0]) == []
     assert index.for_body("openai", PATH, json.loads(json.dumps(BODIES[0]))) == [0, 2]
     assert index.for_body("openai", PATH, "not a dict") == []
+    raw = json.dumps(BODIES[0], separators=(",", ":")).encode()
+    assert index.for_raw("openai", PATH, raw) == [0, 2]  # small: found as sent
+    assert index.for_raw("openai", PATH, b"\xff{") == []
+    assert index.for_raw("openai", PATH, b"[1]") == []
+    big = {**BODIES[0], "padding": "x" * RAW_MAX}
+    large = ExactIndex([exchange(big)])
+    assert large.for_raw("openai", PATH, json.dumps(big, separators=(",", ":")).encode()) == []
+    assert large.for_body("openai", PATH, json.loads(json.dumps(big))) == [0]  # by its body
     key = exact_key("openai", PATH, {"a": "é", "b": [{"c": 1}, "d"]})
     assert key == exact_key("openai", PATH, {"a": "é", "b": [{"c": 1}, "d"]})
     assert key.startswith("openai /v1/chat/completions ")
@@ -89,7 +97,9 @@ def test_the_exact_shortcut_gives_what_the_full_match_gives(recorded, live):
         body = BODIES[i]
         if as_bytes:  # as the gateway reads it: items shared with earlier bodies
             raw = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
-            exact = shortcut.exact_hit("openai", PATH, BODY_READER.read(raw).value)
+            exact = shortcut.exact_hit_raw("openai", PATH, raw)
+            if exact is None:
+                exact = shortcut.exact_hit("openai", PATH, BODY_READER.read(raw).value)
         else:
             exact = shortcut.exact_hit("openai", PATH, body)
         got = exact if exact is not None else full_match(shortcut, body)

@@ -218,3 +218,15 @@ def test_primed_items_are_the_recorded_objects(items, choices, ascii_only):
         originals = {id(m) for b in recorded for m in [*b["messages"], b["meta"]]}  # type: ignore[misc]
         for item in read.value["messages"]:
             assert id(item) in originals or not isinstance(item, dict | list)
+
+
+def test_a_body_knows_whether_it_holds_text_not_met_before():
+    """What lets the gateway skip the exact lookup for a body with new content."""
+    recorded = {"model": "m", "messages": [{"role": "user", "content": "hi " * 100}]}
+    reader = Bodies(REDACTOR)
+    reader.prime([recorded])
+    assert not reader.read(json.dumps(recorded, separators=(",", ":")).encode()).new
+    fresh = {**recorded, "messages": [*recorded["messages"], {"role": "user", "content": "x"}]}
+    raw = json.dumps(fresh).encode()
+    assert reader.read(raw).new
+    assert not reader.read(raw).new  # met now

@@ -20,7 +20,7 @@ __all__ = ["IdentityMemo", "ListHash", "by_identity"]
 A = TypeVar("A")
 R = TypeVar("R")
 
-_LIMIT = 1 << 13
+_LIMIT = 1 << 12
 
 
 class IdentityMemo(Generic[A, R]):
@@ -81,6 +81,11 @@ class ListHash:
     def __init__(self, text: Callable[[Any], bytes]) -> None:
         self._text = IdentityMemo(text, weigh=len, budget=_TEXT_BUDGET)
         self._after: dict[tuple[int, int], tuple[object, object, Any]] = {}
+
+    def size(self, items: list[Any]) -> int:
+        """The length of the list's text in bytes."""
+        text = self._text
+        return 1 + sum(len(text(item)) + 1 for item in items) + (not items)
 
     def hexdigest(self, items: list[Any]) -> str:
         state = _OPEN

@@ -141,12 +141,10 @@ class Gateway:
         path = route.provider_path(request.path, request.query)
         matching = matches(session.mode)
         exact_first = matching and not session.has_live_rules  # a live call consumes nothing
-        read = self._bodies_for(session).read(raw)
-        body = read.value
-        # a body identical to a recorded (hence already redacted) one replays at once
-        exact = session.exact_hit(provider.name, path, body) if exact_first else None
-        if exact is None and matching:
-            body = read.redacted()
+        reader = self._bodies_for(session)
+        body, exact, read = reader.for_call(
+            session, provider.name, path, raw, exact_first, matching
+        )
         trace_id, parent = parse_traceparent(headers.get("traceparent"))
         call = Call(
             request=request,
@@ -163,7 +161,7 @@ class Gateway:
             session=session,
             # record mode redacts when it records, off the agent's critical path
             redacted=matching,
-            clean=read.redacted,
+            clean=None if read is None else read.redacted,
         )
         return call, exact
 

@@ -28,6 +28,7 @@ from otel_replay.core.exchange import JSON, Exchange
 from otel_replay.core.limits import MAX_BODY_DEPTH
 from otel_replay.gateway.call import BodyTooDeep, depth, parse_body, redacted_body
 from otel_replay.redaction.redact import Redactor
+from otel_replay.session.session import Session
 
 __all__ = ["Bodies", "Body"]
 
@@ -79,6 +80,7 @@ class Body:
     value: JSON
     redactor: Redactor
     _pieces: list[_Piece] | None = None
+    new: bool = False  # it holds an item or long value whose text was not met before
     _clean: JSON = field(default=None)
     _cleaned: bool = False
 
@@ -119,6 +121,7 @@ class Bodies:
         self._items: dict[str, _Item] = {}
         self._chars = 0
         self._last: dict[str, list[_Item | JSON]] = {}
+        self._met_new = False
 
     @classmethod
     def primed(
@@ -168,14 +171,38 @@ class Bodies:
                         self._chars += len(text)
         return written
 
+    def for_call(
+        self,
+        session: Session,
+        provider: str,
+        path: str,
+        raw: bytes,
+        exact_first: bool,
+        matching: bool,
+    ) -> tuple[JSON, int | None, Body | None]:
+        """A provider call's body (redacted when ``matching``), the recording it replays
+        at once when identical to a recorded (hence redacted) one, and its reading (None
+        for a small body found as sent, which is not even read)."""
+        exact = session.exact_hit_raw(provider, path, raw) if exact_first else None
+        if exact is not None:
+            return session.recordings.request_body(exact), exact, None
+        read = self.read(raw)
+        # new content is not recorded content in the layout recorded: the matcher, which
+        # gives the same answer, decides without the body being hashed twice
+        if exact_first and not read.new:
+            exact = session.exact_hit(provider, path, read.value)
+        body = read.redacted() if exact is None and matching else read.value
+        return body, exact, read
+
     def read(self, raw: bytes) -> Body:
         """The body of ``raw``; :class:`BodyTooDeep` when it nests beyond the limit."""
+        self._met_new = False
         try:
             text = raw.decode("utf-8")
             value, pieces = self._read(text)
         except (_Unread, UnicodeDecodeError, ValueError, StopIteration, RecursionError):
             return Body(raw, parse_body(raw, self.max_depth), self.redactor)
-        return Body(raw, value, self.redactor, pieces)
+        return Body(raw, value, self.redactor, pieces, self._met_new)
 
     def _read(self, text: str) -> tuple[dict[str, JSON], list[_Piece]]:
         i = _WS.match(text, 0).end()  # type: ignore[union-attr]
@@ -269,6 +296,7 @@ class Bodies:
             return found
         _check(text, room, self.max_depth)
         item = _Item(text, parsed, room)
+        self._met_new = True
         if self._chars + len(text) > _MAX_CHARS:
             self._items.clear()
             self._last.clear()

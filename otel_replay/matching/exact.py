@@ -43,13 +43,28 @@ def exact_key(provider: str, endpoint: str, body: dict[str, Any]) -> str:
     return f"{provider} {endpoint} {found.hexdigest()}"
 
 
-class ExactIndex:
-    """Recording indices by exact key, in recording order."""
+def text_size(body: dict[str, Any]) -> int:
+    """The length in bytes of the body as compact JSON, from its fields' texts."""
+    size = 1
+    for name, value in body.items():
+        size += len(_compact(name)) + 2
+        size += _LISTS.size(value) if type(value) is list else len(_compact(value))
+    return size + (not body)
 
-    __slots__ = ("_keys",)
+
+RAW_MAX = 64 * 1024
+"""A recorded body up to this size is also indexed by its text, the form SDKs send, so a
+small request found as sent is not even parsed."""
+
+
+class ExactIndex:
+    """Recording indices by exact key, in recording order; small bodies by text too."""
+
+    __slots__ = ("_keys", "_texts")
 
     def __init__(self, exchanges: Iterable[Exchange] = ()) -> None:
         self._keys: dict[str, list[int]] = {}
+        self._texts: dict[str, list[int]] = {}
         for i, ex in enumerate(exchanges):
             self.add(i, ex)
 
@@ -64,11 +79,25 @@ class ExactIndex:
             return
         if request.views:
             return
+        provider, endpoint, body = exchange.provider, request.endpoint, exchange.raw_request
         try:
-            found = exact_key(exchange.provider, exchange.request.endpoint, exchange.raw_request)
+            found = exact_key(provider, endpoint, body)
+            if text_size(body) <= RAW_MAX:
+                text = json.dumps(body, separators=(",", ":"), ensure_ascii=False)
+                self._texts.setdefault(f"{provider} {endpoint} {text}", []).append(index)
         except (TypeError, ValueError):
             return
         self._keys.setdefault(found, []).append(index)
+
+    def for_raw(self, provider: str, endpoint: str, raw: bytes) -> list[int]:
+        """Recordings whose body is the text of ``raw`` (a small JSON object's bytes)."""
+        if not self._texts or len(raw) > RAW_MAX or not raw.startswith(b"{"):
+            return []
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return []
+        return self._texts.get(f"{provider} {endpoint} {text}", [])
 
     def for_body(self, provider: str, endpoint: str, body: Any) -> list[int]:
         """Recordings whose body equals the parsed ``body``."""

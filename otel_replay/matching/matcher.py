@@ -20,8 +20,8 @@ components once per distinct "shape" of recording (which components it knows and
 partial params, which param names) and finds the first unused recording with equal
 hashes in a dict, so a hit costs the same for ten recordings or ten thousand. Identical
 requests consume successive recordings in order. A request whose body is identical
-to a recorded one is found by its body first (``exact_hit``), with exactly the outcome
-``match`` would give.
+to a recorded one is found by its body first (``exact_hit``; a small one by its bytes,
+``exact_hit_raw``), with exactly the outcome ``match`` would give.
 """
 
 from __future__ import annotations
@@ -222,6 +222,10 @@ class Matcher:
         identical to a recorded one, without building or normalising its canonical
         request; None leaves the request to ``match``."""
         return self._take(self._exact.for_body(provider, path, body))
+
+    def exact_hit_raw(self, provider: str, path: str, raw: bytes) -> int | None:
+        """``exact_hit`` for a small body's bytes, before parsing."""
+        return self._take(self._exact.for_raw(provider, path, raw))
 
     def _take(self, candidates: list[int]) -> int | None:
         """The first unused candidate, consumed, when it is exactly what ``match`` would

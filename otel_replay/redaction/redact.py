@@ -81,8 +81,8 @@ class Redactor:
     __slots__ = (
         "_anchors",
         "_clean",
-        "_field_names",
         "_encoded",
+        "_field_names",
         "_literals",
         "_memo",
         "_memo_chars",

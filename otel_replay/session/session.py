@@ -129,6 +129,11 @@ class Session:
         normalising its canonical request; None sends the request through ``matcher``."""
         return self.matcher.exact_hit(provider, path, body)
 
+    def exact_hit_raw(self, provider: str, path: str, raw: bytes) -> int | None:
+        """``exact_hit`` for a small body's bytes, before parsing (SDKs send compact JSON
+        in a stable key order, so a repeated request is the recorded text)."""
+        return self.matcher.exact_hit_raw(provider, path, raw)
+
     @property
     def has_live_rules(self) -> bool:
         """Whether any ``live`` rule is in force (auto mode only)."""
