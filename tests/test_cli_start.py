@@ -69,6 +69,12 @@ def test_the_session_is_opened_before_any_server_code_is_imported():
     server = ("asyncio", "aiohttp", "grpc", "otel_replay.readers", "otel_replay.gateway.app")
     code = "import otel_replay.frontends.cli, otel_replay.gateway.runner"
     assert imported_by(code, server) == []
+    # nor protobuf: the OTLP messages come with the first span written or received
+    opened = (
+        "import otel_replay.gateway.runner as r, sys\n"
+        "r.open_session(r.GatewayConfig(mode='record', cassette=None, environ={}))"
+    )
+    assert imported_by(opened, ("google.protobuf", "opentelemetry.proto")) == []
 
 
 def test_a_run_with_no_traffic_ends_with_the_same_summary_and_files(tmp_path):

@@ -18,18 +18,20 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
-from typing import Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
-from google.protobuf.message import Message
-from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
-from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
-    ExportMetricsServiceRequest,
-)
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-
-from otel_replay.otlp import codec
 from otel_replay.otlp.clean_parts import CleanParts
 from otel_replay.redaction.headers import HEADER_ATTRIBUTE_PREFIXES, scrub_header_attributes
+
+if TYPE_CHECKING:  # protobuf is imported with the first line written, not at start-up
+    from google.protobuf.message import Message
+    from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+    from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
+        ExportMetricsServiceRequest,
+    )
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+    )
 
 log = logging.getLogger("otel_replay")
 
@@ -38,7 +40,7 @@ _HEADER_MARKERS = tuple(f'"key":"{prefix}' for prefix in HEADER_ATTRIBUTE_PREFIX
 
 Redact = Callable[[Any], Any]
 RedactText = Callable[[str], str]
-Tap = Callable[[str, Message], None]
+Tap = Callable[[str, "Message"], None]
 
 
 def sibling(path: str | Path, signal: str) -> Path:
@@ -165,6 +167,8 @@ class TraceStore:
         received: bool = True,
     ) -> None:
         """Store one trace batch; ``received=False`` for spans otel-replay made itself."""
+        from otel_replay.otlp import codec
+
         count = codec.count_spans(msg) if received else 0
         if received:
             self._tapped("traces", msg)
@@ -196,6 +200,8 @@ class TraceStore:
             return self._append(self._traces, line)
 
     def write_logs(self, msg: ExportLogsServiceRequest) -> None:
+        from otel_replay.otlp import codec
+
         count = codec.count_log_records(msg)
         self._tapped("logs", msg)
         line = self._line(self._logs, msg, bool(msg.resource_logs))
@@ -205,6 +211,8 @@ class TraceStore:
                 self._append(self._logs, line)
 
     def write_metrics(self, msg: ExportMetricsServiceRequest) -> None:
+        from otel_replay.otlp import codec
+
         count = codec.count_metric_points(msg)
         self._tapped("metrics", msg)
         line = self._line(self._metrics, msg, bool(msg.resource_metrics))
@@ -238,6 +246,8 @@ class TraceStore:
         """The redacted JSON line for ``msg``, or None when there is nothing to write."""
         if target.path is None or not nonempty:
             return None
+        from otel_replay.otlp import codec
+
         return self._doc_line(codec.to_json(msg))
 
     def _doc_line(self, doc: dict[str, Any], parts: CleanParts | None = None) -> bytes:
@@ -247,6 +257,8 @@ class TraceStore:
         self, doc: dict[str, Any], parts: CleanParts | None = None
     ) -> tuple[bytes, bool]:
         """The redacted line, and whether redaction left it as ``doc`` encodes."""
+        from otel_replay.otlp import codec
+
         text = codec.dumps_line(doc)
         if self._redact is None:
             return (text + "\n").encode("utf-8"), True
@@ -319,12 +331,16 @@ def current_store(source: StoreSource) -> TraceStore:
 def ingest_traces(store: TraceStore, request: ExportTraceServiceRequest) -> tuple[int, str]:
     """What both OTLP receivers do with a trace batch: drop spans the spec rejects (ids of
     the wrong length), store the rest, and say how many were rejected and why."""
+    from otel_replay.otlp import codec
+
     rejected = codec.drop_invalid_spans(request)
     store.write_traces(request)
     return rejected
 
 
 def ingest_logs(store: TraceStore, request: ExportLogsServiceRequest) -> tuple[int, str]:
+    from otel_replay.otlp import codec
+
     rejected = codec.drop_invalid_log_records(request)
     store.write_logs(request)
     return rejected

@@ -17,16 +17,18 @@ import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
-
-from google.protobuf.message import Message
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from typing import TYPE_CHECKING, Any
 
 from otel_replay import providers
 from otel_replay.core import genai
-from otel_replay.otlp.attributes import attributes_to_dict
 from otel_replay.otlp.store import TraceStore
 from otel_replay.spans.attributes import P as OWN_PREFIX
+
+if TYPE_CHECKING:  # protobuf is imported with the first telemetry received
+    from google.protobuf.message import Message
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceRequest,
+    )
 
 __all__ = ["BypassWatch"]
 
@@ -71,7 +73,7 @@ class BypassWatch:
             self._calls.append((api, time.time_ns() if at_ns is None else at_ns))
 
     def _batch(self, signal: str, msg: Message) -> None:
-        if signal == "traces" and isinstance(msg, ExportTraceServiceRequest):
+        if signal == "traces":  # an ExportTraceServiceRequest
             self.observe(msg)
 
     def observe(self, request: ExportTraceServiceRequest) -> None:
@@ -85,7 +87,8 @@ class BypassWatch:
             self._spans.extend(found)
 
     def _read(self, request: ExportTraceServiceRequest) -> list[ModelSpan]:
-        # the readers package is imported with the first batch, not with every session
+        # the readers package and protobuf are imported with the first batch, not at start
+        from otel_replay.otlp.attributes import attributes_to_dict
         from otel_replay.readers.operation import operation_of
 
         found: list[ModelSpan] = []

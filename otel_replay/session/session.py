@@ -40,8 +40,6 @@ from otel_replay.session.modes import MODES as MODES
 from otel_replay.session.modes import default_mode as default_mode
 from otel_replay.session.places import PlacesSeen
 from otel_replay.session.suite import SuiteWrites, append_or_start
-from otel_replay.spans.encode import exchange_to_trace_json
-from otel_replay.spans.miss import miss_to_trace_json
 from otel_replay.spans.pieces import Ledger
 
 log = logging.getLogger("otel_replay")
@@ -125,13 +123,11 @@ class Session:
         return load(path)
 
     def exact_hit(self, provider: str, path: str, body: Any) -> int | None:
-        """The recording a body identical to a recorded one replays, without building and
-        normalising its canonical request; None sends the request through ``matcher``."""
+        """The recording a body identical to a recorded one replays (None: ``matcher``)."""
         return self.matcher.exact_hit(provider, path, body)
 
     def exact_hit_raw(self, provider: str, path: str, raw: bytes) -> int | None:
-        """``exact_hit`` for a small body's bytes, before parsing (SDKs send compact JSON
-        in a stable key order, so a repeated request is the recorded text)."""
+        """``exact_hit`` for a small body's bytes, before parsing (SDKs send compact JSON)."""
         return self.matcher.exact_hit_raw(provider, path, raw)
 
     @property
@@ -154,6 +150,8 @@ class Session:
             self.replayed += 1
             self.hits.append(index)
         if exchange is not None and self.writes_replayed_spans:
+            from otel_replay.spans.encode import exchange_to_trace_json  # protobuf: when used
+
             with self.pieces.storing() as kept:
                 doc = exchange_to_trace_json(exchange, replayed=True, ledger=self.pieces)
                 line, intact = self.store.own_line(doc)
@@ -165,6 +163,8 @@ class Session:
         when it could not be saved (see ``write_failure``)."""
         # the span's line is made (and redacted) first: an exchange that cannot be stored
         # leaves no trace in the session either
+        from otel_replay.spans.encode import exchange_to_trace_json
+
         with self.pieces.storing() as kept:
             doc = exchange_to_trace_json(exchange, assembled=assembled, ledger=self.pieces)
             line, intact = self.store.own_line(doc)
@@ -179,8 +179,7 @@ class Session:
         return saved
 
     def _record_line(self, exchange: Exchange, line: bytes | None) -> bool:
-        """Account for a live exchange whose span line is ``line``; False when the line
-        could not be appended."""
+        """Account for a live exchange whose span line is ``line``; False if not appended."""
         self.places.learn(exchange.request, line, self.pieces.reused)
         self.bypass.reached(exchange.provider, exchange.start_ns)
         with self._lock:
@@ -226,6 +225,8 @@ class Session:
             # the first misses explain themselves; an agent looping on misses costs no more
             explained = request is not None and len(self.misses) <= _WHY_SPANS
             why = explain_against(self.matcher, request, 1) if explained and request else None
+            from otel_replay.spans.miss import miss_to_trace_json
+
             doc = miss_to_trace_json(str(miss), miss.component, provider, path, body, why, place)
             self.store.append_traces(self.store.traces_line(doc))
 
