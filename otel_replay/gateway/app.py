@@ -46,7 +46,7 @@ from otel_replay.gateway.relay import (
     over_limit_event,
 )
 from otel_replay.gateway.upstream import HOP_BY_HOP, NoUpstream, Upstream, UpstreamRequest
-from otel_replay.gateway.writers import abort, body_response, not_saved, passthrough
+from otel_replay.gateway.writers import abort, body_response, not_saved, passthrough, prime_answers
 from otel_replay.otlp.http import add_otlp_routes
 from otel_replay.providers import Route
 from otel_replay.session.session import Session
@@ -189,6 +189,7 @@ class Gateway:
         if self._bodies is None or self._bodies.redactor is not session.redactor:
             recorded = session.recordings if matches(session.mode) else ()
             self._bodies = Bodies.primed(session.redactor, recorded, self.limits.max_depth)
+            prime_answers(ex.response.body for ex in recorded)
         return self._bodies
 
     def _carries_own_key(self, upstream: str, headers: Mapping[str, str]) -> bool:

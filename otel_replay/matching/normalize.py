@@ -32,7 +32,6 @@ budget of characters); list items, and runs of them, likewise (``runs``).
 from __future__ import annotations
 
 import dataclasses
-import os
 import re
 from collections.abc import Callable, Sequence
 
@@ -49,6 +48,7 @@ from otel_replay.matching.rules import (
     Rule,
     Subject,
     VolatileRule,
+    current_places,
     detect,
     place_rules,
 )
@@ -245,16 +245,6 @@ def _same(endpoint: str) -> str:
     return endpoint
 
 
-def current_places() -> tuple[str, str]:
-    """The working and home directories of this process, "" when unknown."""
-    try:
-        cwd = os.getcwd()
-    except OSError:
-        cwd = ""
-    home = os.path.expanduser("~")
-    return cwd, "" if home == "~" else home
-
-
 class Normalizer:
     """Applies a table of rules to canonical requests.
 
@@ -287,6 +277,7 @@ class Normalizer:
             _check(rule)
         self.live = tuple(rule for rule in self.rules if isinstance(rule, LiveRule))
         self._sets: dict[tuple[object, ...], RuleSet] = {}
+        self._chosen: dict[Subject, tuple[int, ...]] = {}  # the rules in force, per subject
 
     def subject(self, request: CanonicalRequest, endpoint: str) -> Subject:
         provider = self.provider(request.endpoint) if self.provider is not None else None
@@ -295,7 +286,12 @@ class Normalizer:
 
     def rule_set(self, subject: Subject) -> RuleSet:
         """The compiled rules whose scope covers ``subject``."""
-        chosen = tuple(i for i, r in enumerate(self.rules) if r.scope.applies(subject))
+        chosen = self._chosen.get(subject)
+        if chosen is None:
+            chosen = tuple(i for i, r in enumerate(self.rules) if r.scope.applies(subject))
+            if len(self._chosen) >= _MAX_SETS:
+                self._chosen.clear()
+            self._chosen[subject] = chosen
         given = self.places
         places = given if isinstance(given, tuple) else current_places() if given else ("", "")
         found = self._sets.get((chosen, places))
@@ -320,7 +316,7 @@ class Normalizer:
             profiles=self.profiles,
             places=(cwd, home),
         )
-        other._sets = self._sets
+        other._sets, other._chosen = self._sets, self._chosen
         return other
 
     def default_set(self) -> RuleSet:

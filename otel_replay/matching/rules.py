@@ -26,6 +26,7 @@ normalised. An agent profile or a user's rule file adds rows to the same engine.
 from __future__ import annotations
 
 import functools
+import os
 import re
 import time
 from collections.abc import Sequence
@@ -48,6 +49,7 @@ __all__ = [
     "Scope",
     "Subject",
     "VolatileRule",
+    "current_places",
     "detect",
     "epoch_rule",
     "integer_range_pattern",
@@ -251,6 +253,16 @@ def _first_digit(low: int, high: int) -> str:
     if len(str(low)) != len(str(high)):
         return "[1-9]"
     return _digits(str(low)[0], str(high)[0])
+
+
+def current_places() -> tuple[str, str]:
+    """The working and home directories of this process, "" when unknown."""
+    try:
+        cwd = os.getcwd()
+    except OSError:
+        cwd = ""
+    home = os.path.expanduser("~")
+    return cwd, "" if home == "~" else home
 
 
 def place_rules(cwd: str, home: str) -> tuple[VolatileRule, ...]:
