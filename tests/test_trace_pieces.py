@@ -196,15 +196,21 @@ def test_a_piece_under_a_secret_named_key_stays_in_place() -> None:
     assert refs == [[["content"], refs[0][1]]]
 
 
-def test_spans_without_pieces_read_as_before(tmp_path: Path) -> None:
-    """A span whose body is whole (older files, short bodies) has no piece attributes."""
-    ex = Exchange(
+def _short_exchange() -> Exchange:
+    """A call whose body is too short to hold pieces."""
+    body = {"model": "m", "messages": []}
+    return Exchange(
         provider="openai",
         operation="chat",
-        request=get("openai").canonical("/v1/chat/completions", {"model": "m", "messages": []}),
+        request=get("openai").canonical("/v1/chat/completions", body),
         response=Response(status=200, body={"id": "r"}),
-        raw_request={"model": "m", "messages": []},
+        raw_request=dict(body),
     )
+
+
+def test_spans_without_pieces_read_as_before(tmp_path: Path) -> None:
+    """A span whose body is whole (older files, short bodies) has no piece attributes."""
+    ex = _short_exchange()
     doc = exchange_to_trace_json(ex, ledger=Ledger())
     span = codec.from_doc(codec.TRACES, doc, "t").resource_spans[0].scope_spans[0].spans[0]
     attrs = attributes_to_dict(span.attributes)
@@ -212,13 +218,7 @@ def test_spans_without_pieces_read_as_before(tmp_path: Path) -> None:
 
 
 def test_a_span_of_a_newer_format_asks_for_an_upgrade() -> None:
-    ex = Exchange(
-        provider="openai",
-        operation="chat",
-        request=get("openai").canonical("/v1/chat/completions", {"model": "m", "messages": []}),
-        response=Response(status=200, body={"id": "r"}),
-        raw_request={"model": "m", "messages": []},
-    )
+    ex = _short_exchange()
     doc = exchange_to_trace_json(ex)
     span_doc = doc["resourceSpans"][0]["scopeSpans"][0]["spans"][0]
     for attribute in span_doc["attributes"]:
