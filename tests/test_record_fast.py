@@ -272,8 +272,32 @@ WITH_VALUES = Redactor({"A_TOKEN": "tok-z9z9", "B_KEY": 'Zq"d\\x', "C_SECRET": "
 def test_prefilter_is_a_search_for_every_anchor(text: str) -> None:
     for redactor in (Redactor(), WITH_VALUES):
         literal = any(anchor in text for anchor in redactor._literals)
-        expected = literal or re.search(redact._QUERY_ANCHOR, text) is not None
+        patterns = (redact._QUERY_ANCHOR, *redact.ANCHOR_PATTERNS)
+        expected = literal or any(re.search(p, text) is not None for p in patterns)
         assert redactor.might_hold_secret(text) is expected
+
+
+FIELD_PIECES = [
+    *("_token -token _TOKEN -Token _tokens token tOkEn refresh access auth".split()),
+    *('"', "'", "\\", ":", "=", " ", "\t", "\n", ",", "{", "}", "_", "-"),
+    *("abcdefgh12345678 [REDACTED:x] xyz".split()),
+]
+
+
+@given(st.lists(st.sampled_from(FIELD_PIECES), max_size=40).map("".join))
+def test_prefilter_passes_every_text_redaction_changes(text: str) -> None:
+    """The token names are looked for with what follows them: no field they name slips
+    past the prefilter, while ``max_tokens`` alone no longer sends a body to the walk."""
+    redactor = Redactor()
+    if redactor.text(text) != text:
+        assert redactor.might_hold_secret(text)
+
+
+def test_token_counts_are_not_secret_candidates() -> None:
+    usage = '{"usage":{"prompt_tokens":93,"completion_tokens":43},"max_tokens":256}'
+    assert not Redactor().might_hold_secret(usage)
+    assert Redactor().might_hold_secret('{"refresh_token":"1//0gabcdefghijk"}')
+    assert Redactor().might_hold_secret("ACCESS-TOKEN = abcdefgh12345678")
 
 
 def test_prefilter_on_text_full_of_a_key() -> None:

@@ -31,7 +31,7 @@ from otel_replay.redaction.redact import Redactor
 from otel_replay.reports.spantree import load_spans
 from otel_replay.spans import attributes as own
 from otel_replay.spans.encode import exchange_to_trace_json
-from otel_replay.spans.pieces import MIN_PIECE, Ledger
+from otel_replay.spans.pieces import MIN_PIECE, Ledger, holds_no_piece
 from otel_replay.testing.stub import run_stub
 
 SYSTEM_EXTRA = "".join(f" Rule {i}: answer briefly, cite the tool." for i in range(40))
@@ -227,3 +227,43 @@ def test_a_span_of_a_newer_format_asks_for_an_upgrade() -> None:
     request = codec.from_doc(codec.TRACES, doc, "t")
     with pytest.raises(TraceFormatError, match="upgrade otel-replay"):
         list(read_exchanges([request]))
+
+
+def _longest_string(value: Any) -> int:
+    if isinstance(value, str):
+        return len(value)
+    if isinstance(value, dict):
+        return max([0, *map(_longest_string, value.values())])
+    if isinstance(value, list):
+        return max([0, *map(_longest_string, value)])
+    return 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(values, st.sampled_from([(",", ":"), (", ", ": ")]), st.booleans())
+def test_a_short_text_holds_no_piece(value: Any, separators: Any, ascii_only: bool) -> None:
+    """``holds_no_piece`` never says "no piece" of a body that holds one, whatever its
+    escapes; and a span made without the ledger for a short body is the span the ledger
+    makes (the gateway skips the ledger for such calls)."""
+    raw = json.dumps(value, separators=separators, ensure_ascii=ascii_only).encode()
+    if holds_no_piece(raw):
+        assert _longest_string(value) < MIN_PIECE
+        ex = Exchange(
+            provider="openai",
+            operation="chat",
+            request=get("openai").canonical("/v1/chat/completions", {"messages": [value]}),
+            response=Response(status=200, body={"id": "r"}),
+            raw_request={"messages": [value]},
+            trace_id="1af7651916cd43dd8448eb211c80319c",
+            span_id="00000000000000a1",
+        )
+        assert exchange_to_trace_json(ex) == exchange_to_trace_json(ex, ledger=Ledger())
+
+
+def test_escaped_quotes_and_backslashes_do_not_hide_a_piece() -> None:
+    long = 'say \\"' * 60 + "\\\\" * 40  # short runs between escaped quotes
+    raw = json.dumps({"content": long}).encode()
+    assert max(map(len, raw.split(b'"'))) < MIN_PIECE  # a plain split would be fooled
+    assert not holds_no_piece(raw)
+    assert holds_no_piece(json.dumps({"content": "x" * (MIN_PIECE - 1)}).encode())
+    assert not holds_no_piece(json.dumps({"content": "x" * MIN_PIECE}).encode())

@@ -23,7 +23,6 @@ from aiohttp import web
 from multidict import CIMultiDict
 
 from otel_replay import providers
-from otel_replay.core import envvars as ev
 from otel_replay.core.errors import ReplayMiss, UpstreamError, root_cause
 from otel_replay.core.exchange import JSON, Exchange, Response, SSEEvent
 from otel_replay.gateway import probes, refusal
@@ -34,7 +33,7 @@ from otel_replay.gateway.call import (
     parse_traceparent,
     redacted_body,
 )
-from otel_replay.gateway.decide import Decision, carries_own_key, decide, matches
+from otel_replay.gateway.decide import Decision, OwnKeys, decide, matches
 from otel_replay.gateway.guard import host_guard, refuse_body
 from otel_replay.gateway.limits import Limits
 from otel_replay.gateway.relay import (
@@ -45,11 +44,18 @@ from otel_replay.gateway.relay import (
     over_limit_body,
     over_limit_event,
 )
-from otel_replay.gateway.upstream import HOP_BY_HOP, NoUpstream, Upstream, UpstreamRequest
+from otel_replay.gateway.upstream import (
+    HOP_BY_HOP,
+    NoUpstream,
+    Upstream,
+    UpstreamRequest,
+    send_meanwhile,
+)
 from otel_replay.gateway.writers import abort, body_response, not_saved, passthrough, prime_answers
 from otel_replay.otlp.http import add_otlp_routes
 from otel_replay.providers import Route
 from otel_replay.session.session import Session
+from otel_replay.spans.pieces import holds_no_piece
 from otel_replay.streams.codec import encode_all
 
 log = logging.getLogger("otel_replay.gateway")
@@ -77,9 +83,7 @@ class Gateway:
         self.limits = limits or Limits()
         self.upstream = upstream
         self.timing = timing
-        self._env = os.environ if keys is None else keys
-        # auto mode forwards a miss only with exactly one of the caller's own credentials
-        self._keys: dict[str, tuple[bytes, ...]] = {}
+        self._own_keys = OwnKeys(os.environ if keys is None else keys)
         self._bodies_for(session)  # before the first request, which it then speeds up
 
     def app(self) -> web.Application:
@@ -117,7 +121,7 @@ class Gateway:
             return web.json_response(error, status=400, headers={"x-should-retry": "false"})
         mode = call.session.mode
         if call.session.has_live_rules and call.session.is_live(call.canonical):
-            own = self._carries_own_key(call.upstream, headers)
+            own = self._own_keys.offered(call.upstream, headers)
             if own:
                 decision = decide(mode, routed=True, match=None, own_key=True, live=True)
                 return await self._carry_out(request, call, decision)
@@ -127,7 +131,7 @@ class Gateway:
                 match = call.session.matcher.match(call.canonical)
             except ReplayMiss as miss:
                 match = miss
-        own_key = isinstance(match, ReplayMiss) and self._carries_own_key(call.upstream, headers)
+        own_key = isinstance(match, ReplayMiss) and self._own_keys.offered(call.upstream, headers)
         return await self._carry_out(
             request, call, decide(mode, routed=True, match=match, own_key=own_key)
         )
@@ -191,16 +195,6 @@ class Gateway:
             self._bodies = Bodies.primed(session.redactor, recorded, self.limits.max_depth)
             prime_answers(ex.response.body for ex in recorded)
         return self._bodies
-
-    def _carries_own_key(self, upstream: str, headers: Mapping[str, str]) -> bool:
-        """Whether the request offers one of the caller's keys in its upstream's headers."""
-        row, env = providers.upstream_spec(upstream), self._env
-        if row is None:
-            return False
-        if upstream not in self._keys:
-            own = [env.get(name, "") for name in row.credential_env]
-            self._keys[upstream] = tuple(k.encode() for k in own if k and k != ev.PLACEHOLDER_KEY)
-        return carries_own_key(headers, row.credential_headers, self._keys[upstream])
 
     def _replayed_exchange(self, call: Call, recorded: Exchange) -> Exchange | None:
         if not self.session.writes_replayed_spans:
@@ -290,7 +284,7 @@ class Gateway:
             body=call.raw,
         )
         try:
-            upstream = await self.upstream.send(outgoing)
+            upstream = await send_meanwhile(self.upstream, outgoing, call.prepare)
         except NoUpstream as exc:
             return refusal.refuse_unroutable(call, exc)
         except UpstreamError as exc:
@@ -321,7 +315,8 @@ class Gateway:
             self._record(call, Response(status=0, fault="timeout"))
             raise
         body = redacted_body(call.session.redactor, data)
-        if not self._record(call, Response(status=upstream.status, headers=kept, body=body)):
+        live = Response(status=upstream.status, headers=kept, body=body)
+        if not self._record(call, live, short=call.short and holds_no_piece(data)):
             failure = call.session.write_failure or "the exchange could not be written"
             return not_saved(call.provider, f"answer not saved, recording stopped: {failure}")
         return web.Response(
@@ -387,10 +382,12 @@ class Gateway:
         response = Response(status=status, headers=kept, events=events, fault=fault)
         return self._record(call, response, assembled)
 
-    def _record(self, call: Call, response: Response, assembled: JSON = None) -> bool:
+    def _record(
+        self, call: Call, response: Response, assembled: JSON = None, *, short: bool = False
+    ) -> bool:
         """Record the call's exchange; False when it could not be saved."""
         try:
-            return call.session.recorded(call.exchange(response), assembled)
+            return call.session.recorded(call.exchange(response), assembled, short=short)
         except Exception:  # recording must never break the agent's call
             log.exception("otel-replay could not record an exchange")
             return True

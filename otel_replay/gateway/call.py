@@ -20,6 +20,7 @@ from otel_replay.providers import Route
 from otel_replay.providers.base import Provider
 from otel_replay.redaction.redact import Redactor
 from otel_replay.session.session import Session
+from otel_replay.spans.pieces import holds_no_piece
 from otel_replay.streams.codec import StreamCodec
 
 __all__ = ["BodyTooDeep", "Call", "depth", "parse_body", "parse_traceparent", "redacted_body"]
@@ -122,6 +123,7 @@ class Call:
     session: Session
     redacted: bool = True
     clean: Callable[[], JSON] | None = None  # the body redacted, when cheaper than a walk
+    short: bool = False  # no string of the request is long enough to be a piece
     _canonical: CanonicalRequest | None = None
 
     @property
@@ -141,6 +143,12 @@ class Call:
             self._redact()
             self._canonical = self.provider.canonical(self.path, self.body)
         return self._canonical
+
+    def prepare(self) -> None:
+        """What recording needs of the request alone (redacted, its canonical form): done
+        while the upstream works on the call."""
+        self.short = holds_no_piece(self.raw)
+        _ = self.canonical
 
     def _redact(self) -> None:
         if not self.redacted:

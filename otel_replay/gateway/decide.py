@@ -13,10 +13,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
+from otel_replay import providers
+from otel_replay.core import envvars as ev
 from otel_replay.core.errors import ReplayMiss
 from otel_replay.providers.spec import CredentialHeader
 
-__all__ = ["Action", "Decision", "carries_own_key", "decide", "matches"]
+__all__ = ["Action", "Decision", "OwnKeys", "carries_own_key", "decide", "matches"]
 
 Action = Literal["replay", "forward", "miss", "not_provider"]
 
@@ -83,3 +85,22 @@ def carries_own_key(
     offered = offered_credential(headers, known)
     given = offered.encode()
     return bool(offered) and any(secrets.compare_digest(given, key) for key in keys)
+
+
+class OwnKeys:
+    """The caller's own credentials per upstream, read once from ``env``: auto mode
+    forwards a miss only when the request offers exactly one of them."""
+
+    def __init__(self, env: Mapping[str, str]) -> None:
+        self._env = env
+        self._keys: dict[str, tuple[bytes, ...]] = {}
+
+    def offered(self, upstream: str, headers: Mapping[str, str]) -> bool:
+        """Whether the request offers one of the caller's keys in its upstream's headers."""
+        row = providers.upstream_spec(upstream)
+        if row is None:
+            return False
+        if upstream not in self._keys:
+            own = [self._env.get(name, "") for name in row.credential_env]
+            self._keys[upstream] = tuple(k.encode() for k in own if k and k != ev.PLACEHOLDER_KEY)
+        return carries_own_key(headers, row.credential_headers, self._keys[upstream])

@@ -11,8 +11,11 @@ the body iterator), so the gateway can give the agent the same kind of failure.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
 import os
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 from urllib.parse import urlsplit
@@ -26,6 +29,8 @@ from otel_replay import providers
 from otel_replay.core import envvars as ev
 from otel_replay.core.errors import ConfigError, UpstreamError
 from otel_replay.gateway.sigv4 import AwsSigner, NoAwsCredentials
+
+log = logging.getLogger("otel_replay.gateway")
 
 # Headers that describe one hop, not the message; never forwarded either way.
 HOP_BY_HOP = frozenset(
@@ -83,6 +88,37 @@ class Upstream(Protocol):
     async def send(self, request: UpstreamRequest) -> UpstreamResponse: ...
 
     async def aclose(self) -> None: ...
+
+
+_HANDOFF_STEPS = 3  # loop turns for a send to write its request (connection, headers, body)
+
+
+async def send_meanwhile(
+    upstream: Upstream, request: UpstreamRequest, work: Callable[[], object]
+) -> UpstreamResponse:
+    """``upstream.send(request)``, doing ``work`` once the request is on its way: the
+    gateway's own work on a call overlaps the provider's instead of adding to it. A fault
+    in ``work`` is only logged (whoever needs its result does it again)."""
+    sending = asyncio.ensure_future(upstream.send(request))
+    try:
+        for _ in range(_HANDOFF_STEPS):
+            await asyncio.sleep(0)
+            if sending.done():
+                break
+        try:
+            work()
+        except Exception:
+            log.debug("work meanwhile failed; it is done again later", exc_info=True)
+        return await sending
+    except BaseException:  # cancelled before the answer came: the send goes too
+        if not sending.done():
+            sending.cancel()
+        elif not sending.cancelled() and sending.exception() is None:
+            close = getattr(sending.result().close, "close", None)
+            if close is not None:
+                with contextlib.suppress(Exception):
+                    close()
+        raise
 
 
 def provider_url(base: str, provider: str, path: str) -> str:

@@ -30,6 +30,7 @@ from otel_replay.redaction.encoded import EncodedSecrets
 from otel_replay.redaction.headers import is_sensitive_header
 from otel_replay.redaction.names import is_secret_name, looks_like_settings, parse_dotenv
 from otel_replay.redaction.shapes import (
+    ANCHOR_PATTERNS,
     ANCHORS,
     ENCODED_ANCHORS,
     PLACEHOLDER,
@@ -63,7 +64,7 @@ def _prefilter(literals: Iterable[str], encoded: EncodedSecrets) -> Any:
     secret's ``?name=``, and the marks of an encoded secret. RE2's DFA reads the text
     once, whatever the number of anchors."""
     parts = [re2.escape(a) for a in literals]
-    return re2.compile("|".join([*parts, _QUERY_ANCHOR, *encoded.hints()]))
+    return re2.compile("|".join([*parts, *ANCHOR_PATTERNS, _QUERY_ANCHOR, *encoded.hints()]))
 
 
 # Lone surrogates (from a JSON ``\ud800`` escape) cannot be encoded as UTF-8, which RE2

@@ -19,6 +19,7 @@ import re2
 
 __all__ = [
     "ANCHORS",
+    "ANCHOR_PATTERNS",
     "ENCODED_ANCHORS",
     "PLACEHOLDER",
     "PLACEHOLDER_RE",
@@ -144,14 +145,20 @@ ANCHORS: tuple[str, ...] = (
     *"hf_ gsk_ xai- r8_ dapi pplx- glpat- npm_ SG. _v1_ hooks.slack.com".split(),
     *"asic ASIC Token TOKEN ccountKey= ccessKey=".split(),
     *"assw ASSW rivate RIVATE pi_key pi-key piKey pikey PI_KEY PIKEY PI-KEY".split(),
-    *"_token _TOKEN _Token -token -TOKEN redential REDENTIAL".split(),
+    *"redential REDENTIAL".split(),
 )
+# A name ending in ``token`` is a secret's only where a value follows (``"refresh_token":``,
+# ``auth-token=``): the bare words are common (``"max_tokens"``, ``"input_tokens"`` in
+# every model call), so they are looked for with what follows them.
+_TOKEN_FIELD_ANCHORS = tuple("_token _TOKEN _Token -token -TOKEN".split())
+ANCHOR_PATTERNS: tuple[str, ...] = (r"[_-](?i:token)(?:[\\\"'=]|\s)",)
+"""RE2 patterns that, with ``ANCHORS``, every shape match holds one of."""
 # Literal text whose base64 forms betray an encoded secret: the anchors of three or more
 # characters (``=`` alone encodes to nothing of its own), and longer prefixes so that a
 # secret that does not start an encoded block is found too (an anchor needs six
 # characters to leave a base64 form of its own one or two bytes into a block).
 ENCODED_ANCHORS = (
-    *(a for a in ANCHORS if len(a) >= 3),
+    *(a for a in ANCHORS + _TOKEN_FIELD_ANCHORS if len(a) >= 3),
     *"sk-proj- sk-svcacct- sk-admin- sk-ant-api sk-ant-admin sk-or-v1-".split(),
     "Bearer ",
     "Basic ",

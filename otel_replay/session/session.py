@@ -157,16 +157,17 @@ class Session:
                 line, intact = self.store.own_line(doc)
                 kept.append(self.store.append_traces(line) and intact)
 
-    def recorded(self, exchange: Exchange, assembled: Any = None) -> bool:
-        """A live exchange (record mode, or an auto-mode miss forwarded live);
-        ``assembled`` is a streamed response's body, when already put together. False
-        when it could not be saved (see ``write_failure``)."""
-        # the span's line is made (and redacted) first: an exchange that cannot be stored
-        # leaves no trace in the session either
+    def recorded(self, exchange: Exchange, assembled: Any = None, *, short: bool = False) -> bool:
+        """A live exchange (record mode, or an auto-mode miss forwarded live); False when
+        it could not be saved (see ``write_failure``). ``assembled``: a streamed response's
+        body, when already put together; ``short``: no string of it is long enough to be
+        stored once per file (``spans.pieces``). The span's line is made (and redacted)
+        first: an exchange that cannot be stored leaves no trace in the session either."""
         from otel_replay.spans.encode import exchange_to_trace_json
 
         with self.pieces.storing() as kept:
-            doc = exchange_to_trace_json(exchange, assembled=assembled, ledger=self.pieces)
+            ledger = None if short else self.pieces
+            doc = exchange_to_trace_json(exchange, assembled=assembled, ledger=ledger)
             line, intact = self.store.own_line(doc)
             saved = self._record_line(exchange, line)
             kept.append(saved and intact)
@@ -233,8 +234,7 @@ class Session:
     # -- end of run ------------------------------------------------------------------------
     @contextlib.contextmanager
     def forwarding(self) -> Iterator[None]:
-        """Around one live call: ``finish`` waits until its exchange is recorded (the
-        gateway answers the agent first and records right after)."""
+        """Around one live call: ``finish`` waits until its exchange is recorded."""
         with self._lock:
             self._forwarding += 1
         try:

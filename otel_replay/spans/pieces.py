@@ -31,7 +31,7 @@ from otel_replay.core.exchange import JSON
 from otel_replay.redaction.redact import PATTERNS_ONLY
 from otel_replay.spans.attributes import PIECE_MARKER
 
-__all__ = ["MIN_PIECE", "Ledger", "piece_id"]
+__all__ = ["MIN_PIECE", "Ledger", "holds_no_piece", "piece_id"]
 
 MIN_PIECE = 256
 """Strings this long or longer are stored once per trace file."""
@@ -42,6 +42,20 @@ _PROBE = "A1b2C3d4" * 6  # a value any secret-field shape would take
 def piece_id(text: str) -> str:
     """The name of a piece: the first 96 bits of the SHA-256 of its text, in hex."""
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:24]
+
+
+def holds_no_piece(raw: bytes) -> bool:
+    """Whether the JSON text ``raw`` holds no string long enough to be a piece: a span of
+    such a call stores everything in place, without the ledger's walks (a string redaction
+    lengthened past the limit is then stored in place too: only sharing is lost).
+
+    Escaped backslashes and quotes are blanked out first, so that the text between two
+    quotes left is either a whole string's JSON form or the text between two strings; a
+    string is never longer than its JSON form, so no such run that long means no piece."""
+    if len(raw) < MIN_PIECE:
+        return True
+    flat = raw.replace(b"\\\\", b"__").replace(b'\\"', b"__")
+    return max(map(len, flat.split(b'"'))) < MIN_PIECE
 
 
 def _names_secret(key: str) -> bool:

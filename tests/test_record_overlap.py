@@ -1,0 +1,117 @@
+"""The gateway's own work on a live call overlaps the provider's (``send_meanwhile``):
+the request is on its way before the work starts, the answer is the provider's, a fault
+in the work costs nothing, and an agent that gives up takes the provider call with it."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+
+import pytest
+from aiohttp import web
+
+from otel_replay.gateway.upstream import HttpUpstream, UpstreamRequest, send_meanwhile
+
+
+class Provider:
+    """A loopback server that answers only once told to, and notes what it saw."""
+
+    def __init__(self) -> None:
+        self.received = asyncio.Event()
+        self.release = asyncio.Event()
+        self.cancelled = asyncio.Event()
+        self.url = ""
+
+    async def handle(self, request: web.Request) -> web.Response:
+        body = await request.read()
+        self.received.set()
+        try:
+            await self.release.wait()
+        except asyncio.CancelledError:
+            self.cancelled.set()
+            raise
+        return web.json_response({"echo": body.decode()})
+
+
+@pytest.fixture
+async def provider() -> AsyncIterator[Provider]:
+    served = Provider()
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", served.handle)
+    runner = web.AppRunner(app, handler_cancellation=True)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    served.url = f"http://127.0.0.1:{port}/v1"
+    try:
+        yield served
+    finally:
+        await runner.cleanup()
+
+
+def _request(body: bytes = b'{"model":"m"}') -> UpstreamRequest:
+    return UpstreamRequest(
+        provider="openai",
+        method="POST",
+        path="/v1/chat/completions",
+        query="",
+        headers={"content-type": "application/json"},
+        body=body,
+    )
+
+
+async def _read(chunks: AsyncIterator[bytes]) -> bytes:
+    return b"".join([chunk async for chunk in chunks])
+
+
+async def test_the_work_runs_while_the_provider_holds_the_call(provider: Provider) -> None:
+    upstream = HttpUpstream({"openai": provider.url})
+    seen_during_work: list[bool] = []
+
+    def work() -> None:
+        seen_during_work.append(provider.received.is_set())
+        provider.release.set()  # the provider answers only once the work has run
+
+    try:
+        answer = await asyncio.wait_for(send_meanwhile(upstream, _request(), work), 10)
+        assert answer.status == 200
+        assert await _read(answer.chunks) == b'{"echo": "{\\"model\\":\\"m\\"}"}'
+    finally:
+        await upstream.aclose()
+    assert len(seen_during_work) == 1
+
+
+async def test_a_fault_in_the_work_leaves_the_answer_alone(
+    provider: Provider, caplog: pytest.LogCaptureFixture
+) -> None:
+    upstream = HttpUpstream({"openai": provider.url})
+    provider.release.set()
+
+    def work() -> None:
+        raise ValueError("canonical form failed")
+
+    try:
+        with caplog.at_level(logging.DEBUG, logger="otel_replay.gateway"):
+            answer = await send_meanwhile(upstream, _request(), work)
+        assert answer.status == 200
+        assert b"echo" in await _read(answer.chunks)
+    finally:
+        await upstream.aclose()
+    assert "canonical form failed" in caplog.text
+
+
+async def test_an_agent_that_gives_up_takes_the_provider_call_with_it(
+    provider: Provider,
+) -> None:
+    upstream = HttpUpstream({"openai": provider.url})
+    call = asyncio.ensure_future(send_meanwhile(upstream, _request(), lambda: None))
+    try:
+        await asyncio.wait_for(provider.received.wait(), 10)
+        call.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await call
+        await asyncio.wait_for(provider.cancelled.wait(), 10)  # its connection was closed
+    finally:
+        await upstream.aclose()
