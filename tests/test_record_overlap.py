@@ -115,3 +115,16 @@ async def test_an_agent_that_gives_up_takes_the_provider_call_with_it(
         await asyncio.wait_for(provider.cancelled.wait(), 10)  # its connection was closed
     finally:
         await upstream.aclose()
+
+
+async def test_a_stream_is_sent_with_no_work_in_front_of_its_first_event(
+    provider: Provider,
+) -> None:
+    upstream = HttpUpstream({"openai": provider.url})
+    provider.release.set()
+    try:
+        answer = await send_meanwhile(upstream, _request(b'{"stream":true}'), None)
+        assert answer.status == 200
+        assert await _read(answer.chunks) == b'{"echo": "{\\"stream\\":true}"}'
+    finally:
+        await upstream.aclose()

@@ -284,7 +284,9 @@ class Gateway:
             body=call.raw,
         )
         try:
-            upstream = await send_meanwhile(self.upstream, outgoing, call.prepare)
+            # a stream's first event waits for nothing: it is prepared when recorded
+            meanwhile = None if call.stream else call.prepare
+            upstream = await send_meanwhile(self.upstream, outgoing, meanwhile)
         except NoUpstream as exc:
             return refusal.refuse_unroutable(call, exc)
         except UpstreamError as exc:

@@ -94,11 +94,13 @@ _HANDOFF_STEPS = 3  # loop turns for a send to write its request (connection, he
 
 
 async def send_meanwhile(
-    upstream: Upstream, request: UpstreamRequest, work: Callable[[], object]
+    upstream: Upstream, request: UpstreamRequest, work: Callable[[], object] | None
 ) -> UpstreamResponse:
     """``upstream.send(request)``, doing ``work`` once the request is on its way: the
     gateway's own work on a call overlaps the provider's instead of adding to it. A fault
     in ``work`` is only logged (whoever needs its result does it again)."""
+    if work is None:
+        return await upstream.send(request)
     sending = asyncio.ensure_future(upstream.send(request))
     try:
         for _ in range(_HANDOFF_STEPS):
