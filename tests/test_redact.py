@@ -431,3 +431,16 @@ def test_a_password_in_a_request_body_never_reaches_the_cassette():
     clean = Redactor().json(body)
     assert "hunter2" not in json.dumps(clean)
     assert clean["password"] == "[REDACTED:secret-field]"  # type: ignore[index]
+
+
+@given(
+    st.sampled_from(["Bearer ", "Token ", '"password": "', "api_key=", '"refresh_token":"']),
+    st.sampled_from(["[REDACTED:kept]", "-----BEGIN", "-----BEGIN ", "[REDACTED:a]x-"]),
+    st.sampled_from([FAKE_OPENAI_KEY, FAKE_ANTHROPIC_KEY, "ghp_" + "a1B2" * 9, "AKIA" + "Q" * 16]),
+)
+def test_a_key_behind_what_a_shape_keeps_is_redacted(name: str, lead: str, key: str) -> None:
+    """A shape whose value starts like a placeholder or a PEM block keeps that value, but
+    never a key inside it (``Bearer -----BEGINsk-proj-...`` once went to disk whole)."""
+    for redactor in (PATTERNS_ONLY, Redactor({"SOME_TOKEN": "unrelated-value-1234"})):
+        assert key not in redactor.text(name + lead + key)
+        assert key not in json.dumps(redactor.json({"header": name + lead + key}))

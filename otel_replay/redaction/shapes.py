@@ -236,10 +236,11 @@ def _replaced(shape: _Shape, whole: str, found: re.Match[str]) -> str:
         return shape.placeholder
     start, end = found.span("secret")
     secret = whole[start:end]
-    if secret.startswith(_NOT_OURS):
-        return whole
-    if shape.check is not None and not shape.check(secret):
-        return whole  # e.g. a word after "Bearer" ("Bearer authentication"), not a token
+    if secret.startswith(_NOT_OURS) or (shape.check is not None and not shape.check(secret)):
+        # not this shape's secret (a placeholder, a PEM block, a word after "Bearer"), but
+        # it may hold another's: ``Bearer -----BEGINsk-proj-...`` keeps only what is clean
+        kept = SHAPES_RE.sub(shape_replacement, secret)
+        return whole if kept == secret else whole[:start] + kept + whole[end:]
     return whole[:start] + shape.placeholder + whole[end:]
 
 
