@@ -24,6 +24,7 @@ from benchmarks._common import (
     chat_body,
     chat_exchange,
     chat_response,
+    installed_env,
     ms,
     sized,
     write_cassette,
@@ -47,8 +48,7 @@ async def run(results: Results) -> None:
             folder / "c.json",
             [chat_exchange(chat_body(), Response(status=200, body=chat_response()))],
         )
-        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-        env["PYTHONPYCACHEPREFIX"] = str(folder / "pycache")
+        env = installed_env(folder / "pycache", dict(os.environ))
         replay = [sys.executable, "-m", "otel_replay", "replay", "--cassette", str(cassette)]
         replay += ["--mode", "strict", "--", "true"]
         bare = [sys.executable, "-c", "pass"]

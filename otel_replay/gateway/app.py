@@ -284,7 +284,7 @@ class Gateway:
             body=call.raw,
         )
         try:
-            # a stream's first event waits for nothing: it is prepared when recorded
+            # a stream's first event waits for nothing: prepared once it is relayed
             meanwhile = None if call.stream else call.prepare
             upstream = await send_meanwhile(self.upstream, outgoing, meanwhile)
         except NoUpstream as exc:
@@ -340,7 +340,7 @@ class Gateway:
         events, held = relay.events, relay.held
         fault: str | None = None
         try:
-            await relay.pump(stream, chunks)
+            await relay.pump(stream, chunks, call.prepare)
         except UpstreamError as exc:
             fault = exc.kind
         except (asyncio.CancelledError, ConnectionResetError):

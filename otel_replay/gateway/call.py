@@ -3,6 +3,7 @@ its body, its redaction, its ``traceparent``."""
 
 from __future__ import annotations
 
+import importlib
 import json
 import logging
 import time
@@ -145,8 +146,9 @@ class Call:
         return self._canonical
 
     def prepare(self) -> None:
-        """What recording needs of the request alone (redacted, its canonical form): done
-        while the upstream works on the call."""
+        """What recording needs of the request alone (redacted, its canonical form, the
+        span encoder imported on a run's first call): done while the upstream works."""
+        importlib.import_module("otel_replay.spans.encode")  # protobuf: when recording
         self.short = holds_no_piece(self.raw)
         _ = self.canonical
 

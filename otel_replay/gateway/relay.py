@@ -11,12 +11,13 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 from aiohttp import web
 
 from otel_replay.core.errors import OtelReplayError
 from otel_replay.core.exchange import JSON, SSEEvent
+from otel_replay.gateway.upstream import do_meanwhile
 from otel_replay.providers.base import Provider
 from otel_replay.streams.codec import StreamDecoder
 
@@ -72,9 +73,15 @@ class StreamRelay:
     def now(self) -> float:
         return time.monotonic() - self._started
 
-    async def pump(self, stream: web.StreamResponse, chunks: AsyncIterator[bytes]) -> None:
+    async def pump(
+        self,
+        stream: web.StreamResponse,
+        chunks: AsyncIterator[bytes],
+        meanwhile: Callable[[], object] | None = None,
+    ) -> None:
         """Relay until the upstream ends, or until its next event passes the limit (then
-        ``over`` says so and the rest is not read)."""
+        ``over`` says so and the rest is not read). ``meanwhile`` is done once the first
+        event has reached the agent, while the provider writes the next."""
         held = self.held
         async for chunk in chunks:
             self.events.extend(self.decoder.feed(chunk, self.now()))
@@ -83,6 +90,9 @@ class StreamRelay:
             if whole > 0:
                 await stream.write(bytes(held[:whole]))
                 del held[:whole]
+                if meanwhile is not None:
+                    do_meanwhile(meanwhile)
+                    meanwhile = None
             if self.decoder.pending > self.limit:
                 self.over = OverLimit("stream event", self.limit)
                 return

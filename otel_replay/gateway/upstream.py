@@ -93,12 +93,20 @@ class Upstream(Protocol):
 _HANDOFF_STEPS = 3  # loop turns for a send to write its request (connection, headers, body)
 
 
+def do_meanwhile(work: Callable[[], object]) -> None:
+    """Do ``work`` the gateway does beside a call while it waits on the provider; a fault
+    in it is only logged (whoever needs its result does it again)."""
+    try:
+        work()
+    except Exception:
+        log.debug("work meanwhile failed; it is done again later", exc_info=True)
+
+
 async def send_meanwhile(
     upstream: Upstream, request: UpstreamRequest, work: Callable[[], object] | None
 ) -> UpstreamResponse:
     """``upstream.send(request)``, doing ``work`` once the request is on its way: the
-    gateway's own work on a call overlaps the provider's instead of adding to it. A fault
-    in ``work`` is only logged (whoever needs its result does it again)."""
+    gateway's own work on a call overlaps the provider's instead of adding to it."""
     if work is None:
         return await upstream.send(request)
     sending = asyncio.ensure_future(upstream.send(request))
@@ -107,10 +115,7 @@ async def send_meanwhile(
             await asyncio.sleep(0)
             if sending.done():
                 break
-        try:
-            work()
-        except Exception:
-            log.debug("work meanwhile failed; it is done again later", exc_info=True)
+        do_meanwhile(work)
         return await sending
     except BaseException:  # cancelled before the answer came: the send goes too
         if not sending.done():
