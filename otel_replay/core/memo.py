@@ -8,9 +8,9 @@ the argument's ``id``, keeping the argument alive so the id cannot be reused by 
 object. Arguments must not be changed in place once passed (nothing here does: every
 stage builds new values). The memory is bounded by a count and starts afresh when full.
 
-``forget`` empties every memo at once: ``build`` calls it after each interaction, since
-the values of one trace span never come back in another and the memos would only hold
-them up to their bounds.
+``forget`` empties every memo at once: ``build_file`` calls it after each interaction it
+writes, since the values parsed from one span never come back in another and the memos
+would only hold them up to their bounds.
 """
 
 from __future__ import annotations

@@ -237,7 +237,6 @@ class _Job:
             if exchange.trace_id:
                 self.trace_ids.add(exchange.trace_id)
             yield redact_exchange(exchange, self.redactor)
-            memo.forget()  # what one call's values computed never serves another's
 
     def reader_exchanges(self) -> Iterator[Exchange]:
         """The exchanges as the readers give them (not yet redacted)."""
@@ -329,6 +328,7 @@ def build_file(
     with CassetteWriter(output) as writer, closing(job.agent_spans):
         for exchange in job.exchanges():
             writer.add(exchange)
+            memo.forget()  # what was computed from one call's values never serves another
         count, skipped = len(writer), job.reader.errors
         tallies = job.body_events.tallies
         seen = sum(t.seen for t in tallies.values())
