@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from test_build import call_span, write_lines
@@ -18,6 +19,7 @@ from otel_replay.cassette.format import LongArray
 from otel_replay.cassette.model import dump
 from otel_replay.cassette.v1 import head_pieces, head_text
 from otel_replay.core import memo
+from otel_replay.core.errors import CassetteError
 from otel_replay.core.jsontext import encodes
 from otel_replay.pipeline.build import build, build_file
 from otel_replay.readers.agent_spans import AgentSpans
@@ -134,3 +136,15 @@ def test_forget_empties_every_identity_memo() -> None:
     memo.forget()
     assert square(value) == 3
     assert calls == [value, value]
+
+
+def test_agent_spans_that_cannot_be_kept_fail_as_the_cassette_does(tmp_path: Path) -> None:
+    path = _trace_file(tmp_path, ["search", "read"])
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a folder")
+
+    with pytest.raises(CassetteError, match="cannot write") as failed:
+        build_file([path], blocked / "cassette.json", redactor=Redactor())
+
+    assert str(blocked / "cassette.json") in str(failed.value)
+    assert blocked.read_text() == "not a folder"

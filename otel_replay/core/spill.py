@@ -13,14 +13,18 @@ from array import array
 from pathlib import Path
 from typing import IO
 
-__all__ = ["Spill"]
+__all__ = ["Spill", "SpillError"]
+
+
+class SpillError(OSError):
+    """The temporary file could not be made, written or read (``strerror`` says why)."""
 
 
 class Spill:
     """Texts appended to an unnamed temporary file in ``folder`` (made on the first
     append), read back by their number. ``errors`` is how text becomes UTF-8 (``strict``:
-    a lone surrogate raises ``UnicodeEncodeError``, a ``ValueError``). An ``OSError``
-    of the file reaches the caller."""
+    a lone surrogate raises ``UnicodeEncodeError``, a ``ValueError``). A failure of the
+    file raises ``SpillError``."""
 
     def __init__(self, folder: Path, errors: str = "strict") -> None:
         self._folder = folder
@@ -36,8 +40,11 @@ class Spill:
     def append(self, text: str) -> int:
         """Keep ``text``; its number."""
         data = text.encode("utf-8", self._errors)
-        spill = self._file or self._open()
-        spill.write(data)
+        try:
+            spill = self._file or self._open()
+            spill.write(data)
+        except OSError as exc:
+            raise SpillError(exc.errno, exc.strerror or str(exc)) from exc
         self._offsets.append(self._end)
         self._lengths.append(len(data))
         self._end += len(data)
@@ -47,14 +54,21 @@ class Spill:
         spill = self._file
         if spill is None:
             raise IndexError(number)
-        spill.seek(self._offsets[number])
-        return spill.read(self._lengths[number]).decode("utf-8", self._errors)
+        try:
+            spill.seek(self._offsets[number])
+            data = spill.read(self._lengths[number])
+        except OSError as exc:
+            raise SpillError(exc.errno, exc.strerror or str(exc)) from exc
+        return data.decode("utf-8", self._errors)
 
     def flush(self) -> None:
         """Make every text appended so far readable (reading also flushes; this lets a
         caller meet a write error before it starts writing what reads them)."""
         if self._file is not None:
-            self._file.flush()
+            try:
+                self._file.flush()
+            except OSError as exc:
+                raise SpillError(exc.errno, exc.strerror or str(exc)) from exc
 
     def close(self) -> None:
         if self._file is not None:

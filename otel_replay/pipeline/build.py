@@ -31,9 +31,10 @@ from otel_replay.cassette.model import Cassette
 from otel_replay.cassette.provenance import build_source
 from otel_replay.cassette.writer import CassetteWriter
 from otel_replay.core import memo
-from otel_replay.core.errors import ConfigError, TraceFormatError
+from otel_replay.core.errors import CassetteError, ConfigError, TraceFormatError
 from otel_replay.core.exchange import JSON, Exchange, SSEEvent
 from otel_replay.core.jsontext import encodes
+from otel_replay.core.spill import SpillError
 from otel_replay.otlp.files import iter_log_requests, iter_trace_requests
 from otel_replay.readers import AgentSpans, Census, Selection, read_exchanges
 from otel_replay.readers.claude_code import ClaudeCodeReader
@@ -326,9 +327,12 @@ def build_file(
     folder = Path(output).parent
     job = _Job(paths, trace_ids, services, since_ns, until_ns, progress, on_error, redactor, folder)
     with CassetteWriter(output) as writer, closing(job.agent_spans):
-        for exchange in job.exchanges():
-            writer.add(exchange)
-            memo.forget()  # what was computed from one call's values never serves another
+        try:
+            for exchange in job.exchanges():
+                writer.add(exchange)
+                memo.forget()  # what was computed from one call's values never serves another
+        except SpillError as exc:  # keeping the agent's spans beside the output
+            raise CassetteError(output, "", f"cannot write: {exc.strerror}") from None
         count, skipped = len(writer), job.reader.errors
         tallies = job.body_events.tallies
         seen = sum(t.seen for t in tallies.values())
