@@ -8,14 +8,14 @@ writes a cassette too large to hold in memory). ``versions`` lists the codecs.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from otel_replay.core.exchange import JSON, Exchange
 
-__all__ = ["Cassette", "CassetteCodec", "StreamEncoder"]
+__all__ = ["Cassette", "CassetteCodec", "LongArray", "StreamEncoder"]
 
 
 @dataclass(slots=True)
@@ -28,6 +28,18 @@ class Cassette:
 
     interactions: list[Exchange] = field(default_factory=list)
     source: dict[str, JSON] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class LongArray:
+    """An array of a cassette's ``source`` too long to hold in memory, as a
+    :class:`StreamEncoder` takes it: ``items()`` gives its values afresh, in order, and
+    they are written one at a time (the text is that of the list of them). ``surrogates``
+    says whether a value holds a lone surrogate, which UTF-8 cannot carry (the whole head
+    is then written with every non-ASCII character escaped, as for any such value)."""
+
+    items: Callable[[], Iterator[JSON]]
+    surrogates: bool = False
 
 
 class StreamEncoder(Protocol):
@@ -43,7 +55,8 @@ class StreamEncoder(Protocol):
         ...
 
     def pieces(self, source: dict[str, JSON], texts: Iterable[str]) -> Iterator[str]:
-        """The file's text, in pieces: whatever leads, each text of ``texts``, the close."""
+        """The file's text, in pieces: whatever leads, each text of ``texts``, the close.
+        A value of ``source`` may be a :class:`LongArray`."""
         ...
 
     def close(self) -> None:

@@ -12,15 +12,14 @@ from __future__ import annotations
 
 import hashlib
 import re
-import tempfile
-from array import array
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from otel_replay.cassette.fields import Problem
 from otel_replay.cassette.v1 import compact, item_text
 from otel_replay.core.exchange import JSON
+from otel_replay.core.spill import Spill
 
 __all__ = [
     "REFERENCE",
@@ -90,41 +89,23 @@ class _SpilledTexts:
     """Entry texts in an unnamed temporary file in ``folder``, found by name."""
 
     def __init__(self, folder: Path) -> None:
-        self._folder = folder
-        self._file: IO[bytes] | None = None
+        self._spill = Spill(folder)
         self._at: dict[str, int] = {}
-        self._offsets = array("Q")
-        self._lengths = array("Q")
-        self._end = 0
 
     def __contains__(self, name: str) -> bool:
         return name in self._at
 
     def __setitem__(self, name: str, text: str) -> None:
-        data = text.encode("utf-8")  # an entry's text is UTF-8 (see ``item_text``)
-        if self._file is None:
-            self._folder.mkdir(parents=True, exist_ok=True)
-            self._file = tempfile.TemporaryFile(dir=self._folder, prefix=".otel-replay-")
-        self._file.write(data)
-        self._at[name] = len(self._offsets)
-        self._offsets.append(self._end)
-        self._lengths.append(len(data))
-        self._end += len(data)
+        # an entry's text is UTF-8 (see ``item_text``)
+        self._at[name] = self._spill.append(text)
 
     def sorted_items(self) -> Iterator[tuple[str, str]]:
-        spill = self._file
-        if spill is None:
-            return
-        spill.flush()
-        for name in sorted(self._at):
-            i = self._at[name]
-            spill.seek(self._offsets[i])
-            yield name, spill.read(self._lengths[i]).decode("utf-8")
+        spill, at = self._spill, self._at
+        for name in sorted(at):
+            yield name, spill[at[name]]
 
     def close(self) -> None:
-        if self._file is not None:
-            self._file.close()
-            self._file = None
+        self._spill.close()
 
 
 class _MemoryTexts(dict[str, str]):

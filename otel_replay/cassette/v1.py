@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from otel_replay.cassette.fields import Fields, Problem, check, naming
-from otel_replay.cassette.format import Cassette
+from otel_replay.cassette.format import Cassette, LongArray
 from otel_replay.cassette.wire import check_event, check_headers, check_status
 from otel_replay.core.exchange import (
     ALL_KNOWN,
@@ -30,7 +30,7 @@ from otel_replay.core.exchange import (
     Response,
     SSEEvent,
 )
-from otel_replay.core.jsontext import pretty
+from otel_replay.core.jsontext import encodes, pretty
 
 __all__ = [
     "ITEM_PAD",
@@ -39,6 +39,7 @@ __all__ = [
     "array_pieces",
     "compact",
     "decode_interaction",
+    "head_pieces",
     "head_text",
     "interaction_dict",
     "item_text",
@@ -121,22 +122,69 @@ def item_text(item: JSON, pad: str = ITEM_PAD) -> str:
     """``item`` as it reads nested at ``pad``; a value holding a lone surrogate, which
     UTF-8 cannot carry, with every non-ASCII character escaped (still lossless)."""
     text = pretty(item, pad)
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        escaped = json.dumps(item, indent=2, ensure_ascii=True, allow_nan=False)
-        text = escaped.replace("\n", "\n" + pad)
-    return text
+    return text if encodes(text) else _escaped(item, pad)
+
+
+def _escaped(item: JSON, pad: str) -> str:
+    """``item`` as it reads nested at ``pad``, every non-ASCII character escaped."""
+    text = json.dumps(item, indent=2, ensure_ascii=True, allow_nan=False)
+    return text.replace("\n", "\n" + pad)
 
 
 def head_text(head: dict[str, JSON]) -> str:
     """The document's first fields as written, left open for the fields that follow."""
-    text = json.dumps(head, indent=2, ensure_ascii=False, allow_nan=False)
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        text = json.dumps(head, indent=2, ensure_ascii=True, allow_nan=False)
-    return text[:-2]
+    return "".join(head_pieces(head))
+
+
+def head_pieces(head: dict[str, JSON]) -> Iterator[str]:
+    """``head_text`` in pieces: each :class:`~otel_replay.cassette.format.LongArray`
+    among the values of ``head["source"]`` is written one item at a time, as the list of
+    its items reads there."""
+    source = head.get("source")
+    longs: dict[str, LongArray] = {}
+    if isinstance(source, dict):
+        longs = {key: value for key, value in source.items() if isinstance(value, LongArray)}
+    if not longs:
+        yield _open_text(head, escape=False)[0]
+        return
+    assert isinstance(source, dict)
+    holes = {key: _HOLE.format(i) for i, key in enumerate(longs)}
+    with_holes = {**head, "source": {key: holes.get(key, v) for key, v in source.items()}}
+    text, escape = _open_text(with_holes, escape=any(a.surrogates for a in longs.values()))
+    marks = [json.dumps(hole) for hole in holes.values()]
+    if any(text.count(mark) != 1 for mark in marks):  # a value of the head reads like one
+        whole = {k: [*v.items()] if isinstance(v, LongArray) else v for k, v in source.items()}
+        yield _open_text({**head, "source": whole}, escape=False)[0]
+        return
+    for mark, array in zip(marks, longs.values(), strict=True):
+        before, _, text = text.partition(mark)
+        yield before
+        line = before[before.rfind("\n") + 1 :]
+        yield from _items_pieces(array.items(), line[: len(line) - len(line.lstrip(" "))], escape)
+    yield text
+
+
+def _open_text(head: dict[str, JSON], *, escape: bool) -> tuple[str, bool]:
+    """The head's text, left open, and whether every non-ASCII character in it is
+    escaped: when ``escape`` says so, or when it holds a lone surrogate."""
+    text = json.dumps(head, indent=2, ensure_ascii=escape, allow_nan=False)
+    if not escape and not encodes(text):
+        text, escape = json.dumps(head, indent=2, ensure_ascii=True, allow_nan=False), True
+    return text[:-2], escape
+
+
+_HOLE = "\x00long array {}\x00"
+"""What stands for a long array while the head around it is written."""
+
+
+def _items_pieces(items: Iterable[JSON], pad: str, escape: bool) -> Iterator[str]:
+    """A list of ``items`` as it reads nested at ``pad``, one item a piece."""
+    inner = pad + "  "
+    opener = "[\n" + inner
+    for item in items:
+        yield opener + (_escaped(item, inner) if escape else pretty(item, inner))
+        opener = ",\n" + inner
+    yield "[]" if opener.startswith("[") else "\n" + pad + "]"
 
 
 def array_pieces(texts: Iterable[str]) -> Iterator[str]:
@@ -157,7 +205,8 @@ class _Encoder:
 
     def pieces(self, source: dict[str, JSON], texts: Iterable[str]) -> Iterator[str]:
         """The head, each interaction's text in order, and the close."""
-        yield head_text({"version": 1, "source": source}) + ',\n  "interactions": '
+        yield from head_pieces({"version": 1, "source": source})
+        yield ',\n  "interactions": '
         yield from array_pieces(texts)
 
     def close(self) -> None:

@@ -55,7 +55,7 @@ from otel_replay.cassette.v1 import (
     ITEM_PAD,
     array_pieces,
     decode_interaction,
-    head_text,
+    head_pieces,
     interaction_dict,
     item_text,
     top_fields,
@@ -124,7 +124,8 @@ class _Encoder:
     def pieces(self, source: dict[str, JSON], texts: Iterable[str]) -> Iterator[str]:
         """The head, the table (every value the interactions given so far refer to, by
         name), each interaction's text in order, and the close."""
-        yield head_text({"version": 2, "source": source}) + ',\n  "table": '
+        yield from head_pieces({"version": 2, "source": source})
+        yield ',\n  "table": '
         opener = "{\n" + ITEM_PAD
         for name, text in self.table.texts.sorted_items():
             yield f'{opener}"{name}": {text}'

@@ -15,18 +15,17 @@ untouched and nothing behind. The text of each piece is the format codec's (see
 from __future__ import annotations
 
 import os
-import tempfile
 from array import array
 from collections.abc import Iterator
 from pathlib import Path
 from types import TracebackType
-from typing import IO
 
 from otel_replay.cassette.format import CassetteCodec
 from otel_replay.cassette.model import atomic_text
 from otel_replay.cassette.versions import codec_for
 from otel_replay.core.errors import CassetteError
 from otel_replay.core.exchange import JSON, Exchange
+from otel_replay.core.spill import Spill
 
 __all__ = ["CassetteWriter"]
 
@@ -41,11 +40,8 @@ class CassetteWriter:
     def __init__(self, target: str | os.PathLike[str], codec: CassetteCodec | None = None) -> None:
         self.target = Path(target)
         self._encoder = (codec or codec_for()).encoder(self.target.parent)
-        self._spill: IO[bytes] | None = None
+        self._spill = Spill(self.target.parent)
         self._starts: array[int] | list[int] = array("Q")
-        self._offsets = array("Q")
-        self._lengths = array("Q")
-        self._end = 0
 
     def __enter__(self) -> CassetteWriter:
         return self
@@ -65,9 +61,7 @@ class CassetteWriter:
         """Spill one interaction. Raises ``CassetteError`` when it has no JSON form or
         the spill cannot be written."""
         try:
-            data = self._encoder.interaction(exchange).encode("utf-8")
-            spill = self._spill or self._open()
-            spill.write(data)
+            self._spill.append(self._encoder.interaction(exchange))
         except ValueError as exc:
             raise CassetteError(self.target, "", f"cannot write: {exc}") from None
         except OSError as exc:
@@ -76,9 +70,6 @@ class CassetteWriter:
             self._starts.append(exchange.start_ns)
         except OverflowError:  # beyond OTLP's unsigned 64 bits: keep them as Python ints
             self._starts = [*self._starts, exchange.start_ns]
-        self._offsets.append(self._end)
-        self._lengths.append(len(data))
-        self._end += len(data)
 
     def commit(self, source: dict[str, JSON]) -> None:
         """Write the cassette: every interaction, in start-time order (ties in arrival
@@ -95,19 +86,10 @@ class CassetteWriter:
     def close(self) -> None:
         """Drop the spill files (the target is only ever changed by ``commit``)."""
         self._encoder.close()
-        if self._spill is not None:
-            self._spill.close()
-            self._spill = None
-
-    def _open(self) -> IO[bytes]:
-        self.target.parent.mkdir(parents=True, exist_ok=True)
-        self._spill = tempfile.TemporaryFile(dir=self.target.parent, prefix=".otel-replay-")
-        return self._spill
+        self._spill.close()
 
     def _texts(self) -> Iterator[str]:
         spill = self._spill
-        if spill is None:
-            return
         spill.flush()
         starts = self._starts
         count = len(starts)
@@ -115,10 +97,8 @@ class CassetteWriter:
             order: range | list[int] = range(count)  # the usual case: already in order
         else:
             order = sorted(range(count), key=starts.__getitem__)
-        offsets, lengths = self._offsets, self._lengths
         for i in order:
-            spill.seek(offsets[i])
-            yield spill.read(lengths[i]).decode("utf-8")
+            yield spill[i]
 
 
 def _cannot(exc: OSError) -> str:

@@ -14,7 +14,7 @@ import math
 from json.encoder import encode_basestring
 from typing import Any
 
-__all__ = ["pretty"]
+__all__ = ["encodes", "pretty"]
 
 
 class _Fallback(Exception):
@@ -93,3 +93,12 @@ def pretty(value: Any, pad: str = "") -> str:
         text = json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False)
         return text.replace("\n", "\n" + pad) if pad else text
     return "".join(parts)
+
+
+def encodes(text: str) -> bool:
+    """Whether UTF-8 can carry ``text`` (it holds no lone surrogate)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

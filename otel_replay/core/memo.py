@@ -7,15 +7,20 @@ need run once per value, not once per request: ``by_identity`` remembers its res
 the argument's ``id``, keeping the argument alive so the id cannot be reused by another
 object. Arguments must not be changed in place once passed (nothing here does: every
 stage builds new values). The memory is bounded by a count and starts afresh when full.
+
+``forget`` empties every memo at once: ``build_file`` calls it after each interaction it
+writes, since the values parsed from one span never come back in another and the memos
+would only hold them up to their bounds.
 """
 
 from __future__ import annotations
 
 import hashlib
+import weakref
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
-__all__ = ["IdentityMemo", "ListHash", "by_identity"]
+__all__ = ["IdentityMemo", "ListHash", "by_identity", "forget"]
 
 A = TypeVar("A")
 R = TypeVar("R")
@@ -26,7 +31,7 @@ _LIMIT = 1 << 12
 class IdentityMemo(Generic[A, R]):
     """``fn(value)`` remembered per ``value`` object (not per equal value)."""
 
-    __slots__ = ("_found", "_weight", "budget", "fn", "limit", "weigh")
+    __slots__ = ("__weakref__", "_found", "_weight", "budget", "fn", "limit", "weigh")
 
     def __init__(
         self,
@@ -43,6 +48,7 @@ class IdentityMemo(Generic[A, R]):
         self.budget = budget
         self._found: dict[int, tuple[A, R]] = {}
         self._weight = 0
+        _MEMOS.add(self)
 
     def __call__(self, value: A) -> R:
         found = self._found.get(id(value))
@@ -61,6 +67,15 @@ class IdentityMemo(Generic[A, R]):
         self._weight = 0
 
 
+_MEMOS: weakref.WeakSet[IdentityMemo[Any, Any] | ListHash] = weakref.WeakSet()
+
+
+def forget() -> None:
+    """Empty every memo (``IdentityMemo`` and ``ListHash``) of this process."""
+    for memo in list(_MEMOS):
+        memo.clear()
+
+
 def by_identity(fn: Callable[[A], R]) -> Callable[[A], R]:
     """``fn`` with its results remembered per argument object (see ``IdentityMemo``)."""
     return IdentityMemo(fn)
@@ -76,11 +91,15 @@ class ListHash:
     items, are remembered by identity, so a conversation whose earlier messages are the
     same objects as last turn's costs only its new messages."""
 
-    __slots__ = ("_after", "_text")
+    __slots__ = ("__weakref__", "_after", "_text")
 
     def __init__(self, text: Callable[[Any], bytes]) -> None:
         self._text = IdentityMemo(text, weigh=len, budget=_TEXT_BUDGET)
         self._after: dict[tuple[int, int], tuple[object, object, Any]] = {}
+        _MEMOS.add(self)
+
+    def clear(self) -> None:
+        self._after.clear()
 
     def size(self, items: list[Any]) -> int:
         """The length of the list's text in bytes."""

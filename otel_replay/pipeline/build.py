@@ -13,10 +13,12 @@ as logs join their spans.
 from __future__ import annotations
 
 import gzip
+import json
 import logging
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import closing
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,11 +26,15 @@ from pathlib import Path
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
+from otel_replay.cassette.format import LongArray
 from otel_replay.cassette.model import Cassette
 from otel_replay.cassette.provenance import build_source
 from otel_replay.cassette.writer import CassetteWriter
-from otel_replay.core.errors import ConfigError, TraceFormatError
+from otel_replay.core import memo
+from otel_replay.core.errors import CassetteError, ConfigError, TraceFormatError
 from otel_replay.core.exchange import JSON, Exchange, SSEEvent
+from otel_replay.core.jsontext import encodes
+from otel_replay.core.spill import SpillError
 from otel_replay.otlp.files import iter_log_requests, iter_trace_requests
 from otel_replay.readers import AgentSpans, Census, Selection, read_exchanges
 from otel_replay.readers.claude_code import ClaudeCodeReader
@@ -209,6 +215,7 @@ class _Job:
         progress: Progress | None,
         on_error: ErrorHandler | None,
         redactor: Redactor | None,
+        folder: Path | None = None,
     ) -> None:
         self.files = expand_paths(paths)
         self.selection = Selection(
@@ -221,7 +228,7 @@ class _Job:
         self.redactor = redactor or Redactor.from_environment()
         self.body_events = ClaudeCodeReader(body_dirs=[f.parent for f in self.files])
         self.census = Census()
-        self.agent_spans = AgentSpans()
+        self.agent_spans = AgentSpans(folder=folder)
         self.trace_ids: set[str] = set()
 
     def exchanges(self) -> Iterator[Exchange]:
@@ -246,9 +253,10 @@ class _Job:
         )
         yield from found
 
-    def source(self) -> dict[str, JSON]:
+    def source(self, *, long: bool = False) -> dict[str, JSON]:
         """Provenance: the files, the build time, skipped records and the selection; and
-        the agent's other spans in the traces of the interactions (``source.spans``)."""
+        the agent's other spans in the traces of the interactions (``source.spans``; with
+        ``long``, a ``LongArray`` reading them as the cassette is written)."""
         selection = self.selection
         chosen: dict[str, JSON] = {
             "trace_ids": sorted(selection.trace_ids or ()),
@@ -257,12 +265,20 @@ class _Job:
             "until_ns": selection.until_ns,
         }
         source = build_source(self.files, self.reader.errors, chosen)
-        spans = self.agent_spans.records(self.trace_ids)
-        if spans:
-            source["spans"] = self.redactor.json(spans)
+        order = self.agent_spans.order(self.trace_ids)
+        if order:
+            source["spans"] = self._long_spans(order) if long else [*map(self._span, order)]
         if self.agent_spans.omitted:
             source["spans_omitted"] = self.agent_spans.omitted
         return source
+
+    def _span(self, number: int) -> JSON:
+        return self.redactor.json(self.agent_spans.record(number))
+
+    def _long_spans(self, order: list[int]) -> LongArray:
+        odd = self.agent_spans.surrogates(order)
+        surrogates = any(not encodes(json.dumps(self._span(i), ensure_ascii=False)) for i in odd)
+        return LongArray(lambda: map(self._span, order), surrogates)
 
 
 def build(
@@ -308,10 +324,15 @@ def build_file(
     atomically at the end; when every record was bad it is left as it was. ``source``
     replaces the build's own provenance (``record`` states its command). Raises
     ``CassetteError`` when the cassette cannot be written."""
-    job = _Job(paths, trace_ids, services, since_ns, until_ns, progress, on_error, redactor)
-    with CassetteWriter(output) as writer:
-        for exchange in job.exchanges():
-            writer.add(exchange)
+    folder = Path(output).parent
+    job = _Job(paths, trace_ids, services, since_ns, until_ns, progress, on_error, redactor, folder)
+    with CassetteWriter(output) as writer, closing(job.agent_spans):
+        try:
+            for exchange in job.exchanges():
+                writer.add(exchange)
+                memo.forget()  # what was computed from one call's values never serves another
+        except SpillError as exc:  # keeping the agent's spans beside the output
+            raise CassetteError(output, "", f"cannot write: {exc.strerror}") from None
         count, skipped = len(writer), job.reader.errors
         tallies = job.body_events.tallies
         seen = sum(t.seen for t in tallies.values())
@@ -321,7 +342,9 @@ def build_file(
         )
         written = bool(count or not (skipped or job.census.calls))
         if written:
-            writer.commit(_with_places(job.source(), job) if source is None else source)
+            if source is None:
+                source = _with_places(job.source(long=True), job)
+            writer.commit(source)
     return BuildReport(count, skipped, written, notes, job.census)
 
 

@@ -9,19 +9,26 @@ names, ids, span kind), never message content or tool arguments and results.
 
 Only traces that hold a model call are kept. Memory is bounded: spans of a trace whose
 model call has not been seen yet wait among at most ``PENDING`` spans, and at most
-``LIMIT`` spans are kept (the count of those left out is reported).
+``LIMIT`` spans are kept (the count of those left out is reported). A kept span is held
+as its compact JSON text, in a temporary file in ``folder`` when one is given (what
+``build_file`` does: then each costs a few integers of memory).
 """
 
 from __future__ import annotations
 
+import json
+from array import array
 from collections import OrderedDict
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from otel_replay.core.exchange import JSON
 from otel_replay.core.ids import hex_id
+from otel_replay.core.jsontext import encodes
+from otel_replay.core.spill import Spill
 from otel_replay.readers.view import plain
 
 __all__ = ["KEPT", "LIMIT", "PENDING", "AgentSpans", "compact"]
@@ -67,16 +74,24 @@ def compact(span: Span, attrs: Mapping[str, Any], scope: str) -> dict[str, JSON]
 
 
 class AgentSpans:
-    """Collects the agent spans of the traces that hold model calls."""
+    """Collects the agent spans of the traces that hold model calls; ``close`` releases
+    the temporary file."""
 
-    def __init__(self, limit: int = LIMIT, pending: int = PENDING) -> None:
+    def __init__(
+        self, limit: int = LIMIT, pending: int = PENDING, folder: Path | None = None
+    ) -> None:
         self.limit = limit
         self.pending_limit = pending
-        self.kept: list[dict[str, JSON]] = []
         self.omitted = 0
         self._calls: set[str] = set()
         self._pending: OrderedDict[str, list[dict[str, JSON]]] = OrderedDict()
         self._waiting = 0
+        # the kept spans: their texts; per span its trace's number and start time
+        self._texts: list[str] | Spill = [] if folder is None else Spill(folder, "surrogatepass")
+        self._traces: dict[str, int] = {}
+        self._trace_of = array("L")
+        self._starts: array[int] | list[int] = array("Q")
+        self._surrogates: set[int] = set()
 
     def call(self, trace_id: str | None) -> None:
         """A model call of ``trace_id`` was read: its trace's spans are kept."""
@@ -101,13 +116,46 @@ class AgentSpans:
             self._waiting -= len(dropped)
 
     def _keep(self, record: dict[str, JSON]) -> None:
-        if len(self.kept) < self.limit:
-            self.kept.append(record)
-        else:
+        texts = self._texts
+        if len(texts) >= self.limit:
             self.omitted += 1
+            return
+        # NaN stays NaN (written, it is refused as any value without a JSON form is)
+        text = json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+        number = len(texts)
+        texts.append(text)
+        if not text.isascii() and not encodes(text):
+            self._surrogates.add(number)
+        traces = self._traces
+        self._trace_of.append(traces.setdefault(str(record["trace_id"]), len(traces)))
+        start = int(str(record["start_ns"]))
+        try:
+            self._starts.append(start)
+        except OverflowError:  # beyond OTLP's unsigned 64 bits: keep them as Python ints
+            self._starts = [*self._starts, start]
+
+    def order(self, trace_ids: set[str]) -> list[int]:
+        """The numbers of the kept spans of ``trace_ids`` (the traces of the cassette's
+        interactions), in start order within each trace, traces by id."""
+        names = list(self._traces)
+        trace_of, starts = self._trace_of, self._starts
+        chosen = [i for i, trace in enumerate(trace_of) if names[trace] in trace_ids]
+        chosen.sort(key=lambda i: (names[trace_of[i]], starts[i]))
+        return chosen
+
+    def record(self, number: int) -> dict[str, JSON]:
+        """The kept span of that number, as ``compact`` made it."""
+        found: dict[str, JSON] = json.loads(self._texts[number])
+        return found
 
     def records(self, trace_ids: set[str]) -> list[dict[str, JSON]]:
-        """The kept spans of ``trace_ids`` (the traces of the cassette's interactions),
-        in start order."""
-        found = [r for r in self.kept if r["trace_id"] in trace_ids]
-        return sorted(found, key=lambda r: (str(r["trace_id"]), int(str(r["start_ns"]))))
+        """The kept spans of ``trace_ids``, in the order of ``order``."""
+        return [self.record(i) for i in self.order(trace_ids)]
+
+    def surrogates(self, numbers: list[int]) -> list[int]:
+        """Those of ``numbers`` whose span holds a lone surrogate, which UTF-8 cannot carry."""
+        return [i for i in numbers if i in self._surrogates] if self._surrogates else []
+
+    def close(self) -> None:
+        if isinstance(self._texts, Spill):
+            self._texts.close()
