@@ -37,8 +37,12 @@ def _compact(body: JSON) -> bytes:
 
 
 _ANSWERS_BUDGET = 64 * 1024 * 1024
-_encoded: IdentityMemo[JSON, bytes] = IdentityMemo(_compact, weigh=len, budget=_ANSWERS_BUDGET)
-"""A recorded body's bytes, made once per recording however often it replays."""
+_encoded: IdentityMemo[JSON, bytes] = IdentityMemo(
+    _compact, limit=_ANSWERS_BUDGET, weigh=len, budget=_ANSWERS_BUDGET
+)
+"""A recorded body's bytes, made once per recording however often it replays: bounded by
+their bytes alone, so a cassette of many short answers keeps every one (a bound by count
+would start afresh every few thousand, and encode each answer again as it replays)."""
 
 
 def prime_answers(bodies: Iterable[JSON]) -> None:
