@@ -23,7 +23,7 @@ from aiohttp import web
 from multidict import CIMultiDict
 
 from otel_replay import providers
-from otel_replay.core.errors import ReplayMiss, UpstreamError, root_cause
+from otel_replay.core.errors import ReplayMiss, UpstreamError
 from otel_replay.core.exchange import JSON, Exchange, Response, SSEEvent
 from otel_replay.gateway import probes, refusal
 from otel_replay.gateway.bodies import Bodies
@@ -33,8 +33,8 @@ from otel_replay.gateway.call import (
     parse_traceparent,
     redacted_body,
 )
-from otel_replay.gateway.decide import Decision, OwnKeys, decide, matches
-from otel_replay.gateway.guard import host_guard, refuse_body
+from otel_replay.gateway.decide import Decision, OwnKeys, decide, lowered, matches
+from otel_replay.gateway.guard import host_guard, read_body
 from otel_replay.gateway.limits import Limits
 from otel_replay.gateway.relay import (
     OverLimit,
@@ -94,25 +94,20 @@ class Gateway:
 
     # -- dispatch ----------------------------------------------------------------------
     async def handle(self, request: web.Request) -> web.StreamResponse:
-        headers = {k.lower(): v for k, v in request.headers.items()}
+        headers = request.headers  # names looked up in any case
         kind = probes.probe(request.method, request.path, headers)
         if kind is not None:  # not a model call: answered here, never recorded or counted
             return probes.answer(kind)
         route = providers.ROUTER.route(request.path, headers)
         if route is None:
-            refused = refusal.refuse_unplaced(self.session, request, headers)
+            refused = refusal.refuse_unplaced(self.session, request, lowered(headers))
             if refused is not None:
                 return refused
             decision = decide(self.session.mode, routed=False, match=None, own_key=False)
             return await self._carry_out(request, None, decision)
-        try:
-            async with asyncio.timeout(self.limits.body_timeout):
-                raw = await request.read()
-        except web.RequestPayloadError as exc:  # e.g. a corrupt compressed body
-            return refuse_body(request, 400, f"unreadable request body: {root_cause(exc)}")
-        except TimeoutError:  # a body that never ends must not hold its connection
-            seconds = self.limits.body_timeout
-            return refuse_body(request, 408, f"request body not received within {seconds:g} s")
+        raw = await read_body(request, self.limits.body_timeout)
+        if isinstance(raw, web.StreamResponse):
+            return raw
         try:
             call, exact = self._call(request, route, headers, raw)
         except BodyTooDeep as exc:
@@ -121,7 +116,7 @@ class Gateway:
             return web.json_response(error, status=400, headers={"x-should-retry": "false"})
         mode = call.session.mode
         if call.session.has_live_rules and call.session.is_live(call.canonical):
-            own = self._own_keys.offered(call.upstream, headers)
+            own = self._own_keys.offered(call.upstream, lowered(headers))
             if own:
                 decision = decide(mode, routed=True, match=None, own_key=True, live=True)
                 return await self._carry_out(request, call, decision)
@@ -131,13 +126,15 @@ class Gateway:
                 match = call.session.matcher.match(call.canonical)
             except ReplayMiss as miss:
                 match = miss
-        own_key = isinstance(match, ReplayMiss) and self._own_keys.offered(call.upstream, headers)
+        own_key = isinstance(match, ReplayMiss) and self._own_keys.offered(
+            call.upstream, lowered(headers)
+        )
         return await self._carry_out(
             request, call, decide(mode, routed=True, match=match, own_key=own_key)
         )
 
     def _call(
-        self, request: web.Request, route: Route, headers: dict[str, str], raw: bytes
+        self, request: web.Request, route: Route, headers: Mapping[str, str], raw: bytes
     ) -> tuple[Call, int | None]:
         """The call, and the recording its exact body hits (when the mode matches)."""
         session = self.session
