@@ -87,9 +87,10 @@ class Gateway:
         self._bodies_for(session)  # before the first request, which it then speeds up
 
     def app(self) -> web.Application:
-        app = web.Application(client_max_size=1024**3, middlewares=[host_guard(self.bind_host)])
-        add_otlp_routes(app, lambda: self.session.store, read_timeout=self.limits.body_timeout)
-        app.router.add_route("*", "/{tail:.*}", self.handle)
+        app, guard = web.Application(client_max_size=1024**3), host_guard(self.bind_host)
+        store, seconds = (lambda: self.session.store), self.limits.body_timeout
+        add_otlp_routes(app, store, read_timeout=seconds, wrap=guard)
+        app.router.add_route("*", "/{tail:.*}", guard(self.handle))  # every route guarded
         return app
 
     # -- dispatch ----------------------------------------------------------------------
