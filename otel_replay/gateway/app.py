@@ -149,6 +149,7 @@ class Gateway:
         """The replay of the recording whose body is exactly ``raw`` (a small body, as
         sent), or None when there is none (the full path then decides)."""
         session = self.session
+        self._bodies_for(session)  # a session swapped in is primed by its first request
         provider = providers.get(route.api)
         path = route.provider_path(request.path, request.query)
         index = session.exact_hit_raw(provider.name, path, raw)
