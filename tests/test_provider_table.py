@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from multidict import CIMultiDict
 
 from otel_replay import providers
 from otel_replay.core import envvars as ev
@@ -122,6 +125,27 @@ def test_a_path_claim_beats_a_header_claim_which_beats_the_rest():
     assert upstream("/x/other", {"b-key": "1"}) == "b"
     assert upstream("/x/other", {}) == "a"
     assert Router((heads,)).route("/x/other", {}) is None
+
+
+PATHS = [path for path, _, _ in ROUTES] + ["/", "/v1", "/u/groq", "/openai", "/v1/models/x"]
+HEADER_NAMES = ["x-api-key", "X-Api-Key", "anthropic-version", "api-key", "authorization"]
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(PATHS), st.sets(st.sampled_from(HEADER_NAMES))),
+        min_size=1,
+        max_size=12,
+    )
+)
+def test_a_remembered_route_is_the_route_the_table_gives(requests):
+    router = Router(PROVIDERS, named=providers.named_upstream)
+    for path, names in requests:
+        headers = dict.fromkeys(names, "k")
+        expected, _ = router._route(path, headers)
+        assert router.route(path, headers) == expected
+        assert router.route(path, CIMultiDict(headers)) == expected  # names in any case
 
 
 # --- what the rows drive -----------------------------------------------------------------

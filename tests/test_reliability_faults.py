@@ -104,12 +104,12 @@ CASES = [
 def short_replayed_hang() -> Any:
     """A replayed timeout hangs far longer than any client waits; shortened here only so
     the gateway's own shutdown does not wait on it."""
-    from otel_replay.gateway import app as gateway
+    from otel_replay.gateway import playback
 
-    saved = gateway.REPLAYED_HANG_SECONDS
-    gateway.REPLAYED_HANG_SECONDS = 5.0
+    saved = playback.REPLAYED_HANG_SECONDS
+    playback.REPLAYED_HANG_SECONDS = 5.0
     yield
-    gateway.REPLAYED_HANG_SECONDS = saved
+    playback.REPLAYED_HANG_SECONDS = saved
 
 
 @pytest.mark.parametrize(

@@ -379,3 +379,30 @@ def test_sdk_bytes_identical_to_a_recording_skip_the_component_matcher(tmp_path)
     # one first (through the matcher), the two byte-identical ones by their bytes
     assert summary.hits == [0, 1, 2] and replayed == recorded
     assert len(calls) == 1
+
+
+def test_sdk_bytes_identical_to_a_recording_that_changes_form_replay_converted(tmp_path):
+    """Found by its bytes, a recording whose answer must change form (a plain answer to a
+    call that asks for a stream, as a cassette built from a trace may hold) still replays
+    through the conversion, and counts once."""
+    import dataclasses
+
+    from otel_replay.cassette.model import dump
+    from otel_replay.core.exchange import Response
+    from otel_replay.providers import get
+
+    def ask(env):  # type: ignore[no-untyped-def]
+        chunks = oa(env).chat.completions.create(
+            model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}], stream=True
+        )
+        return "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+
+    recorded, _, _ = record(tmp_path, ask)
+    cassette = load(tmp_path / "c.json")
+    (exchange,) = cassette.interactions
+    assert exchange.response.events is not None
+    plain = get("openai").body_from_stream("chat", exchange.response.events)  # assembled
+    cassette.interactions[0] = dataclasses.replace(exchange, response=Response(200, body=plain))
+    dump(cassette, tmp_path / "c.json")
+    replayed, summary = replay(tmp_path, ask)
+    assert replayed == recorded and summary.hits == [0] and summary.replayed == 1

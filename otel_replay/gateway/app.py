@@ -23,7 +23,7 @@ from aiohttp import web
 from multidict import CIMultiDict
 
 from otel_replay import providers
-from otel_replay.core.errors import ReplayMiss, UpstreamError, root_cause
+from otel_replay.core.errors import ReplayMiss, UpstreamError
 from otel_replay.core.exchange import JSON, Exchange, Response, SSEEvent
 from otel_replay.gateway import probes, refusal
 from otel_replay.gateway.bodies import Bodies
@@ -33,9 +33,10 @@ from otel_replay.gateway.call import (
     parse_traceparent,
     redacted_body,
 )
-from otel_replay.gateway.decide import Decision, OwnKeys, decide, matches
-from otel_replay.gateway.guard import host_guard, refuse_body
+from otel_replay.gateway.decide import Decision, OwnKeys, decide, lowered, matches
+from otel_replay.gateway.guard import host_guard, read_body
 from otel_replay.gateway.limits import Limits
+from otel_replay.gateway.playback import play
 from otel_replay.gateway.relay import (
     OverLimit,
     StreamRelay,
@@ -51,17 +52,13 @@ from otel_replay.gateway.upstream import (
     UpstreamRequest,
     send_meanwhile,
 )
-from otel_replay.gateway.writers import abort, body_response, not_saved, passthrough, prime_answers
+from otel_replay.gateway.writers import abort, as_recorded, not_saved, passthrough, prime_answers
 from otel_replay.otlp.http import add_otlp_routes
 from otel_replay.providers import Route
 from otel_replay.session.session import Session
 from otel_replay.spans.pieces import holds_no_piece
-from otel_replay.streams.codec import encode_all
 
 log = logging.getLogger("otel_replay.gateway")
-
-# How long a recorded hang is replayed before the gateway gives up on the agent.
-REPLAYED_HANG_SECONDS = 600.0
 
 
 class Gateway:
@@ -87,41 +84,41 @@ class Gateway:
         self._bodies_for(session)  # before the first request, which it then speeds up
 
     def app(self) -> web.Application:
-        app = web.Application(client_max_size=1024**3, middlewares=[host_guard(self.bind_host)])
-        add_otlp_routes(app, lambda: self.session.store, read_timeout=self.limits.body_timeout)
-        app.router.add_route("*", "/{tail:.*}", self.handle)
+        app, guard = web.Application(client_max_size=1024**3), host_guard(self.bind_host)
+        store, seconds = (lambda: self.session.store), self.limits.body_timeout
+        add_otlp_routes(app, store, read_timeout=seconds, wrap=guard)
+        app.router.add_route("*", "/{tail:.*}", guard(self.handle))  # every route guarded
         return app
 
     # -- dispatch ----------------------------------------------------------------------
     async def handle(self, request: web.Request) -> web.StreamResponse:
-        headers = {k.lower(): v for k, v in request.headers.items()}
+        headers = request.headers  # names looked up in any case
         kind = probes.probe(request.method, request.path, headers)
         if kind is not None:  # not a model call: answered here, never recorded or counted
             return probes.answer(kind)
         route = providers.ROUTER.route(request.path, headers)
         if route is None:
-            refused = refusal.refuse_unplaced(self.session, request, headers)
+            refused = refusal.refuse_unplaced(self.session, request, lowered(headers))
             if refused is not None:
                 return refused
             decision = decide(self.session.mode, routed=False, match=None, own_key=False)
             return await self._carry_out(request, None, decision)
+        raw = await read_body(request, self.limits.body_timeout)
+        if isinstance(raw, web.StreamResponse):
+            return raw
+        at_once = self._at_once()
+        replayed = await self._replay_as_sent(request, route, raw) if at_once else None
+        if replayed is not None:
+            return replayed
         try:
-            async with asyncio.timeout(self.limits.body_timeout):
-                raw = await request.read()
-        except web.RequestPayloadError as exc:  # e.g. a corrupt compressed body
-            return refuse_body(request, 400, f"unreadable request body: {root_cause(exc)}")
-        except TimeoutError:  # a body that never ends must not hold its connection
-            seconds = self.limits.body_timeout
-            return refuse_body(request, 408, f"request body not received within {seconds:g} s")
-        try:
-            call, exact = self._call(request, route, headers, raw)
+            call, exact = self._call(request, route, headers, raw, tried=at_once)
         except BodyTooDeep as exc:
             log.warning("%s (%s %s)", exc, request.method, request.path)
             error = providers.get(route.api).error_body(400, str(exc), "invalid_request_error")
             return web.json_response(error, status=400, headers={"x-should-retry": "false"})
         mode = call.session.mode
         if call.session.has_live_rules and call.session.is_live(call.canonical):
-            own = self._own_keys.offered(call.upstream, headers)
+            own = self._own_keys.offered(call.upstream, lowered(headers))
             if own:
                 decision = decide(mode, routed=True, match=None, own_key=True, live=True)
                 return await self._carry_out(request, call, decision)
@@ -131,23 +128,65 @@ class Gateway:
                 match = call.session.matcher.match(call.canonical)
             except ReplayMiss as miss:
                 match = miss
-        own_key = isinstance(match, ReplayMiss) and self._own_keys.offered(call.upstream, headers)
+        own_key = isinstance(match, ReplayMiss) and self._own_keys.offered(
+            call.upstream, lowered(headers)
+        )
         return await self._carry_out(
             request, call, decide(mode, routed=True, match=match, own_key=own_key)
         )
 
+    def _at_once(self) -> bool:
+        """Whether a request sent exactly as a recording was is replayed before any other
+        work: when matching, no live rule can claim it and no span is written for it."""
+        session = self.session
+        return matches(session.mode) and not (
+            session.has_live_rules or session.writes_replayed_spans
+        )
+
+    async def _replay_as_sent(
+        self, request: web.Request, route: Route, raw: bytes
+    ) -> web.StreamResponse | None:
+        """The replay of the recording whose body is exactly ``raw`` (a small body, as
+        sent), or None when there is none (the full path then decides)."""
+        session = self.session
+        self._bodies_for(session)  # a session swapped in is primed by its first request
+        provider = providers.get(route.api)
+        path = route.provider_path(request.path, request.query)
+        index = session.exact_hit_raw(provider.name, path, raw)
+        if index is None:
+            return None
+        recorded = session.recording(index)
+        stream = provider.wants_stream(recorded.raw_request, path, request.query)
+        plain = as_recorded(recorded.response, stream)
+        if plain is None:  # it changes form or replays a fault
+            call, _ = self._call(request, route, request.headers, raw, hit=index)
+            decision = decide(session.mode, routed=True, match=index, own_key=False)
+            return await self._carry_out(request, call, decision)
+        session.replayed_hit(index)
+        return plain
+
     def _call(
-        self, request: web.Request, route: Route, headers: dict[str, str], raw: bytes
+        self,
+        request: web.Request,
+        route: Route,
+        headers: Mapping[str, str],
+        raw: bytes,
+        *,
+        tried: bool = False,
+        hit: int | None = None,
     ) -> tuple[Call, int | None]:
-        """The call, and the recording its exact body hits (when the mode matches)."""
+        """The call, and the recording its exact body hits (when the mode matches; ``hit``
+        when already found, ``tried``: not found by its bytes)."""
         session = self.session
         provider = providers.get(route.api)
         path = route.provider_path(request.path, request.query)
         matching = matches(session.mode)
         exact_first = matching and not session.has_live_rules  # a live call consumes nothing
         reader = self._bodies_for(session)
-        body, exact, read = reader.for_call(
-            session, provider.name, path, raw, exact_first, matching
+        body, exact, read = (
+            reader.for_call(session, provider.name, path, raw, exact_first, matching, tried)
+            if hit is None
+            else (session.recordings.request_body(hit), hit, None)
         )
         trace_id, parent = parse_traceparent(headers.get("traceparent"))
         call = Call(
@@ -182,11 +221,11 @@ class Gateway:
             return await self.forward(call)
         if decision.action == "miss":
             assert decision.miss is not None
-            return self.miss(call, decision.miss)
+            return refusal.answer_miss(call, decision.miss)
         assert decision.index is not None
         recorded = call.session.recording(decision.index)
         call.session.replayed_hit(decision.index, self._replayed_exchange(call, recorded))
-        return await self.replay(call, recorded.response)
+        return await play(call, recorded.response, self.timing)
 
     def _bodies_for(self, session: Session) -> Bodies:
         """The body reader of ``session``'s redactor (what it remembers is redacted by it)."""
@@ -200,60 +239,6 @@ class Gateway:
         if not self.session.writes_replayed_spans:
             return None
         return call.exchange(recorded.response)
-
-    # -- miss --------------------------------------------------------------------------
-    def miss(self, call: Call, miss: ReplayMiss) -> web.Response:
-        place = (call.trace_id, call.parent_span_id, call.start_ns)
-        self.session.missed(
-            miss, call.provider.name, call.path, call.body, request=call.canonical, place=place
-        )
-        log.info("%s", miss)
-        body = call.provider.error_body(400, str(miss), "replay_miss")
-        return web.json_response(
-            body, status=400, headers={"x-should-retry": "false", "x-otel-replay": "miss"}
-        )
-
-    # -- replay ------------------------------------------------------------------------
-    async def replay(self, call: Call, response: Response) -> web.StreamResponse:
-        request = call.request
-        if response.fault in ("reset", "timeout"):
-            if response.fault == "timeout":
-                await asyncio.sleep(REPLAYED_HANG_SECONDS)
-            abort(request)
-            return web.Response(status=499)
-        headers = dict(response.headers)
-        headers["x-otel-replay"] = "replayed"
-        events = response.events
-        body = response.body
-        # a successful JSON answer can change form; anything else replays as recorded
-        convertible = response.status < 400 and response.fault is None
-        if call.stream and events is None and convertible and not isinstance(body, str):
-            events = call.provider.stream_from_body(call.operation, body)
-        elif not call.stream and events is not None and convertible:
-            body = call.provider.body_from_stream(call.operation, events)
-            events = None
-            headers.pop("content-type", None)
-        if events is None:
-            return body_response(response.status, headers, body)
-        codec = call.codec
-        headers["content-type"] = codec.content_type
-        stream = web.StreamResponse(status=response.status, headers=headers)
-        await stream.prepare(request)
-        recorded_pace = self.timing == "recorded"
-        started = time.monotonic()
-        if not recorded_pace:
-            await stream.write(encode_all(codec, events))
-        else:
-            for event in events:
-                delay = event.t - (time.monotonic() - started)
-                if delay > 0:
-                    await asyncio.sleep(delay)
-                await stream.write(codec.encode(event))
-        if response.fault == "reset_mid_stream":
-            abort(request)
-            return stream
-        await stream.write_eof()
-        return stream
 
     # -- forward and record ------------------------------------------------------------
     async def forward(self, call: Call) -> web.StreamResponse:

@@ -179,11 +179,13 @@ class Bodies:
         raw: bytes,
         exact_first: bool,
         matching: bool,
+        tried: bool = False,
     ) -> tuple[JSON, int | None, Body | None]:
         """A provider call's body (redacted when ``matching``), the recording it replays
         at once when identical to a recorded (hence redacted) one, and its reading (None
-        for a small body found as sent, which is not even read)."""
-        exact = session.exact_hit_raw(provider, path, raw) if exact_first else None
+        for a small body found as sent, which is not even read). ``tried``: its bytes
+        were already looked up, and found nothing."""
+        exact = session.exact_hit_raw(provider, path, raw) if exact_first and not tried else None
         if exact is not None:
             return session.recordings.request_body(exact), exact, None
         read = self.read(raw)

@@ -18,7 +18,7 @@ from otel_replay.core import envvars as ev
 from otel_replay.core.errors import ReplayMiss
 from otel_replay.providers.spec import CredentialHeader
 
-__all__ = ["Action", "Decision", "OwnKeys", "carries_own_key", "decide", "matches"]
+__all__ = ["Action", "Decision", "OwnKeys", "carries_own_key", "decide", "lowered", "matches"]
 
 Action = Literal["replay", "forward", "miss", "not_provider"]
 
@@ -66,6 +66,12 @@ def decide(
     if mode == "auto" and own_key:
         return Decision("forward", miss=match)
     return Decision("miss", miss=match)
+
+
+def lowered(headers: Mapping[str, str]) -> dict[str, str]:
+    """``headers`` with lower-case names (a repeated header: its last value), as the
+    credential checks read them."""
+    return {k.lower(): v for k, v in headers.items()}
 
 
 def offered_credential(headers: Mapping[str, str], known: Iterable[CredentialHeader]) -> str:

@@ -11,20 +11,24 @@ route runs, so they are never forwarded, recorded or counted as model calls.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from typing import Any
 from urllib.parse import urlsplit
 
 from aiohttp import web
-from aiohttp.typedefs import Middleware
 
-__all__ = ["host_guard", "refuse_body"]
+from otel_replay.core.errors import root_cause
+
+__all__ = ["Guard", "Handler", "host_guard", "read_body", "refuse_body"]
 
 log = logging.getLogger("otel_replay.gateway")
 
 LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+Guard = Callable[[Handler], Handler]
 
 
 def _split_host(value: str) -> tuple[str, int | None] | None:
@@ -61,40 +65,73 @@ def _refuse(status: int, message: str, request: web.Request) -> web.Response:
     return response
 
 
-def host_guard(bind_host: str) -> Middleware:
-    """The aiohttp middleware that refuses requests not addressed to the gateway itself.
+def host_guard(bind_host: str) -> Guard:
+    """What wraps each of the gateway's route handlers so that it refuses requests not
+    addressed to the gateway itself (a wrapper rather than an aiohttp middleware: the
+    middleware chain cost every request more than the checks do).
 
     Allowed ``Host`` names: the loopback names, ``bind_host``, and the address the
     connection arrived on; the port must be the one it arrived on.
     """
     allowed = LOOPBACK_NAMES | {bind_host.strip("[]").lower()}
+    verdicts: dict[tuple[str, Any], bool] = {}  # (Host, local address): addressed here
 
-    @web.middleware
-    async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
+    def refusal(request: web.Request) -> web.Response | None:
         if request.method == "OPTIONS":
             return _refuse(405, "OPTIONS (a browser's CORS preflight) is not answered", request)
         origin = request.headers.get("Origin")
         if origin is not None and not _origin_is_loopback(origin):
             return _refuse(403, f"requests from web pages are refused (Origin {origin!r})", request)
         host = request.headers.get("Host")
-        if host is None or not _addressed_here(request, host, allowed):
+        if host is None or not _addressed_here(request, host, allowed, verdicts):
             return _refuse(
                 403,
                 f"Host {host!r} is not this gateway; use the URL it printed "
                 "(127.0.0.1 or localhost with its port)",
                 request,
             )
-        return await handler(request)
+        return None
+
+    def guard(handler: Handler) -> Handler:
+        async def guarded(request: web.Request) -> web.StreamResponse:
+            refused = refusal(request)
+            return refused if refused is not None else await handler(request)
+
+        return guarded
 
     return guard
 
 
-def _addressed_here(request: web.Request, host: str, allowed: frozenset[str]) -> bool:
+_VERDICTS_REMEMBERED = 64
+"""(Host, local address) pairs whose verdict is remembered at most: an agent sends the
+same few, so the check of every later request is one lookup."""
+
+
+def _addressed_here(
+    request: web.Request,
+    host: str,
+    allowed: frozenset[str],
+    verdicts: dict[tuple[str, Any], bool],
+) -> bool:
+    transport = request.transport
+    sockname = transport.get_extra_info("sockname") if transport is not None else None
+    key = (host, sockname)
+    verdict = verdicts.get(key)
+    if verdict is None:
+        verdict = _host_is_local(host, sockname, allowed)
+        if len(verdicts) >= _VERDICTS_REMEMBERED:
+            verdicts.clear()
+        verdicts[key] = verdict
+    return verdict
+
+
+def _host_is_local(host: str, sockname: Any, allowed: frozenset[str]) -> bool:
+    """Whether ``host`` names ``allowed`` or the local address ``sockname`` (as
+    ``transport.get_extra_info`` gives it), with its port."""
     parsed = _split_host(host)
     if parsed is None:
         return False
     name, port = parsed
-    sockname = request.transport.get_extra_info("sockname") if request.transport else None
     local_name, local_port = (str(sockname[0]), int(sockname[1])) if sockname else ("", None)
     if name not in allowed and name != local_name.lower():
         return False
@@ -113,3 +150,17 @@ def refuse_body(request: web.Request, status: int, message: str) -> web.Response
     )
     response.force_close()
     return response
+
+
+async def read_body(request: web.Request, seconds: float) -> bytes | web.Response:
+    """The request's body, or the refusal of one that is unreadable (400) or does not end
+    within ``seconds`` (408). A body already received in full is read without a timer."""
+    try:
+        if request.content.is_eof():  # nothing left to wait for
+            return await request.read()
+        async with asyncio.timeout(seconds):
+            return await request.read()
+    except web.RequestPayloadError as exc:  # e.g. a corrupt compressed body
+        return refuse_body(request, 400, f"unreadable request body: {root_cause(exc)}")
+    except TimeoutError:  # a body that never ends must not hold its connection
+        return refuse_body(request, 408, f"request body not received within {seconds:g} s")

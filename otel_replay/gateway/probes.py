@@ -25,8 +25,8 @@ Probe = Literal["websocket", "connectivity"]
 
 
 def probe(method: str, path: str, headers: Mapping[str, str]) -> Probe | None:
-    """What kind of non-model request this is (``headers`` with lower-case names), or
-    None for anything else."""
+    """What kind of non-model request this is (``headers`` read by lower-case names:
+    a case-insensitive mapping, or one with lower-case names), or None for anything else."""
     upgrade = headers.get("upgrade", "")
     if upgrade and "websocket" in upgrade.lower():
         return "websocket"

@@ -24,6 +24,7 @@ from otel_replay.session.session import Session
 
 __all__ = [
     "MISDIRECTED",
+    "answer_miss",
     "refuse_misplaced",
     "refuse_unplaced",
     "refuse_unroutable",
@@ -76,3 +77,17 @@ def refuse_unroutable(call: Call, exc: NoUpstream) -> web.Response:
     call.session.missed(ReplayMiss(str(exc)), call.provider.name, call.path, call.body)
     body = call.provider.error_body(502, f"otel-replay: {exc}", "otel_replay_no_upstream")
     return web.json_response(body, status=502, headers={"x-should-retry": "false"})
+
+
+def answer_miss(call: Call, miss: ReplayMiss) -> web.Response:
+    """A replay miss: counted in the session (with where it happened) and answered 400 in
+    the provider's own error format, marked so SDKs do not retry it."""
+    place = (call.trace_id, call.parent_span_id, call.start_ns)
+    call.session.missed(
+        miss, call.provider.name, call.path, call.body, request=call.canonical, place=place
+    )
+    log.info("%s", miss)
+    body = call.provider.error_body(400, str(miss), "replay_miss")
+    return web.json_response(
+        body, status=400, headers={"x-should-retry": "false", "x-otel-replay": "miss"}
+    )

@@ -9,12 +9,20 @@ from collections.abc import Iterable
 from aiohttp import web
 from multidict import CIMultiDict
 
-from otel_replay.core.exchange import JSON
+from otel_replay.core.exchange import JSON, Response
 from otel_replay.core.memo import IdentityMemo
 from otel_replay.gateway.upstream import HOP_BY_HOP
 from otel_replay.providers.base import Provider
 
-__all__ = ["abort", "body_response", "not_saved", "passthrough", "prime_answers"]
+__all__ = [
+    "abort",
+    "as_recorded",
+    "body_response",
+    "not_saved",
+    "passthrough",
+    "prime_answers",
+    "replayed_headers",
+]
 
 
 def passthrough(headers: CIMultiDict[str]) -> CIMultiDict[str]:
@@ -32,13 +40,33 @@ def body_response(status: int, headers: dict[str, str], body: JSON) -> web.Respo
     return web.Response(status=status, headers=headers, body=_encoded(body))
 
 
+def replayed_headers(response: Response) -> dict[str, str]:
+    """The headers a replayed ``response`` is answered with."""
+    headers = dict(response.headers)
+    headers["x-otel-replay"] = "replayed"
+    return headers
+
+
+def as_recorded(response: Response, stream: bool) -> web.Response | None:
+    """The answer replaying ``response`` when it is played back exactly as recorded: a
+    plain answer (no events, no fault) to a call that does not ask for a stream; None
+    when it changes form or replays a fault."""
+    if stream or response.events is not None or response.fault is not None:
+        return None
+    return body_response(response.status, replayed_headers(response), response.body)
+
+
 def _compact(body: JSON) -> bytes:
     return json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
 
 
 _ANSWERS_BUDGET = 64 * 1024 * 1024
-_encoded: IdentityMemo[JSON, bytes] = IdentityMemo(_compact, weigh=len, budget=_ANSWERS_BUDGET)
-"""A recorded body's bytes, made once per recording however often it replays."""
+_encoded: IdentityMemo[JSON, bytes] = IdentityMemo(
+    _compact, limit=_ANSWERS_BUDGET, weigh=len, budget=_ANSWERS_BUDGET
+)
+"""A recorded body's bytes, made once per recording however often it replays: bounded by
+their bytes alone, so a cassette of many short answers keeps every one (a bound by count
+would start afresh every few thousand, and encode each answer again as it replays)."""
 
 
 def prime_answers(bodies: Iterable[JSON]) -> None:

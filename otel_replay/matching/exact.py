@@ -60,11 +60,11 @@ small request found as sent is not even parsed."""
 class ExactIndex:
     """Recording indices by exact key, in recording order; small bodies by text too."""
 
-    __slots__ = ("_keys", "_texts")
+    __slots__ = ("_keys", "_texts")  # texts: per (provider, endpoint), by their bytes
 
     def __init__(self, exchanges: Iterable[Exchange] = ()) -> None:
         self._keys: dict[str, list[int]] = {}
-        self._texts: dict[str, list[int]] = {}
+        self._texts: dict[tuple[str, str], dict[bytes, list[int]]] = {}
         for i, ex in enumerate(exchanges):
             self.add(i, ex)
 
@@ -83,21 +83,17 @@ class ExactIndex:
         try:
             found = exact_key(provider, endpoint, body)
             if text_size(body) <= RAW_MAX:
-                text = json.dumps(body, separators=(",", ":"), ensure_ascii=False)
-                self._texts.setdefault(f"{provider} {endpoint} {text}", []).append(index)
+                texts = self._texts.setdefault((provider, endpoint), {})
+                texts.setdefault(_compact(body), []).append(index)
         except (TypeError, ValueError):
             return
         self._keys.setdefault(found, []).append(index)
 
     def for_raw(self, provider: str, endpoint: str, raw: bytes) -> list[int]:
-        """Recordings whose body is the text of ``raw`` (a small JSON object's bytes)."""
-        if not self._texts or len(raw) > RAW_MAX or not raw.startswith(b"{"):
-            return []
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            return []
-        return self._texts.get(f"{provider} {endpoint} {text}", [])
+        """Recordings whose body is the text of ``raw`` (a small JSON object's bytes,
+        compared as they are: a recorded text is valid UTF-8, so equal bytes are it)."""
+        texts = self._texts.get((provider, endpoint)) if len(raw) <= RAW_MAX else None
+        return [] if texts is None else texts.get(raw, [])
 
     def for_body(self, provider: str, endpoint: str, body: Any) -> list[int]:
         """Recordings whose body equals the parsed ``body``."""

@@ -234,14 +234,19 @@ class Matcher:
         if not candidates:
             return None
         with self._lock:
-            index = next((i for i in candidates if i not in self.used), None)
-            if index is None or len(self._index) != 1:
+            used = self.used
+            for index in candidates:
+                if index not in used:
+                    break
+            else:
+                return None
+            if len(self._index) != 1:
                 return None
             (buckets,) = self._index.values()
             bucket = buckets.get(self._keys[index])
-            if bucket is None or bucket.first_unused(self.used) != index:
+            if bucket is None or bucket.first_unused(used) != index:
                 return None
-            self.used.add(index)
+            used.add(index)
             return index
 
     # -- the component matcher ------------------------------------------------------------

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import zlib
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -111,27 +111,31 @@ ROUTES = (
 )
 
 
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
 def add_otlp_routes(
     app: web.Application,
     store: StoreSource,
     *,
     max_body: int = 32 * 1024 * 1024,
     read_timeout: float = 30.0,
+    wrap: Callable[[Handler], Handler] | None = None,
 ) -> None:
     """Register the OTLP/HTTP endpoints on ``app``, storing into ``store`` (or the store a
     zero-argument function returns at each request).
 
     ``max_body`` limits both the body on the wire and the body after decompression; the app
     itself may allow larger bodies, since this handler reads in chunks and stops early.
-    ``read_timeout``: seconds the body may take to arrive in full (then 408).
+    ``read_timeout``: seconds the body may take to arrive in full (then 408). ``wrap``:
+    what each handler is registered wrapped in (the gateway's host guard).
     """
     for route in ROUTES:
-        app.router.add_post(route.path, _handler(route, store, max_body, read_timeout))
+        handler = _handler(route, store, max_body, read_timeout)
+        app.router.add_post(route.path, handler if wrap is None else wrap(handler))
 
 
-def _handler(
-    route: _Route, store: StoreSource, max_body: int, read_timeout: float
-) -> Callable[[web.Request], Any]:
+def _handler(route: _Route, store: StoreSource, max_body: int, read_timeout: float) -> Handler:
     async def handle(request: web.Request) -> web.Response:
         as_json = request.content_type == JSON
         try:
