@@ -97,4 +97,11 @@ async def main(spec: dict[str, Any]) -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main(json.loads(sys.argv[1])))
+    SPEC = json.loads(sys.argv[1])
+    if SPEC["kind"] == "gateway":  # on the loop the CLI gives it
+        from otel_replay.gateway.loop import new_loop
+
+        with asyncio.Runner(loop_factory=new_loop) as runner:
+            runner.run(main(SPEC))
+    else:
+        asyncio.run(main(SPEC))

@@ -195,10 +195,11 @@ class GatewayThread:
         self._early: _Early | None = None  # started early: see start(early=True)
 
     def _new_loop(self) -> asyncio.AbstractEventLoop:
-        import asyncio
         from concurrent.futures import ThreadPoolExecutor
 
-        loop = asyncio.new_event_loop()
+        from otel_replay.gateway.loop import new_loop
+
+        loop = new_loop()
         # named threads: the egress guard lets the gateway's own name lookups through
         loop.set_default_executor(
             ThreadPoolExecutor(thread_name_prefix="otel-replay-gateway-executor")

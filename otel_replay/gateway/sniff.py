@@ -14,7 +14,7 @@ import asyncio
 import logging
 import socket
 from collections.abc import Callable, Coroutine
-from typing import Any
+from typing import Any, cast
 
 from aiohttp import web
 
@@ -97,7 +97,7 @@ class _Piped(asyncio.Protocol):
         self.pipe: _Pipe | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
+        transport = cast(asyncio.Transport, transport)
         self.pipe = _Pipe(transport, self.port, self.host)
 
     def data_received(self, data: bytes) -> None:
@@ -128,7 +128,7 @@ class _Sniffer(asyncio.Protocol):
         self.transport: asyncio.Transport | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
+        transport = cast(asyncio.Transport, transport)
         self.transport = transport
 
     def data_received(self, data: bytes) -> None:
