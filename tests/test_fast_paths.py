@@ -478,3 +478,48 @@ def test_cassette_text_is_json_dumps_indent_2(source: Any) -> None:
             cassette_mod.to_json(c), indent=2, ensure_ascii=False, allow_nan=False
         )
         assert dumps(c) == expected + "\n"
+
+
+# --- OTLP lines (orjson) ---------------------------------------------------------------------
+
+line_values = st.recursive(
+    st.one_of(
+        st.none(),
+        st.booleans(),
+        st.integers(min_value=-(2**70), max_value=2**70),
+        st.floats(allow_nan=False, allow_infinity=False),
+        st.text(st.characters(blacklist_categories=())),  # lone surrogates included
+    ),
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=4), st.dictionaries(st.text(max_size=8), inner, max_size=4)
+    ),
+    max_leaves=20,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(line_values)
+def test_otlp_line_reads_as_the_standard_line(doc: Any) -> None:
+    """What orjson writes reads back as what the standard library writes; what it refuses
+    (a lone surrogate, an integer beyond 64 bits) is the standard library's line itself."""
+    line, reference = codec.otlp_line(doc), codec.dumps_line(doc)
+    assert json.loads(line) == json.loads(reference)
+    if not any(type(v) is float for v in _strings(reference)):
+        assert line == reference  # text, integers and the rest are written alike
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(requests())
+def test_otlp_line_of_a_trace_request_is_the_standard_line(msg: ExportTraceServiceRequest) -> None:
+    """Every number of an OTLP document is finite (``NaN`` is written as a string), so
+    orjson never writes a ``null`` the standard library would not."""
+    doc = codec.to_json(msg)
+    assert json.loads(codec.otlp_line(doc)) == json.loads(codec.dumps_line(doc))
+
+
+@pytest.mark.parametrize(
+    "doc",
+    [{"a": "\ud800"}, {"n": 2**64}, {"t": [1.5e-05, 1e16, -0.0]}, {"k": "\u2028\x7f\x1f"}],
+)
+def test_otlp_line_of_unusual_values(doc: Any) -> None:
+    assert json.loads(codec.otlp_line(doc)) == json.loads(codec.dumps_line(doc))

@@ -259,13 +259,13 @@ class TraceStore:
         """The redacted line, and whether redaction left it as ``doc`` encodes."""
         from otel_replay.otlp import codec
 
-        text = codec.dumps_line(doc)
+        text = codec.otlp_line(doc)
         if self._redact is None:
             return (text + "\n").encode("utf-8"), True
         intact = True
         if any(marker in text for marker in _HEADER_MARKERS):
             doc = scrub_header_attributes(doc)
-            text, intact = codec.dumps_line(doc), False
+            text, intact = codec.otlp_line(doc), False
         elif parts is not None and parts.clean(text):
             return (text + "\n").encode("utf-8"), True  # what the pass below would return
         if self._redact_text is not None:
@@ -277,7 +277,7 @@ class TraceStore:
                 return (clean + "\n").encode("utf-8"), intact
             if _is_json(clean):
                 return (_bytes_placeholders(clean) + "\n").encode("utf-8"), False
-        line = _bytes_placeholders(codec.dumps_line(self._redact(doc)))
+        line = _bytes_placeholders(codec.otlp_line(self._redact(doc)))
         return (line + "\n").encode("utf-8"), False
 
     def close(self) -> None:

@@ -95,4 +95,4 @@ class Pieces:
                     _at(body, path[:-1])[path[-1]] = text
         except (KeyError, IndexError, ValueError, TypeError, AttributeError) as exc:
             raise TraceFormatError(_where(span), f"corrupt otel_replay template: {exc}") from exc
-        return {**attrs, own.REQUEST_BODY: codec.dumps_line(body)}
+        return {**attrs, own.REQUEST_BODY: codec.value_text(body)}

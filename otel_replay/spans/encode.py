@@ -56,7 +56,7 @@ log = logging.getLogger(__name__)
 
 
 def _dumps(value: JSON) -> str:
-    return codec.dumps_line(value)
+    return codec.value_text(value)
 
 
 # --- encoding -------------------------------------------------------------------------

@@ -50,7 +50,7 @@ def miss_to_trace_json(
     if why:
         attrs.text(own.MISS_WHY, why)
     if body is not None:
-        attrs.text(own.REQUEST_BODY, codec.dumps_line(body))
+        attrs.text(own.REQUEST_BODY, codec.value_text(body))
     span: dict[str, Any] = {
         "traceId": trace_id or new_trace_id(),
         "spanId": new_span_id(),

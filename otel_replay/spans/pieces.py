@@ -160,37 +160,41 @@ class Ledger:
         return named
 
     def _walk(self, value: JSON, path: Path, place: Callable[[str, Path], str]) -> JSON:
-        if isinstance(value, str):
+        """``value`` with ``place`` applied to each long string; a container none of whose
+        strings changed is ``value`` itself (copied only where something changes)."""
+        if type(value) is str:
             return place(value, path) if len(value) >= MIN_PIECE else value
-        if isinstance(value, dict):
-            out: dict[str, JSON] = {}
-            changed = False
+        if type(value) is dict:
+            out: dict[str, JSON] | None = None
             for key, item in value.items():
-                if isinstance(item, str) and (len(item) < MIN_PIECE or self._secret_key(key)):
-                    out[key] = item
-                    continue
-                if isinstance(item, dict | list):
+                inner = type(item)
+                if type(item) is str:
+                    if len(item) < MIN_PIECE or self._secret_key(key):
+                        continue
+                    new = place(item, [*path, key])
+                elif inner is dict or inner is list:
                     path.append(key)
                     new = self._walk(item, path, place)
                     path.pop()
-                elif isinstance(item, str):
-                    new = place(item, [*path, key])
                 else:
-                    new = item
-                changed = changed or new is not item
-                out[key] = new
-            return out if changed else value
-        if isinstance(value, list):
-            items: list[JSON] = []
-            changed = False
+                    continue
+                if new is not item:
+                    if out is None:
+                        out = dict(value)
+                    out[key] = new
+            return value if out is None else out
+        if type(value) is list:
+            items: list[JSON] | None = None
             for index, item in enumerate(value):
-                if isinstance(item, str | dict | list):
-                    path.append(index)
-                    new = self._walk(item, path, place)
-                    path.pop()
-                else:
-                    new = item
-                changed = changed or new is not item
-                items.append(new)
-            return items if changed else value
+                inner = type(item)
+                if inner is not str and inner is not dict and inner is not list:
+                    continue
+                path.append(index)
+                new = self._walk(item, path, place)
+                path.pop()
+                if new is not item:
+                    if items is None:
+                        items = list(value)
+                    items[index] = new
+            return value if items is None else items
         return value
