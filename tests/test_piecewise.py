@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from otel_replay import providers
 from otel_replay.core.exchange import CanonicalRequest
 from otel_replay.gateway.bodies import Bodies
-from otel_replay.gateway.call import BodyTooDeep, parse_body, redacted_body
+from otel_replay.gateway.call import BodyTooDeep, parse_body, redacted_body, within_depth
 from otel_replay.matching.normalize import Normalizer
 from otel_replay.matching.projection import canonical_json, digest
 from otel_replay.redaction.redact import Redactor
@@ -131,6 +131,21 @@ def test_odd_bodies_and_depth_limits_as_the_whole_body_path(raw, limit):
         except BodyTooDeep:
             got = BodyTooDeep
         assert got == expected
+
+
+@settings(max_examples=200, deadline=None)
+@given(value, st.integers(0, 14), layout)
+def test_a_body_within_depth_is_read_later_as_it_would_be_at_once(body, limit, layout):
+    """Record mode sends a body that opens no more brackets than the limit before reading
+    it (``within_depth``): such a body never nests too deep, and read later it is the
+    body and the redaction the reading at once gives."""
+    raw = _write({"model": "m", "meta": body}, *layout)
+    if not within_depth(raw, limit):
+        return
+    assert parse_body(raw, limit) == {"model": "m", "meta": body}  # never BodyTooDeep
+    later, clean = Bodies(REDACTOR, limit).later(raw)()
+    assert later == parse_body(raw, limit)
+    assert clean() == redacted_body(REDACTOR, raw)
 
 
 requests_items = st.lists(message, min_size=1, max_size=6)

@@ -26,12 +26,13 @@ from otel_replay import providers
 from otel_replay.core.errors import ReplayMiss, UpstreamError
 from otel_replay.core.exchange import JSON, Exchange, Response, SSEEvent
 from otel_replay.gateway import probes, refusal
-from otel_replay.gateway.bodies import Bodies
+from otel_replay.gateway.bodies import Bodies, Body
 from otel_replay.gateway.call import (
     BodyTooDeep,
     Call,
     parse_traceparent,
     redacted_body,
+    within_depth,
 )
 from otel_replay.gateway.decide import Decision, OwnKeys, decide, lowered, matches
 from otel_replay.gateway.guard import host_guard, read_body
@@ -117,7 +118,7 @@ class Gateway:
             error = providers.get(route.api).error_body(400, str(exc), "invalid_request_error")
             return web.json_response(error, status=400, headers={"x-should-retry": "false"})
         mode = call.session.mode
-        if call.session.has_live_rules and call.session.is_live(call.canonical):
+        if mode == "auto" and call.session.has_live_rules and call.session.is_live(call.canonical):
             own = self._own_keys.offered(call.upstream, lowered(headers))
             if own:
                 decision = decide(mode, routed=True, match=None, own_key=True, live=True)
@@ -183,11 +184,16 @@ class Gateway:
         matching = matches(session.mode)
         exact_first = matching and not session.has_live_rules  # a live call consumes nothing
         reader = self._bodies_for(session)
-        body, exact, read = (
-            reader.for_call(session, provider.name, path, raw, exact_first, matching, tried)
-            if hit is None
-            else (session.recordings.request_body(hit), hit, None)
-        )
+        later, exact = None, hit
+        read: Body | None = None
+        if hit is not None:
+            body = session.recordings.request_body(hit)
+        elif matching or not within_depth(raw, self.limits.max_depth):
+            body, exact, read = reader.for_call(
+                session, provider.name, path, raw, exact_first, matching, tried
+            )
+        else:  # recorded as it is: read while the provider works (it cannot nest too deep)
+            body, later = None, reader.later(raw)
         trace_id, parent = parse_traceparent(headers.get("traceparent"))
         call = Call(
             request=request,
@@ -196,8 +202,8 @@ class Gateway:
             path=path,
             operation=provider.operation(path),
             raw=raw,
-            body=body,
-            stream=provider.wants_stream(body, path, request.query),
+            parsed=body,
+            asks_stream=later is None and provider.wants_stream(body, path, request.query),
             start_ns=time.time_ns(),
             trace_id=trace_id,
             parent_span_id=parent,
@@ -205,6 +211,7 @@ class Gateway:
             # record mode redacts when it records, off the agent's critical path
             redacted=matching,
             clean=None if read is None else read.redacted,
+            reader=later,
         )
         return call, exact
 
@@ -270,8 +277,7 @@ class Gateway:
         )
         try:
             # a stream's first event waits for nothing: prepared once it is relayed
-            meanwhile = None if call.stream else call.prepare
-            upstream = await send_meanwhile(self.upstream, outgoing, meanwhile)
+            upstream = await send_meanwhile(self.upstream, outgoing, call.meanwhile)
         except NoUpstream as exc:
             return refusal.refuse_unroutable(call, exc)
         except UpstreamError as exc:

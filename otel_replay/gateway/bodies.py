@@ -20,7 +20,7 @@ from __future__ import annotations
 import gc
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -195,6 +195,16 @@ class Bodies:
             exact = session.exact_hit(provider, path, read.value)
         body = read.redacted() if exact is None and matching else read.value
         return body, exact, read
+
+    def later(self, raw: bytes) -> Callable[[], tuple[JSON, Callable[[], JSON]]]:
+        """Reads ``raw`` when called (a body ``within_depth``): its value, and how to
+        redact it."""
+
+        def read() -> tuple[JSON, Callable[[], JSON]]:
+            body = self.read(raw)
+            return body.value, body.redacted
+
+        return read
 
     def read(self, raw: bytes) -> Body:
         """The body of ``raw``; :class:`BodyTooDeep` when it nests beyond the limit."""

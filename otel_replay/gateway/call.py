@@ -24,7 +24,15 @@ from otel_replay.session.session import Session
 from otel_replay.spans.pieces import holds_no_piece
 from otel_replay.streams.codec import StreamCodec
 
-__all__ = ["BodyTooDeep", "Call", "depth", "parse_body", "parse_traceparent", "redacted_body"]
+__all__ = [
+    "BodyTooDeep",
+    "Call",
+    "depth",
+    "parse_body",
+    "parse_traceparent",
+    "redacted_body",
+    "within_depth",
+]
 
 log = logging.getLogger("otel_replay.gateway")
 
@@ -65,11 +73,16 @@ def depth(raw: bytes, limit: int) -> int:
     has a backslash second), so every quote left opens or closes a string; keeping quotes
     and brackets alone, the pieces between pairs of quotes are the brackets outside
     strings."""
-    if raw.count(b"[") + raw.count(b"{") <= limit:
+    if within_depth(raw, limit):
         return 0
     marks = raw.replace(b"\\\\", b"").replace(b'\\"', b"").translate(None, _NOT_STRUCTURE)
     brackets = b"".join(marks.split(b'"')[::2])
     return max(accumulate(_STEP[b] for b in brackets), default=0)
+
+
+def within_depth(raw: bytes, limit: int) -> bool:
+    """Whether ``raw`` surely nests no deeper than ``limit``: it opens no more brackets."""
+    return raw.count(b"[") + raw.count(b"{") <= limit
 
 
 def redacted_body(redactor: Redactor, raw: bytes, body: JSON = None) -> JSON:
@@ -116,8 +129,8 @@ class Call:
     path: str  # the path the provider reads: as received, with Azure's api-version
     operation: str
     raw: bytes
-    body: JSON  # redacted, unless ``redacted`` is False (record mode, until recording)
-    stream: bool
+    parsed: JSON  # the body as read: see ``body``
+    asks_stream: bool  # see ``stream``
     start_ns: int
     trace_id: str | None
     parent_span_id: str | None
@@ -125,7 +138,30 @@ class Call:
     redacted: bool = True
     clean: Callable[[], JSON] | None = None  # the body redacted, when cheaper than a walk
     short: bool = False  # no string of the request is long enough to be a piece
+    reader: Callable[[], tuple[JSON, Callable[[], JSON] | None]] | None = None
+    """Reads the body and how to redact it, when that is left until first needed (record
+    mode reads it while the provider works)."""
     _canonical: CanonicalRequest | None = None
+
+    @property
+    def body(self) -> JSON:
+        """The body: redacted, unless ``redacted`` is False (record mode, until recording)."""
+        if self.reader is not None:
+            self._read()
+        return self.parsed
+
+    @property
+    def stream(self) -> bool:
+        """Whether the call asks for a streamed answer."""
+        if self.reader is not None:
+            self._read()
+        return self.asks_stream
+
+    def _read(self) -> None:
+        assert self.reader is not None
+        self.parsed, self.clean = self.reader()
+        self.reader = None
+        self.asks_stream = self.provider.wants_stream(self.parsed, self.path, self.request.query)
 
     @property
     def upstream(self) -> str:
@@ -152,12 +188,19 @@ class Call:
         self.short = holds_no_piece(self.raw)
         _ = self.canonical
 
+    def meanwhile(self) -> None:
+        """What is done while the upstream works: the body read; a plain call's also
+        prepared (a stream's first event waits for nothing: it is prepared once relayed)."""
+        if not self.stream:
+            self.prepare()
+
     def _redact(self) -> None:
         if not self.redacted:
+            body = self.body  # read first: the reading knows the cheaper way to redact it
             if self.clean is not None:
-                self.body = self.clean()
+                self.parsed = self.clean()
             else:
-                self.body = redacted_body(self.session.redactor, self.raw, self.body)
+                self.parsed = redacted_body(self.session.redactor, self.raw, body)
             self.redacted = True
 
     def exchange(self, response: Response) -> Exchange:
