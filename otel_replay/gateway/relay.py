@@ -83,19 +83,26 @@ class StreamRelay:
         ``over`` says so and the rest is not read). ``meanwhile`` is done once the first
         event has reached the agent, while the provider writes the next."""
         held = self.held
+        first = True
         async for chunk in chunks:
-            self.events.extend(self.decoder.feed(chunk, self.now()))
-            held += chunk
-            whole = len(held) - self.decoder.pending
-            if whole > 0:
-                await stream.write(bytes(held[:whole]))
-                del held[:whole]
-                if meanwhile is not None:
-                    do_meanwhile(meanwhile)
-                    meanwhile = None
-            if self.decoder.pending > self.limit:
-                self.over = OverLimit("stream event", self.limit)
-                return
+            # the first event is passed on before the rest of its chunk is decoded (the
+            # decoder, fed in two parts, finds the same events: where to cut is a guess)
+            cut = chunk.find(b"\n\n") + 2 if first else 0
+            parts = (chunk[:cut], chunk[cut:]) if 1 < cut < len(chunk) else (chunk,)
+            for part in parts:
+                self.events.extend(self.decoder.feed(part, self.now()))
+                held += part
+                whole = len(held) - self.decoder.pending
+                if whole > 0:
+                    await stream.write(bytes(held[:whole]))
+                    del held[:whole]
+                    first = False
+                if self.decoder.pending > self.limit:
+                    self.over = OverLimit("stream event", self.limit)
+                    return
+            if meanwhile is not None and not first:
+                do_meanwhile(meanwhile)
+                meanwhile = None
 
     def close(self) -> list[SSEEvent]:
         """The events still pending when the stream ends."""
