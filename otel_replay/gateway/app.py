@@ -105,7 +105,7 @@ class Gateway:
             decision = decide(self.session.mode, routed=False, match=None, own_key=False)
             return await self._carry_out(request, None, decision)
         raw = await read_body(request, self.limits.body_timeout)
-        if isinstance(raw, web.StreamResponse):
+        if not isinstance(raw, bytes):  # not against StreamResponse: an ABC, slow at first
             return raw
         at_once = self._at_once()
         replayed = await self._replay_as_sent(request, route, raw) if at_once else None

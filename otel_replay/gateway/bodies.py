@@ -20,7 +20,7 @@ from __future__ import annotations
 import gc
 import json
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -130,9 +130,32 @@ class Bodies:
         """A reader primed with the recordings' bodies; after a large cassette, the
         cyclic garbage collector runs once now rather than during the first requests."""
         bodies = cls(redactor, max_depth)
-        if bodies.prime(ex.raw_request for ex in recorded) >= _COLLECT_AFTER:
+        first: list[JSON] = []
+
+        def requests() -> Iterator[JSON]:
+            for exchange in recorded:
+                if not first:
+                    first.append(exchange.raw_request)
+                yield exchange.raw_request
+
+        if bodies.prime(requests()) >= _COLLECT_AFTER:
             gc.collect()
+        if first and isinstance(first[0], dict):
+            bodies.prime_last(first[0])
         return bodies
+
+    def prime_last(self, body: dict[str, JSON]) -> None:
+        """Takes a recorded body's arrays for the last ones read: a replay's first request,
+        most often the first recorded one with fresh values, then finds its repeated items
+        in place, as every later request does."""
+        for key, value in body.items():
+            if type(value) is list:
+                last: list[_Item | JSON] = []
+                for item in value:
+                    texts = _texts(item)
+                    primed = self._items.get(texts[0]) if texts else None
+                    last.append(item if primed is None else primed)
+                self._last[key] = last
 
     def prime(self, bodies: Iterable[JSON]) -> int:
         """Remembers the array items and long top-level values of recorded bodies under
