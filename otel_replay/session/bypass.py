@@ -38,6 +38,9 @@ SLACK_NS = 1_000_000_000
 """How far outside a span's window a gateway call may be and still be its call (clocks
 of the agent and the gateway are one machine's, but spans are stamped a little apart)."""
 _MARK = b"gen_ai."  # the bytes of a batch without it hold no model-call span to read
+# a span whose bytes hold neither name has no provider attribute (a tool call, an agent
+# step): it is skipped without its attributes being read
+_PROVIDER_KEYS = (genai.PROVIDER_NAME.encode(), genai.SYSTEM.encode())
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,8 +101,9 @@ class BypassWatch:
                 if _MARK not in scope.SerializeToString():
                     continue
                 for span in scope.spans:
-                    if _MARK not in span.SerializeToString():
-                        continue  # no gen_ai.* attribute: not a model call we could place
+                    data = span.SerializeToString()
+                    if not any(key in data for key in _PROVIDER_KEYS):
+                        continue  # no provider named: not a model call we could place
                     attrs = attributes_to_dict(span.attributes)
                     api = self._api(attrs)
                     if api is None or any(key.startswith(OWN_PREFIX) for key in attrs):
