@@ -128,3 +128,34 @@ async def test_a_stream_is_sent_with_no_work_in_front_of_its_first_event(
         assert await _read(answer.chunks) == b'{"echo": "{\\"stream\\":true}"}'
     finally:
         await upstream.aclose()
+
+
+async def test_a_cookie_the_provider_sets_is_in_its_answer_and_never_sent_back() -> None:
+    """The gateway forwards what the agent sends: a cookie a provider sets (a CDN's bot
+    cookie) stays in the answer the agent gets, and the gateway's own client keeps none
+    of it, so no later call, whoever makes it, carries a cookie its agent did not send."""
+    cookies: list[str | None] = []
+
+    async def handle(request: web.Request) -> web.Response:
+        cookies.append(request.headers.get("Cookie"))
+        answer = web.json_response({"id": "r"})
+        answer.set_cookie("__cf_bm", "provider-set", domain="localhost")
+        return answer
+
+    app = web.Application()
+    app.router.add_post("/v1/chat/completions", handle)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    upstream = HttpUpstream({"openai": f"http://localhost:{port}/v1"})  # a name, not an IP
+    try:
+        for _ in range(2):
+            answer = await upstream.send(_request())
+            assert "__cf_bm=provider-set" in answer.headers.get("Set-Cookie", "")
+            await _read(answer.chunks)
+    finally:
+        await upstream.aclose()
+        await runner.cleanup()
+    assert cookies == [None, None]

@@ -154,7 +154,11 @@ class HttpUpstream:
 
     def _client(self) -> aiohttp.ClientSession:
         if self._session is None:
-            self._session = aiohttp.ClientSession(timeout=self._timeout, auto_decompress=True)
+            # no cookie jar: a cookie a provider sets goes to the agent, and only what the
+            # agent sends goes upstream (a jar would add it to every later call)
+            self._session = aiohttp.ClientSession(
+                timeout=self._timeout, auto_decompress=True, cookie_jar=aiohttp.DummyCookieJar()
+            )
         return self._session
 
     def _proxy(self, base: str) -> str | None:
