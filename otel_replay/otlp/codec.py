@@ -189,16 +189,22 @@ def dumps_line(doc: Any) -> str:
     return _COMPACT.encode(doc)
 
 
+def _orjson(value: Any) -> bytes | None:
+    """orjson's text of ``value``, or None where it refuses (a lone surrogate, an integer
+    beyond 64 bits, a key that is not a string)."""
+    try:
+        return orjson.dumps(value)
+    except (orjson.JSONEncodeError, TypeError):
+        return None
+
+
 def value_text(value: Any) -> str:
     """``dumps_line`` of a JSON value (a body, a list of messages), by orjson where that
     writes the same values. orjson writes NaN and the infinities as ``null``: a text
     holding ``null`` anywhere is written by the standard library instead, as is anything
-    orjson refuses (see ``otlp_line``)."""
-    try:
-        text = orjson.dumps(value)
-    except (orjson.JSONEncodeError, TypeError):
-        return _COMPACT.encode(value)
-    if b"null" in text:
+    orjson refuses."""
+    text = _orjson(value)
+    if text is None or b"null" in text:
         return _COMPACT.encode(value)
     return text.decode("utf-8")
 
@@ -208,12 +214,9 @@ def otlp_line(doc: Any) -> str:
 
     Only for OTLP documents: their numbers are finite (a double that is not is written as
     the string ``"NaN"`` or ``"Infinity"``; a body is held as text), where orjson would
-    write ``null``. Whatever orjson refuses (a lone surrogate, an integer beyond 64 bits, a
-    key that is not a string) is encoded by the standard library, as before."""
-    try:
-        return orjson.dumps(doc).decode("utf-8")
-    except (orjson.JSONEncodeError, TypeError):
-        return _COMPACT.encode(doc)
+    write ``null``. What orjson refuses is encoded by the standard library, as before."""
+    text = _orjson(doc)
+    return _COMPACT.encode(doc) if text is None else text.decode("utf-8")
 
 
 def load_json(data: bytes | bytearray | str, source: str) -> Any:

@@ -65,6 +65,8 @@ def _names_secret(key: str) -> bool:
 
 
 Path = list[str | int]
+_CONTAINERS = (dict, list)
+_WALKED = (str, dict, list)  # what may hold a piece (exact types: values parsed from JSON)
 
 
 class Ledger:
@@ -167,12 +169,11 @@ class Ledger:
         if type(value) is dict:
             out: dict[str, JSON] | None = None
             for key, item in value.items():
-                inner = type(item)
                 if type(item) is str:
                     if len(item) < MIN_PIECE or self._secret_key(key):
                         continue
                     new = place(item, [*path, key])
-                elif inner is dict or inner is list:
+                elif type(item) in _CONTAINERS:
                     path.append(key)
                     new = self._walk(item, path, place)
                     path.pop()
@@ -186,8 +187,7 @@ class Ledger:
         if type(value) is list:
             items: list[JSON] | None = None
             for index, item in enumerate(value):
-                inner = type(item)
-                if inner is not str and inner is not dict and inner is not list:
+                if type(item) not in _WALKED:
                     continue
                 path.append(index)
                 new = self._walk(item, path, place)
