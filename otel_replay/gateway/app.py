@@ -61,6 +61,10 @@ from otel_replay.spans.pieces import holds_no_piece
 
 log = logging.getLogger("otel_replay.gateway")
 
+# A larger body nearly always opens more brackets than the depth limit (tool schemas): it
+# is read before it is sent, without first counting them.
+_READ_LATER_MAX = 16 * 1024
+
 
 class Gateway:
     """The aiohttp application and its per-request logic."""
@@ -188,7 +192,7 @@ class Gateway:
         read: Body | None = None
         if hit is not None:
             body = session.recordings.request_body(hit)
-        elif matching or not within_depth(raw, self.limits.max_depth):
+        elif matching or len(raw) > _READ_LATER_MAX or not within_depth(raw, self.limits.max_depth):
             body, exact, read = reader.for_call(
                 session, provider.name, path, raw, exact_first, matching, tried
             )
