@@ -37,6 +37,7 @@ from otel_replay.redaction.shapes import (
     PLACEHOLDER_RE,
     SHAPES_RE,
     shape_replacement,
+    shapes_by_first,
 )
 
 MIN_SECRET_LENGTH = 6
@@ -138,6 +139,12 @@ class Redactor:
 
     def __repr__(self) -> str:
         return f"Redactor(names={list(self._names)!r})"
+
+    @staticmethod
+    def prepare() -> None:
+        """Compile now what redacting compiles when it first tells a match apart (a
+        gateway does this before its first request, which then does not wait for it)."""
+        shapes_by_first()
 
     @property
     def names(self) -> tuple[str, ...]:

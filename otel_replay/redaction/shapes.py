@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,6 +27,7 @@ __all__ = [
     "SHAPES_RE",
     "key_kind",
     "shape_replacement",
+    "shapes_by_first",
 ]
 
 PLACEHOLDER = r"\[REDACTED:[A-Za-z0-9_.:-]+\]"
@@ -201,30 +203,38 @@ _CHECKS: dict[str, Callable[[str], bool]] = {
 }
 
 
-def _compile_shapes() -> tuple[Any, dict[str, tuple[_Shape, ...]]]:
+def _compile_shapes() -> Any:
     """One RE2 alternation over all shapes, without groups (RE2 then finds matches with
     its DFA alone, whatever their length), placeholders first so they are kept as they
-    are; and the shapes by first character, in order, to tell which one matched."""
+    are."""
     branches = [PLACEHOLDER]
-    by_first: dict[str, list[_Shape]] = {}
     for kind, pattern in _SHAPES:
         if pattern[0] in "([.^$*+?{|" or (pattern[0] == "\\" and pattern[1].isalnum()):
             raise ValueError(f"shape for {kind} must start with a literal character")
         branches.append(pattern.replace("(?P<secret>", "(?:"))
+    return re2.compile("|".join(branches))
+
+
+@functools.cache
+def shapes_by_first() -> dict[str, tuple[_Shape, ...]]:
+    """The shapes by first character, in order, to tell which one matched: compiled for
+    the backtracking engine when a match is first told apart (most runs never are)."""
+    by_first: dict[str, list[_Shape]] = {}
+    for kind, pattern in _SHAPES:
         first = pattern[1] if pattern[0] == "\\" else pattern[0]
         local = re.compile(pattern.replace("\\z", "\\Z"))
-        shape = _Shape(f"[REDACTED:{kind}]", local, _CHECKS.get(kind))
-        by_first.setdefault(first, []).append(shape)
-    compiled = re2.compile("|".join(branches))
-    return compiled, {first: tuple(shapes) for first, shapes in by_first.items()}
+        by_first.setdefault(first, []).append(
+            _Shape(f"[REDACTED:{kind}]", local, _CHECKS.get(kind))
+        )
+    return {first: tuple(shapes) for first, shapes in by_first.items()}
 
 
-SHAPES_RE, _SHAPES_BY_FIRST = _compile_shapes()
+SHAPES_RE = _compile_shapes()
 
 
 def shape_replacement(m: Any) -> str:
     whole: str = m.group()
-    for shape in _SHAPES_BY_FIRST.get(whole[:1], ()):
+    for shape in shapes_by_first().get(whole[:1], ()):
         found = shape.pattern.match(whole)
         if found is not None and found.end() == len(whole):
             return _replaced(shape, whole, found)
@@ -249,7 +259,7 @@ def key_kind(value: str) -> str | None:
     or None when it has no known shape (found in linear time, then told apart)."""
     if not value or SHAPES_RE.fullmatch(value) is None:
         return None
-    for shape in _SHAPES_BY_FIRST.get(value[:1], ()):
+    for shape in shapes_by_first().get(value[:1], ()):
         if shape.pattern.fullmatch(value) is not None:
             return shape.placeholder[len("[REDACTED:") : -1]
     return None
