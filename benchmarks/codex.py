@@ -6,7 +6,9 @@ lines:
 1. Per model call: the first request of a Codex recording (about 75 KB: instructions,
    tools, environment context), with fresh UUIDs each time so no exact-body shortcut
    applies, posted sequentially to the stub upstream directly, through the gateway
-   recording, and to the gateway replaying strictly (p50).
+   recording, and to the gateway replaying strictly (p50). The stub and each gateway run
+   in a process of their own, as the provider and ``otel-replay record`` do for a real
+   run (``benchmarks._server``); stub and gateway take turns in slices.
 2. Per run: the wall time of one ``codex exec "say hi"`` straight at the stub, under
    ``otel-replay record`` and under ``otel-replay replay --mode strict`` (median).
 
@@ -28,16 +30,15 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from benchmarks._common import installed_env
+from benchmarks._common import Server, installed_env
 from otel_replay.cassette.model import Cassette, dump, load
-from otel_replay.gateway.runner import GatewayConfig, GatewayThread
 from otel_replay.testing.stub import run_stub
 
 ROOT = Path(__file__).resolve().parent.parent
 CODEX = ROOT / ".venv" / "clients" / "node_modules" / ".bin" / "codex"
 CONFIG = "check_for_update_on_startup = false\n\n[analytics]\nenabled = false\n"
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
-CALLS, RUNS = 30, 5
+CALLS, RUNS, SLICES = 30, 5, 5
 
 
 def _fresh(body: Any) -> bytes:
@@ -65,22 +66,30 @@ def _p50_ms(port: int, body: Any) -> float:
     return statistics.median(_post(port, _fresh(body)) for _ in range(CALLS)) * 1000
 
 
+def _turns(ports: tuple[int, int], body: Any) -> tuple[float, float]:
+    """p50 of each of two servers, sent ``CALLS`` requests each in slices taking turns."""
+    for port in ports:
+        _post(port, _fresh(body))
+    times: tuple[list[float], list[float]] = ([], [])
+    for _ in range(SLICES):
+        for port, kept in zip(ports, times, strict=True):
+            kept.extend(_post(port, _fresh(body)) for _ in range(CALLS // SLICES))
+    return statistics.median(times[0]) * 1000, statistics.median(times[1]) * 1000
+
+
 def per_call(cassette: Path, folder: Path) -> str:
     body = load(cassette).interactions[0].raw_request
-    with run_stub() as stub:
-        direct = _p50_ms(stub.port, body)
-        config = GatewayConfig(
-            mode="record", cassette=folder / "c.json", upstream_openai=stub.openai_url
+    with Server(kind="stub") as stub:
+        recording = Server(
+            kind="gateway", mode="record", cassette=folder / "c.json", upstream=stub.url
         )
-        with GatewayThread(config) as gateway:
-            assert gateway.server is not None
-            record = _p50_ms(gateway.server.port, body)
+        with recording as gateway:
+            direct, record = _turns((stub.port, gateway.port), body)
     recorded = load(folder / "c.json")
     many = Cassette(interactions=recorded.interactions[:1] * (CALLS + 2), source=recorded.source)
     dump(many, folder / "r.json")
-    with GatewayThread(GatewayConfig(mode="strict", cassette=folder / "r.json")) as gateway:
-        assert gateway.server is not None
-        replay = _p50_ms(gateway.server.port, body)
+    with Server(kind="gateway", mode="strict", cassette=folder / "r.json") as gateway:
+        replay = _p50_ms(gateway.port, body)
     size = len(_fresh(body)) // 1000
     return (
         f"per call ({size} KB request, p50 of {CALLS}): stub {direct:.1f} ms · "

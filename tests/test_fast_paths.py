@@ -550,3 +550,21 @@ def _holds_non_finite(value: Any) -> bool:
     if isinstance(value, list):
         return any(map(_holds_non_finite, value))
     return False
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"type": ["string", "null"], "x": float("nan")},  # the word in a string, NaN beside
+        ["null", float("inf")],
+        [float("-inf"), "null"],
+        {"meta": '{"a":null}', "n": float("nan")},
+        float("nan"),
+        {"schema": {"type": ["integer", "null"]}, "q": 1.5},
+    ],
+)
+def test_value_text_tells_a_null_token_from_the_word(value: Any) -> None:
+    """``null`` inside a string (a tool schema's type) is not orjson's NaN: the text is
+    orjson's and still the standard library's; a NaN beside it is written as ``NaN``."""
+    text, reference = codec.value_text(value), codec.dumps_line(value)
+    assert text == reference

@@ -444,3 +444,27 @@ def test_a_key_behind_what_a_shape_keeps_is_redacted(name: str, lead: str, key: 
     for redactor in (PATTERNS_ONLY, Redactor({"SOME_TOKEN": "unrelated-value-1234"})):
         assert key not in redactor.text(name + lead + key)
         assert key not in json.dumps(redactor.json({"header": name + lead + key}))
+
+
+_FRAGMENTS = st.sampled_from(
+    [s.text for s in SAMPLES]
+    + [s.secret for s in SAMPLES]
+    + ["password", "api_key", "x_token", "Bearer", "://", "é", "\n", '"', "\\", "\u2028", " "]
+)
+_TEXTS = st.lists(_FRAGMENTS | st.text(max_size=12), max_size=4).map("".join)
+_BODIES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | _TEXTS,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_TEXTS, inner, max_size=4),
+    max_leaves=16,
+)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_BODIES, st.sampled_from(["plain", "env"]))
+def test_json_skips_only_what_the_walk_leaves_alone(body, secrets):
+    """``json`` skips the walk when its prefilter finds no anchor in the body's compact
+    text (orjson's, the standard library's where orjson refuses): it always returns what
+    walking every string and key returns."""
+    env = {"MY_API_KEY": 'sé"cr\\et-value-42'} if secrets == "env" else {}
+    redactor = Redactor.from_environment(env, cwd=NO_DOTENV)
+    assert redactor.json(copy.deepcopy(body)) == redactor._walk(copy.deepcopy(body))

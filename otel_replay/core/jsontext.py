@@ -14,7 +14,9 @@ import math
 from json.encoder import encode_basestring
 from typing import Any
 
-__all__ = ["encodes", "pretty"]
+import orjson
+
+__all__ = ["encodes", "orjson_text", "pretty"]
 
 
 class _Fallback(Exception):
@@ -102,3 +104,14 @@ def encodes(text: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+def orjson_text(value: Any) -> bytes | None:
+    """orjson's compact text of ``value`` (UTF-8, no spaces, strings escaped as the
+    standard library escapes them with ``ensure_ascii=False``; NaN and the infinities as
+    ``null``), or None where it refuses (a lone surrogate, an integer beyond 64 bits, a
+    key that is not a string)."""
+    try:
+        return orjson.dumps(value)
+    except (orjson.JSONEncodeError, TypeError):
+        return None

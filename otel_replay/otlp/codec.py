@@ -16,7 +16,6 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-import orjson
 from google.protobuf import json_format
 from google.protobuf.message import DecodeError, Message
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
@@ -31,6 +30,7 @@ from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from otel_replay.core.errors import TraceFormatError
+from otel_replay.core.jsontext import orjson_text
 from otel_replay.otlp import tracejson, tracejson_decode
 
 ErrorHandler = Callable[[TraceFormatError], None]
@@ -189,22 +189,18 @@ def dumps_line(doc: Any) -> str:
     return _COMPACT.encode(doc)
 
 
-def _orjson(value: Any) -> bytes | None:
-    """orjson's text of ``value``, or None where it refuses (a lone surrogate, an integer
-    beyond 64 bits, a key that is not a string)."""
-    try:
-        return orjson.dumps(value)
-    except (orjson.JSONEncodeError, TypeError):
-        return None
+_NULL_TOKENS = (b":null", b",null", b"[null")
 
 
 def value_text(value: Any) -> str:
     """``dumps_line`` of a JSON value (a body, a list of messages), by orjson where that
     writes the same values. orjson writes NaN and the infinities as ``null``: a text
-    holding ``null`` anywhere is written by the standard library instead, as is anything
-    orjson refuses."""
-    text = _orjson(value)
-    if text is None or b"null" in text:
+    holding a ``null`` token is written by the standard library instead, as is anything
+    orjson refuses. orjson's text has no spaces, so a token follows ``:``, ``,`` or ``[``
+    or is the whole text; the word inside a string (a schema's ``"null"`` type) is not
+    one, and a string holding such text (``{\"a\":null}``) only costs the slower path."""
+    text = orjson_text(value)
+    if text is None or text == b"null" or any(token in text for token in _NULL_TOKENS):
         return _COMPACT.encode(value)
     return text.decode("utf-8")
 
@@ -215,7 +211,7 @@ def otlp_line(doc: Any) -> str:
     Only for OTLP documents: their numbers are finite (a double that is not is written as
     the string ``"NaN"`` or ``"Infinity"``; a body is held as text), where orjson would
     write ``null``. What orjson refuses is encoded by the standard library, as before."""
-    text = _orjson(doc)
+    text = orjson_text(doc)
     return _COMPACT.encode(doc) if text is None else text.decode("utf-8")
 
 

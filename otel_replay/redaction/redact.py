@@ -26,6 +26,7 @@ from typing import Any
 import re2
 
 from otel_replay.core.exchange import JSON
+from otel_replay.core.jsontext import orjson_text
 from otel_replay.redaction.encoded import EncodedSecrets
 from otel_replay.redaction.headers import is_sensitive_header
 from otel_replay.redaction.names import is_secret_name, looks_like_settings, parse_dotenv
@@ -207,6 +208,11 @@ class Redactor:
         rather than first serialised for the prefilter."""
         if size is not None and size > _LONG_TEXT:
             return self._walk(value)
+        # orjson writes every string and key as the standard library does (UTF-8, the
+        # same escapes); only the spaces between them differ, and no anchor holds one
+        compact = orjson_text(value)
+        if compact is not None:
+            return value if self._prefilter_re.search(compact) is None else self._walk(value)
         try:
             blob = _json.dumps(value, ensure_ascii=False)
         except (TypeError, ValueError):
