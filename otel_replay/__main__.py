@@ -1,3 +1,3 @@
-from otel_replay.frontends.cli import main
+from otel_replay.frontends.cli import run
 
-raise SystemExit(main())
+run()

@@ -43,7 +43,7 @@ __all__ = [
 
 _DRAIN_TICKS = 1_000  # at most ~1 s for connections waiting at the end to be accepted
 _TICK = 0.005
-_GRACE_TICKS = 10  # an early start builds the server after 50 ms, or at a connection
+_GRACE_TICKS = 3  # an early start builds the server after 15 ms, or at a connection
 
 
 def open_session(config: GatewayConfig) -> Session:
