@@ -134,3 +134,72 @@ def test_a_gateway_that_fails_after_the_agent_started_fails_the_agent_and_the_ru
         "otel-replay: cannot bind the OTLP/gRPC receiver to 127.0.0.1:0\n"
     )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["agent.txt"]
+
+
+def test_model_calls_are_served_while_the_grpc_receiver_still_loads(tmp_path, monkeypatch):
+    """The HTTP port serves before the gRPC receiver is loaded (gRPC and protobuf take
+    tens of ms): a model call is answered meanwhile, and exports sent meanwhile, to the
+    gRPC port and as gRPC on the HTTP port, wait for the receiver and are stored."""
+    import asyncio
+    import threading
+    import urllib.request
+
+    from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+    from otel_replay.gateway.runner import GatewayConfig, GatewayThread
+    from otel_replay.otlp import routes
+    from otel_replay.testing.stub import run_stub
+
+    release, loading = threading.Event(), threading.Event()
+    load = routes.load_receiver
+
+    async def held(name: str = "otel_replay.otlp.http") -> None:
+        if name.endswith(".grpc"):
+            loading.set()
+            await asyncio.get_running_loop().run_in_executor(None, release.wait, 60)
+        await load(name)
+
+    monkeypatch.setattr(routes, "load_receiver", held)
+
+    def export(endpoint: str, name: str) -> None:
+        provider = TracerProvider()
+        exporter = OTLPSpanExporter(endpoint=endpoint, insecure=True, timeout=60)
+        provider.add_span_processor(SimpleSpanProcessor(exporter))
+        with provider.get_tracer("agent").start_as_current_span(name):
+            pass
+        provider.shutdown()
+
+    with run_stub() as stub:
+        config = GatewayConfig(
+            mode="record", cassette=tmp_path / "c.json", upstream_openai=stub.openai_url
+        )
+        gateway = GatewayThread(config).start(early=True)
+        try:
+            env = gateway.env
+            http = env["OTEL_REPLAY_URL"].rsplit(":", 1)[1]
+            targets = [f"127.0.0.1:{env['OTEL_REPLAY_GRPC_PORT']}", f"127.0.0.1:{http}"]
+            exports = [
+                threading.Thread(target=export, args=(target, f"span{i}"))
+                for i, target in enumerate(targets)
+            ]
+            for thread in exports:
+                thread.start()
+            body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]})
+            call = urllib.request.Request(
+                env["OPENAI_BASE_URL"] + "/chat/completions",
+                body.encode(),
+                {"Content-Type": "application/json", "Authorization": "Bearer sk-test"},
+            )
+            assert loading.wait(60)
+            with urllib.request.urlopen(call, timeout=60) as answer:
+                assert answer.status == 200
+            assert not release.is_set() and all(t.is_alive() for t in exports)
+            release.set()
+            for thread in exports:
+                thread.join(60)
+        finally:
+            release.set()
+            summary = gateway.stop()
+    assert summary.line().endswith("1 live · 0 misses · 2 spans received"), summary.line()

@@ -40,7 +40,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from otel_replay.otlp import codec
 from otel_replay.otlp import files as otlp_files
-from otel_replay.otlp.http import add_otlp_routes
+from otel_replay.otlp.routes import add_otlp_routes
 from otel_replay.otlp.store import TraceStore
 
 MAX_BODY = 64 * 1024

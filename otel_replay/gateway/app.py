@@ -54,7 +54,7 @@ from otel_replay.gateway.upstream import (
     send_meanwhile,
 )
 from otel_replay.gateway.writers import abort, as_recorded, not_saved, passthrough, prime_answers
-from otel_replay.otlp.http import add_otlp_routes
+from otel_replay.otlp.routes import add_otlp_routes
 from otel_replay.providers import Route
 from otel_replay.session.session import Session
 from otel_replay.spans.pieces import holds_no_piece

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
     from aiohttp import web
 
+    from otel_replay.gateway.sniff import Port
     from otel_replay.otlp.grpc import GrpcReceiver
 
 __all__ = [
@@ -85,6 +86,7 @@ class GatewayServer:
         self._grpc: GrpcReceiver | None = None
         self._piped: asyncio.Server | None = None  # the gRPC port, when bound before
         self._grpc_target: int | None = None  # where gRPC on the HTTP port is piped
+        self._grpc_starting: asyncio.Future[int] | None = None  # ... once it has started
         self.port = 0
         self.grpc_port: int | None = None
         self.env: dict[str, str] = {}
@@ -93,8 +95,8 @@ class GatewayServer:
     def session(self) -> Session:
         return self.gateway.session
 
-    def _grpc_port(self) -> int | None:
-        return self._grpc_target
+    def _grpc_port(self) -> Port | None:
+        return self._grpc_target or self._grpc_starting
 
     def use_session(self, session: Session) -> Session:
         """Point the running gateway (both receivers included) at another session, between
@@ -108,6 +110,9 @@ class GatewayServer:
         return gateway_url(self.config.host, self.port)
 
     async def _start_grpc(self, host: str, port: int) -> int:
+        from otel_replay.otlp.routes import load_receiver
+
+        await load_receiver("otel_replay.otlp.grpc")  # gRPC and protobuf: HTTP serves meanwhile
         from otel_replay.otlp.grpc import GrpcReceiver
 
         self._grpc = GrpcReceiver(lambda: self.gateway.session.store)
@@ -124,15 +129,18 @@ class GatewayServer:
             raise
 
     async def _start(self, listening: Listening | None) -> None:
+        import asyncio
+
         from aiohttp import web
 
         from otel_replay.gateway.sniff import SniffingSite, serve_piped
 
+        internal = loopback(self.config.host)
         if listening is not None and listening.grpc is not None:
-            # the receiver first: gRPC sniffed on the HTTP port is piped to it too
-            internal = loopback(self.config.host)
-            target = await self._start_grpc(internal, 0)
-            self._piped = await serve_piped(listening.grpc, target, internal)
+            # its connections, and gRPC sniffed on the HTTP port, wait for the receiver,
+            # which starts once the agent's model calls are served
+            self._grpc_starting = asyncio.get_running_loop().create_future()
+            self._piped = await serve_piped(listening.grpc, self._grpc_starting, internal)
             self.grpc_port = listening.grpc_port
         self._runner = web.AppRunner(
             self.gateway.app(),
@@ -153,7 +161,13 @@ class GatewayServer:
             raise ConfigError(f"cannot listen on {where}: {exc.strerror or exc}") from exc
         server: Any = site._server
         self.port = server.sockets[0].getsockname()[1]
-        if listening is None and self.config.grpc_port is not None:
+        if self._grpc_starting is not None:
+            try:
+                self._grpc_starting.set_result(await self._start_grpc(internal, 0))
+            except BaseException as exc:
+                self._grpc_starting.set_exception(ConfigError(f"OTLP/gRPC did not start: {exc}"))
+                raise
+        elif listening is None and self.config.grpc_port is not None:
             self.grpc_port = await self._start_grpc(self.config.host, self.config.grpc_port)
         self.env = run_environment(self.config, self.session, self.port, self.grpc_port)
 

@@ -20,7 +20,7 @@ from aiohttp import web
 
 from otel_replay.gateway.listen import BACKLOG, loopback
 
-__all__ = ["PREFACE", "SniffingSite", "serve_piped"]
+__all__ = ["PREFACE", "Port", "SniffingSite", "serve_piped"]
 
 log = logging.getLogger("otel_replay")
 
@@ -50,21 +50,27 @@ class _Back(asyncio.Protocol):
         self.client.close()
 
 
-class _Pipe(asyncio.Protocol):
-    """The client's side: bytes go to the gRPC receiver once connected (kept until then)."""
+Port = int | asyncio.Future[int]
+"""The gRPC receiver's port, or the future of it while the receiver starts."""
 
-    def __init__(self, client: asyncio.Transport, port: int, host: str) -> None:
+
+class _Pipe(asyncio.Protocol):
+    """The client's side: bytes go to the gRPC receiver once connected (kept until then,
+    and until the receiver has started)."""
+
+    def __init__(self, client: asyncio.Transport, port: Port, host: str) -> None:
         self.client = client
         self.pending: list[bytes] = []
         self.upstream: asyncio.Transport | None = None
         self.closed = False
         _spawn(self._connect(host, port))
 
-    async def _connect(self, host: str, port: int) -> None:
+    async def _connect(self, host: str, port: Port) -> None:
         loop = asyncio.get_running_loop()
         try:
-            transport, _ = await loop.create_connection(lambda: _Back(self.client), host, port)
-        except OSError as exc:
+            target = port if isinstance(port, int) else await asyncio.shield(port)
+            transport, _ = await loop.create_connection(lambda: _Back(self.client), host, target)
+        except Exception as exc:  # refused, or the receiver did not start
             log.warning("otel-replay: OTLP/gRPC on the HTTP port: %s", exc)
             self.client.close()
             return
@@ -91,7 +97,7 @@ class _Pipe(asyncio.Protocol):
 class _Piped(asyncio.Protocol):
     """A connection to a port that is all gRPC: piped to the receiver from the start."""
 
-    def __init__(self, port: int, host: str) -> None:
+    def __init__(self, port: Port, host: str) -> None:
         self.port = port
         self.host = host
         self.pipe: _Pipe | None = None
@@ -109,7 +115,7 @@ class _Piped(asyncio.Protocol):
             self.pipe.connection_lost(exc)
 
 
-async def serve_piped(sock: socket.socket, port: int, host: str) -> asyncio.Server:
+async def serve_piped(sock: socket.socket, port: Port, host: str) -> asyncio.Server:
     """Serve the listening ``sock`` by piping each connection to ``host:port``."""
     loop = asyncio.get_running_loop()
     return await loop.create_server(lambda: _Piped(port, host), sock=sock, backlog=BACKLOG)
@@ -119,7 +125,7 @@ class _Sniffer(asyncio.Protocol):
     """Reads until the first bytes tell HTTP/2 from HTTP/1, then hands the connection on."""
 
     def __init__(
-        self, http: Callable[[], asyncio.Protocol], grpc: Callable[[], int | None], host: str
+        self, http: Callable[[], asyncio.Protocol], grpc: Callable[[], Port | None], host: str
     ) -> None:
         self.http = http
         self.grpc = grpc
@@ -140,7 +146,7 @@ class _Sniffer(asyncio.Protocol):
         self.buffer = b""
         port = self.grpc()
         protocol: asyncio.Protocol
-        if seen.startswith(PREFACE) and port:
+        if seen.startswith(PREFACE) and port is not None:
             protocol = _Pipe(transport, port, self.host)
             transport.set_protocol(protocol)
         else:
@@ -163,7 +169,7 @@ class SniffingSite(web.TCPSite):
         runner: web.BaseRunner,
         host: str,
         port: int,
-        grpc_port: Callable[[], int | None],
+        grpc_port: Callable[[], Port | None],
         sock: socket.socket | None = None,
     ) -> None:
         super().__init__(runner, host, port)

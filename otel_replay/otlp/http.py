@@ -1,4 +1,5 @@
-"""The OTLP/HTTP receiver: POST /v1/traces, /v1/logs and /v1/metrics on the gateway's app.
+"""The OTLP/HTTP receiver: POST /v1/traces, /v1/logs and /v1/metrics on the gateway's app
+(registered by ``routes.py``, which loads this module at the first export).
 
 Answers follow the OTLP/HTTP specification: protobuf or JSON bodies, gzip or deflate
 content encoding, 200 with an Export*ServiceResponse encoded like the request (with
@@ -12,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import zlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -26,6 +27,7 @@ from opentelemetry.proto.collector.trace.v1 import trace_service_pb2 as trace_pb
 
 from otel_replay.core.errors import TraceFormatError, root_cause
 from otel_replay.otlp import codec
+from otel_replay.otlp.routes import PATHS, Handler
 from otel_replay.otlp.store import (
     StoreSource,
     TraceStore,
@@ -36,6 +38,8 @@ from otel_replay.otlp.store import (
 )
 
 logger = logging.getLogger(__name__)
+
+TRACES, LOGS, METRICS = PATHS
 
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
@@ -94,15 +98,15 @@ def metrics_response(rejected: int, message: str) -> metrics_pb.ExportMetricsSer
 
 ROUTES = (
     _Route(
-        "/v1/traces",
+        TRACES,
         codec.traces_from_proto,
         codec.traces_from_json,
         ingest_traces,
         trace_response,
     ),
-    _Route("/v1/logs", codec.logs_from_proto, codec.logs_from_json, ingest_logs, logs_response),
+    _Route(LOGS, codec.logs_from_proto, codec.logs_from_json, ingest_logs, logs_response),
     _Route(
-        "/v1/metrics",
+        METRICS,
         codec.metrics_from_proto,
         codec.metrics_from_json,
         ingest_metrics,
@@ -111,28 +115,9 @@ ROUTES = (
 )
 
 
-Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-
-
-def add_otlp_routes(
-    app: web.Application,
-    store: StoreSource,
-    *,
-    max_body: int = 32 * 1024 * 1024,
-    read_timeout: float = 30.0,
-    wrap: Callable[[Handler], Handler] | None = None,
-) -> None:
-    """Register the OTLP/HTTP endpoints on ``app``, storing into ``store`` (or the store a
-    zero-argument function returns at each request).
-
-    ``max_body`` limits both the body on the wire and the body after decompression; the app
-    itself may allow larger bodies, since this handler reads in chunks and stops early.
-    ``read_timeout``: seconds the body may take to arrive in full (then 408). ``wrap``:
-    what each handler is registered wrapped in (the gateway's host guard).
-    """
-    for route in ROUTES:
-        handler = _handler(route, store, max_body, read_timeout)
-        app.router.add_post(route.path, handler if wrap is None else wrap(handler))
+def handlers(store: StoreSource, max_body: int, read_timeout: float) -> dict[str, Handler]:
+    """Each endpoint's handler by path (``routes.add_otlp_routes`` registers them)."""
+    return {route.path: _handler(route, store, max_body, read_timeout) for route in ROUTES}
 
 
 def _handler(route: _Route, store: StoreSource, max_body: int, read_timeout: float) -> Handler:
