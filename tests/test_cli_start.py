@@ -136,10 +136,40 @@ def test_a_gateway_that_fails_after_the_agent_started_fails_the_agent_and_the_ru
     assert sorted(p.name for p in tmp_path.iterdir()) == ["agent.txt"]
 
 
+# a run whose agent makes a model call and exports its span over OTLP/HTTP
+HTTP_ONLY_RUN = """
+import json, sys, tempfile, urllib.request
+from pathlib import Path
+from otel_replay.gateway.runner import GatewayConfig, GatewayThread
+from otel_replay.testing.stub import run_stub
+with run_stub() as stub, tempfile.TemporaryDirectory() as tmp:
+    config = GatewayConfig(mode="record", cassette=Path(tmp) / "c.json",
+                           upstream_openai=stub.openai_url, environ={})
+    gateway = GatewayThread(config).start(early=True)
+    env = gateway.env
+    body = json.dumps({"model": "m", "messages": [{"role": "user", "content": "hi"}]})
+    call = urllib.request.Request(env["OPENAI_BASE_URL"] + "/chat/completions", body.encode(),
+                                  {"Content-Type": "application/json"})
+    urllib.request.urlopen(call, timeout=60).read()
+    span = {"traceId": "0af7651916cd43dd8448eb211c80319c", "spanId": "b7ad6b7169203331",
+            "name": "agent", "kind": 1, "startTimeUnixNano": "1", "endTimeUnixNano": "2"}
+    doc = json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]}).encode()
+    export = urllib.request.Request(env["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"], doc,
+                                    {"Content-Type": "application/json"})
+    assert urllib.request.urlopen(export, timeout=60).status == 200
+    print(gateway.stop().line(), file=sys.stderr)
+"""
+
+
+def test_a_run_that_exports_no_grpc_never_loads_the_grpc_receiver():
+    loaded = imported_by(HTTP_ONLY_RUN, ("grpc", "otel_replay.otlp.grpc", "google.protobuf"))
+    assert loaded == ["google.protobuf"]  # the OTLP/HTTP export needs protobuf, not gRPC
+
+
 def test_model_calls_are_served_while_the_grpc_receiver_still_loads(tmp_path, monkeypatch):
-    """The HTTP port serves before the gRPC receiver is loaded (gRPC and protobuf take
-    tens of ms): a model call is answered meanwhile, and exports sent meanwhile, to the
-    gRPC port and as gRPC on the HTTP port, wait for the receiver and are stored."""
+    """The gRPC receiver starts at the first gRPC connection (gRPC and protobuf take tens
+    of ms to load): a model call is answered while it loads, and exports sent meanwhile,
+    to the gRPC port and as gRPC on the HTTP port, wait for it and are stored."""
     import asyncio
     import threading
     import urllib.request
@@ -149,19 +179,19 @@ def test_model_calls_are_served_while_the_grpc_receiver_still_loads(tmp_path, mo
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
     from otel_replay.gateway.runner import GatewayConfig, GatewayThread
-    from otel_replay.otlp import routes
+    from otel_replay.core import lazy
     from otel_replay.testing.stub import run_stub
 
     release, loading = threading.Event(), threading.Event()
-    load = routes.load_receiver
+    load = lazy.import_meanwhile
 
-    async def held(name: str = "otel_replay.otlp.http") -> None:
+    async def held(name: str) -> None:
         if name.endswith(".grpc"):
             loading.set()
             await asyncio.get_running_loop().run_in_executor(None, release.wait, 60)
         await load(name)
 
-    monkeypatch.setattr(routes, "load_receiver", held)
+    monkeypatch.setattr(lazy, "import_meanwhile", held)
 
     def export(endpoint: str, name: str) -> None:
         provider = TracerProvider()
@@ -203,3 +233,33 @@ def test_model_calls_are_served_while_the_grpc_receiver_still_loads(tmp_path, mo
             release.set()
             summary = gateway.stop()
     assert summary.line().endswith("1 live · 0 misses · 2 spans received"), summary.line()
+
+
+def test_a_grpc_receiver_that_cannot_start_fails_the_run(tmp_path, monkeypatch):
+    """Started at the first gRPC connection, a receiver that fails refuses that export
+    and the run ends failed, saying why (the model calls were served all along)."""
+    from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+    from otel_replay.gateway import runner
+
+    async def fail(self: object, host: str, port: int) -> int:
+        raise OSError("no file descriptors left")
+
+    monkeypatch.setattr(runner.GatewayServer, "_start_grpc", fail)
+    config = runner.GatewayConfig(mode="record", cassette=tmp_path / "c.json", environ={})
+    gateway = runner.GatewayThread(config).start(early=True)
+    try:
+        provider = TracerProvider()
+        endpoint = f"127.0.0.1:{gateway.env['OTEL_REPLAY_GRPC_PORT']}"
+        exporter = OTLPSpanExporter(endpoint=endpoint, insecure=True, timeout=2)
+        provider.add_span_processor(SimpleSpanProcessor(exporter))
+        with provider.get_tracer("agent").start_as_current_span("agent"):
+            pass
+        provider.shutdown()
+    finally:
+        summary = gateway.stop()
+    assert summary.failed and "0 spans received" in summary.line()
+    (error,) = summary.write_errors
+    assert error.startswith("the OTLP/gRPC receiver did not start (no file descriptors left)")

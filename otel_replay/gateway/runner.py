@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
     from aiohttp import web
 
-    from otel_replay.gateway.sniff import Port
+    from otel_replay.gateway.sniff import OnDemand, Port
     from otel_replay.otlp.grpc import GrpcReceiver
 
 __all__ = [
@@ -86,7 +86,8 @@ class GatewayServer:
         self._grpc: GrpcReceiver | None = None
         self._piped: asyncio.Server | None = None  # the gRPC port, when bound before
         self._grpc_target: int | None = None  # where gRPC on the HTTP port is piped
-        self._grpc_starting: asyncio.Future[int] | None = None  # ... once it has started
+        self._on_demand: OnDemand | None = None  # the receiver, started when first needed
+        self._warming: asyncio.Future[None] | None = None  # the span encoder, loading
         self.port = 0
         self.grpc_port: int | None = None
         self.env: dict[str, str] = {}
@@ -96,7 +97,7 @@ class GatewayServer:
         return self.gateway.session
 
     def _grpc_port(self) -> Port | None:
-        return self._grpc_target or self._grpc_starting
+        return self._grpc_target if self._on_demand is None else self._on_demand.port()
 
     def use_session(self, session: Session) -> Session:
         """Point the running gateway (both receivers included) at another session, between
@@ -110,9 +111,9 @@ class GatewayServer:
         return gateway_url(self.config.host, self.port)
 
     async def _start_grpc(self, host: str, port: int) -> int:
-        from otel_replay.otlp.routes import load_receiver
+        from otel_replay.core.lazy import import_meanwhile
 
-        await load_receiver("otel_replay.otlp.grpc")  # gRPC and protobuf: HTTP serves meanwhile
+        await import_meanwhile("otel_replay.otlp.grpc")  # gRPC, protobuf: HTTP serves meanwhile
         from otel_replay.otlp.grpc import GrpcReceiver
 
         self._grpc = GrpcReceiver(lambda: self.gateway.session.store)
@@ -133,14 +134,14 @@ class GatewayServer:
 
         from aiohttp import web
 
-        from otel_replay.gateway.sniff import SniffingSite, serve_piped
+        from otel_replay.core.lazy import import_meanwhile
+        from otel_replay.gateway.sniff import OnDemand, SniffingSite, serve_piped
 
-        internal = loopback(self.config.host)
         if listening is not None and listening.grpc is not None:
-            # its connections, and gRPC sniffed on the HTTP port, wait for the receiver,
-            # which starts once the agent's model calls are served
-            self._grpc_starting = asyncio.get_running_loop().create_future()
-            self._piped = await serve_piped(listening.grpc, self._grpc_starting, internal)
+            # the receiver starts at the first gRPC connection, on either port
+            internal = loopback(self.config.host)
+            self._on_demand = OnDemand(lambda: self._start_grpc(internal, 0))
+            self._piped = await serve_piped(listening.grpc, self._on_demand.port, internal)
             self.grpc_port = listening.grpc_port
         self._runner = web.AppRunner(
             self.gateway.app(),
@@ -161,17 +162,18 @@ class GatewayServer:
             raise ConfigError(f"cannot listen on {where}: {exc.strerror or exc}") from exc
         server: Any = site._server
         self.port = server.sockets[0].getsockname()[1]
-        if self._grpc_starting is not None:
-            try:
-                self._grpc_starting.set_result(await self._start_grpc(internal, 0))
-            except BaseException as exc:
-                self._grpc_starting.set_exception(ConfigError(f"OTLP/gRPC did not start: {exc}"))
-                raise
-        elif listening is None and self.config.grpc_port is not None:
+        if self.session.mode in ("record", "auto") or self.session.writes_replayed_spans:
+            # the span encoder (protobuf), which the first call would load in its handler
+            self._warming = asyncio.ensure_future(import_meanwhile("otel_replay.spans.encode"))
+        if listening is None and self.config.grpc_port is not None:
             self.grpc_port = await self._start_grpc(self.config.host, self.config.grpc_port)
         self.env = run_environment(self.config, self.session, self.port, self.grpc_port)
 
     async def _close(self) -> None:
+        if self._warming is not None:
+            await self._warming
+        if self._on_demand is not None:
+            await self._on_demand.settled()
         if self._grpc is not None:
             await self._grpc.stop()
         if self._piped is not None:
@@ -194,7 +196,10 @@ class GatewayServer:
                 await asyncio.sleep(0)
         await self._close()
         await self.upstream.aclose()
-        return self.session.finish()
+        summary = self.session.finish()
+        if self._on_demand is not None and self._on_demand.failure is not None:
+            summary.write_errors.append(self._on_demand.failure)
+        return summary
 
 
 class GatewayThread:

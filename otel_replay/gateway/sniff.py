@@ -20,7 +20,7 @@ from aiohttp import web
 
 from otel_replay.gateway.listen import BACKLOG, loopback
 
-__all__ = ["PREFACE", "Port", "SniffingSite", "serve_piped"]
+__all__ = ["PREFACE", "OnDemand", "Port", "SniffingSite", "serve_piped"]
 
 log = logging.getLogger("otel_replay")
 
@@ -97,14 +97,14 @@ class _Pipe(asyncio.Protocol):
 class _Piped(asyncio.Protocol):
     """A connection to a port that is all gRPC: piped to the receiver from the start."""
 
-    def __init__(self, port: Port, host: str) -> None:
+    def __init__(self, port: Callable[[], Port], host: str) -> None:
         self.port = port
         self.host = host
         self.pipe: _Pipe | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         transport = cast(asyncio.Transport, transport)
-        self.pipe = _Pipe(transport, self.port, self.host)
+        self.pipe = _Pipe(transport, self.port(), self.host)
 
     def data_received(self, data: bytes) -> None:
         assert self.pipe is not None
@@ -115,10 +115,43 @@ class _Piped(asyncio.Protocol):
             self.pipe.connection_lost(exc)
 
 
-async def serve_piped(sock: socket.socket, port: Port, host: str) -> asyncio.Server:
-    """Serve the listening ``sock`` by piping each connection to ``host:port``."""
+async def serve_piped(sock: socket.socket, port: Callable[[], Port], host: str) -> asyncio.Server:
+    """Serve the listening ``sock`` by piping each connection to ``host:port()``."""
     loop = asyncio.get_running_loop()
     return await loop.create_server(lambda: _Piped(port, host), sock=sock, backlog=BACKLOG)
+
+
+class OnDemand:
+    """The gRPC receiver's port, the receiver started (by ``start``) at the first gRPC
+    connection: gRPC and protobuf take tens of milliseconds to load, and most agents
+    export over HTTP or not at all. The connection waits for the receiver meanwhile."""
+
+    def __init__(self, start: Callable[[], Coroutine[Any, Any, int]]) -> None:
+        self._start = start
+        self._port: asyncio.Future[int] | None = None
+        self._starting: asyncio.Task[None] | None = None
+        self.failure: str | None = None
+
+    def port(self) -> Port:
+        if self._port is None:
+            self._port = asyncio.get_running_loop().create_future()
+            self._starting = asyncio.get_running_loop().create_task(self._run(self._port))
+        if self._port.done() and self._port.exception() is None:
+            return self._port.result()
+        return self._port
+
+    async def _run(self, port: asyncio.Future[int]) -> None:
+        try:
+            port.set_result(await self._start())
+        except Exception as exc:
+            self.failure = f"the OTLP/gRPC receiver did not start ({exc}): gRPC exports refused"
+            log.error("otel-replay: %s", self.failure)
+            port.set_exception(ConnectionRefusedError(self.failure))
+
+    async def settled(self) -> None:
+        """Once a start under way has ended (the receiver can then be stopped)."""
+        if self._starting is not None:
+            await asyncio.wait([self._starting])
 
 
 class _Sniffer(asyncio.Protocol):
@@ -144,9 +177,9 @@ class _Sniffer(asyncio.Protocol):
         transport, seen = self.transport, self.buffer
         assert transport is not None
         self.buffer = b""
-        port = self.grpc()
+        port = self.grpc() if seen.startswith(PREFACE) else None
         protocol: asyncio.Protocol
-        if seen.startswith(PREFACE) and port is not None:
+        if port is not None:
             protocol = _Pipe(transport, port, self.host)
             transport.set_protocol(protocol)
         else:

@@ -2,32 +2,28 @@
 
 The receiver (``otlp/http.py``) needs protobuf and the OTLP messages, tens of milliseconds
 to import. A gateway started for an agent serves the agent's model calls first: each
-endpoint loads the receiver, on a worker thread, at the first export it is sent.
+endpoint loads the receiver, on a worker thread, at the first export it is sent
+(``core/lazy.py``).
 """
 
 from __future__ import annotations
 
-import asyncio
-import importlib
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from aiohttp import web
 
+from otel_replay.core.lazy import import_meanwhile
+
 if TYPE_CHECKING:
     from otel_replay.otlp.store import StoreSource
 
-__all__ = ["PATHS", "Handler", "add_otlp_routes", "load_receiver"]
+__all__ = ["PATHS", "Handler", "add_otlp_routes"]
 
 PATHS = ("/v1/traces", "/v1/logs", "/v1/metrics")
 """The signals' paths, in the receiver's order."""
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-
-
-async def load_receiver(name: str = "otel_replay.otlp.http") -> None:
-    """Import a receiver module on a worker thread: the event loop serves meanwhile."""
-    await asyncio.get_running_loop().run_in_executor(None, importlib.import_module, name)
 
 
 def add_otlp_routes(
@@ -51,7 +47,7 @@ def add_otlp_routes(
     def endpoint(path: str) -> Handler:
         async def handle(request: web.Request) -> web.StreamResponse:
             if not loaded:
-                await load_receiver()
+                await import_meanwhile("otel_replay.otlp.http")
                 from otel_replay.otlp.http import handlers
 
                 loaded.update(handlers(store, max_body, read_timeout))
