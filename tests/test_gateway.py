@@ -193,3 +193,45 @@ def test_upstream_goes_through_the_callers_http_proxy(tmp_path, stub_thread, mon
         )
     assert reply.choices[0].message.content == "stub reply to: via proxy"
     assert stub_thread.received[0].headers["host"] == "api.openai.invalid"
+
+
+@pytest.mark.parametrize("stream", [False, True])
+def test_a_replayed_span_is_written_once_the_agent_has_its_answer(
+    tmp_path, stub_thread, monkeypatch, stream
+):
+    """Replaying with a trace file, the span of a replayed call is written after the
+    agent has read its whole answer (the span is telemetry; the answer comes first)."""
+    import threading
+
+    from otel_replay.session.session import Session
+
+    def ask(client: openai.OpenAI) -> str:
+        messages = [{"role": "user", "content": "hello"}]
+        if not stream:
+            done = client.chat.completions.create(model="gpt-4o-mini", messages=messages)
+            return done.choices[0].message.content or ""
+        chunks = client.chat.completions.create(
+            model="gpt-4o-mini", messages=messages, stream=True
+        )
+        return "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+
+    with GatewayThread(record_config(tmp_path, stub_thread)) as gw:
+        recorded = ask(openai.OpenAI(base_url=gw.env["OPENAI_BASE_URL"], api_key="sk-x"))
+    received, seen = threading.Event(), []
+    write = Session.replayed_span
+
+    def replayed_span(self: Session, exchange: object) -> None:
+        seen.append(received.wait(30))  # holds the gateway's loop until the agent has it
+        write(self, exchange)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Session, "replayed_span", replayed_span)
+    traces = tmp_path / "replay.jsonl"
+    config = GatewayConfig(mode="strict", cassette=tmp_path / "c.json", traces=traces)
+    with GatewayThread(config) as gw:
+        client = openai.OpenAI(base_url=gw.env["OPENAI_BASE_URL"], api_key="sk-x")
+        assert ask(client) == recorded
+        received.set()
+        summary = gw.stop()
+    assert seen == [True] and summary.replayed == 1
+    ((_, span),) = spans_in(traces)
+    assert attributes_to_dict(span.attributes)["otel_replay.replayed"] is True

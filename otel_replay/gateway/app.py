@@ -24,7 +24,7 @@ from multidict import CIMultiDict
 
 from otel_replay import providers
 from otel_replay.core.errors import ReplayMiss, UpstreamError
-from otel_replay.core.exchange import JSON, Exchange, Response, SSEEvent
+from otel_replay.core.exchange import JSON, Response, SSEEvent
 from otel_replay.gateway import probes, refusal
 from otel_replay.gateway.bodies import Bodies, Body
 from otel_replay.gateway.call import (
@@ -53,7 +53,14 @@ from otel_replay.gateway.upstream import (
     UpstreamRequest,
     send_meanwhile,
 )
-from otel_replay.gateway.writers import abort, as_recorded, not_saved, passthrough, prime_answers
+from otel_replay.gateway.writers import (
+    abort,
+    as_recorded,
+    deliver,
+    not_saved,
+    passthrough,
+    prime_answers,
+)
 from otel_replay.otlp.routes import add_otlp_routes
 from otel_replay.providers import Route
 from otel_replay.session.session import Session
@@ -236,8 +243,12 @@ class Gateway:
             return refusal.answer_miss(call, decision.miss)
         assert decision.index is not None
         recorded = call.session.recording(decision.index)
-        call.session.replayed_hit(decision.index, self._replayed_exchange(call, recorded))
-        return await play(call, recorded.response, self.timing)
+        call.session.replayed_hit(decision.index)
+        answer = await play(call, recorded.response, self.timing)
+        if call.session.writes_replayed_spans:  # the agent has its answer first
+            await deliver(answer, request)
+            call.session.replayed_span(call.exchange(recorded.response))
+        return answer
 
     def _bodies_for(self, session: Session) -> Bodies:
         """The body reader of ``session``'s redactor (what it remembers is redacted by it)."""
@@ -246,11 +257,6 @@ class Gateway:
             self._bodies = Bodies.primed(session.redactor, recorded, self.limits.max_depth)
             prime_answers(ex.response.body for ex in recorded)
         return self._bodies
-
-    def _replayed_exchange(self, call: Call, recorded: Exchange) -> Exchange | None:
-        if not self.session.writes_replayed_spans:
-            return None
-        return call.exchange(recorded.response)
 
     # -- forward and record ------------------------------------------------------------
     async def forward(self, call: Call) -> web.StreamResponse:

@@ -3,6 +3,7 @@ passed through, a dropped connection."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Iterable
 
@@ -18,6 +19,7 @@ __all__ = [
     "abort",
     "as_recorded",
     "body_response",
+    "deliver",
     "not_saved",
     "passthrough",
     "prime_answers",
@@ -38,6 +40,17 @@ def body_response(status: int, headers: dict[str, str], body: JSON) -> web.Respo
         return web.Response(status=status, headers=headers, body=body.encode())
     headers["content-type"] = "application/json"
     return web.Response(status=status, headers=headers, body=_encoded(body))
+
+
+async def deliver(answer: web.StreamResponse, request: web.Request) -> None:
+    """Send ``answer`` now, when the handler has more to do once the agent has it; an
+    answer sent already, or to a connection that is gone, is left as it is."""
+    transport = request.transport
+    if answer.prepared or transport is None or transport.is_closing():
+        return
+    with contextlib.suppress(ConnectionResetError):
+        await answer.prepare(request)
+        await answer.write_eof()
 
 
 def replayed_headers(response: Response) -> dict[str, str]:

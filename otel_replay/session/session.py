@@ -144,18 +144,21 @@ class Session:
         return self.user_traces is not None or self._spans_for_report
 
     # -- events from the gateway -----------------------------------------------------------
-    def replayed_hit(self, index: int, exchange: Exchange | None = None) -> None:
+    def replayed_hit(self, index: int) -> None:
         self.bypass.reached(self.recording(index).provider)
         with self._lock:
             self.replayed += 1
             self.hits.append(index)
-        if exchange is not None and self.writes_replayed_spans:
-            from otel_replay.spans.encode import exchange_to_trace_json  # protobuf: when used
 
-            with self.pieces.storing() as kept:
-                doc = exchange_to_trace_json(exchange, replayed=True, ledger=self.pieces)
-                line, intact = self.store.own_line(doc)
-                kept.append(self.store.append_traces(line) and intact)
+    def replayed_span(self, exchange: Exchange) -> None:
+        """The span of a replayed call (``writes_replayed_spans``), written once the agent
+        has its answer."""
+        from otel_replay.spans.encode import exchange_to_trace_json  # protobuf: when used
+
+        with self.pieces.storing() as kept:
+            doc = exchange_to_trace_json(exchange, replayed=True, ledger=self.pieces)
+            line, intact = self.store.own_line(doc)
+            kept.append(self.store.append_traces(line) and intact)
 
     def recorded(self, exchange: Exchange, assembled: Any = None, *, short: bool = False) -> bool:
         """A live exchange (record mode, or an auto-mode miss forwarded live); False when
