@@ -178,8 +178,8 @@ def test_model_calls_are_served_while_the_grpc_receiver_still_loads(tmp_path, mo
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
-    from otel_replay.gateway.runner import GatewayConfig, GatewayThread
     from otel_replay.core import lazy
+    from otel_replay.gateway.runner import GatewayConfig, GatewayThread
     from otel_replay.testing.stub import run_stub
 
     release, loading = threading.Event(), threading.Event()

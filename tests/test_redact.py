@@ -467,4 +467,5 @@ def test_json_skips_only_what_the_walk_leaves_alone(body, secrets):
     walking every string and key returns."""
     env = {"MY_API_KEY": 'sé"cr\\et-value-42'} if secrets == "env" else {}
     redactor = Redactor.from_environment(env, cwd=NO_DOTENV)
-    assert redactor.json(copy.deepcopy(body)) == redactor._walk(copy.deepcopy(body))
+    skipped, walked = redactor.json(copy.deepcopy(body)), redactor._walk(copy.deepcopy(body))
+    assert json.dumps(skipped) == json.dumps(walked)  # as text: NaN is not equal to itself
