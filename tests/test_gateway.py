@@ -210,9 +210,7 @@ def test_a_replayed_span_is_written_once_the_agent_has_its_answer(
         if not stream:
             done = client.chat.completions.create(model="gpt-4o-mini", messages=messages)
             return done.choices[0].message.content or ""
-        chunks = client.chat.completions.create(
-            model="gpt-4o-mini", messages=messages, stream=True
-        )
+        chunks = client.chat.completions.create(model="gpt-4o-mini", messages=messages, stream=True)
         return "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
 
     with GatewayThread(record_config(tmp_path, stub_thread)) as gw:
