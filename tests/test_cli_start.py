@@ -263,3 +263,40 @@ def test_a_grpc_receiver_that_cannot_start_fails_the_run(tmp_path, monkeypatch):
     assert summary.failed and "0 spans received" in summary.line()
     (error,) = summary.write_errors
     assert error.startswith("the OTLP/gRPC receiver did not start (no file descriptors left)")
+
+
+def test_the_cassette_is_indexed_on_the_gateways_thread(tmp_path, monkeypatch):
+    """Opening a replay session loads and checks the cassette but leaves its index to the
+    gateway, which builds it while the agent starts; a run that sends nothing never
+    builds it and reports every recording unused."""
+    import threading
+
+    import openai
+
+    from otel_replay.gateway import runner
+    from otel_replay.matching.matcher import Matcher
+    from otel_replay.testing.stub import run_stub
+
+    cassette = tmp_path / "c.json"
+    with run_stub() as stub:
+        config = runner.GatewayConfig(
+            mode="record", cassette=cassette, upstream_openai=stub.openai_url, environ={}
+        )
+        with runner.GatewayThread(config) as gateway:
+            client = openai.OpenAI(base_url=gateway.env["OPENAI_BASE_URL"], api_key="sk-x")
+            for word in ("one", "two"):
+                client.embeddings.create(model="text-embedding-3-small", input=word)
+    built: list[str] = []
+    index = Matcher.for_exchanges.__func__  # type: ignore[attr-defined]
+
+    def for_exchanges(cls: type[Matcher], *args: object, **kw: object) -> Matcher:
+        built.append(threading.current_thread().name)
+        return index(cls, *args, **kw)  # type: ignore[no-any-return]
+
+    monkeypatch.setattr(Matcher, "for_exchanges", classmethod(for_exchanges))
+    config = runner.GatewayConfig(mode="strict", cassette=cassette, environ={})
+    session = runner.open_session(config)
+    assert built == [] and session.finish().unused == [0, 1]
+    with runner.GatewayThread(config) as gateway:
+        assert gateway.server is not None
+    assert built == ["otel-replay-gateway"]

@@ -94,6 +94,7 @@ class Gateway:
         self.timing = timing
         self._own_keys = OwnKeys(os.environ if keys is None else keys)
         session.redactor.prepare()
+        session.prepare()
         self._bodies_for(session)  # before the first request, which it then speeds up
 
     def app(self) -> web.Application:

@@ -93,8 +93,9 @@ class Session:
         self.pieces = Ledger()  # long strings (system prompt, tools...) once per trace file
         self.bypass = BypassWatch(self.store)  # model calls the agent's spans show
         self.rules = rules
-        self.normalizer, by = cassette_rules(rules, self.cassette.source, f"{cassette}")
-        self.matcher = Matcher.for_exchanges(self.cassette.interactions, self.normalizer, by)
+        self.normalizer, self._by = cassette_rules(rules, self.cassette.source, f"{cassette}")
+        self._matcher: Matcher | None = None  # see ``matcher``
+        self._indexing = threading.Lock()
         self.replayed = 0
         self.hits: list[int] = []
         self.live: list[Exchange] = []
@@ -121,6 +122,21 @@ class Session:
                 return Cassette(interactions=[], source={})
             raise CassetteError(path, "", "no such cassette; record it first (--mode record)")
         return load(path)
+
+    @property
+    def matcher(self) -> Matcher:
+        """The cassette's index, built at first use: a gateway builds it as it starts
+        (``prepare``), on its own thread for the CLI, while the agent starts."""
+        if self._matcher is None:
+            with self._indexing:
+                if self._matcher is None:
+                    recorded = self.cassette.interactions
+                    self._matcher = Matcher.for_exchanges(recorded, self.normalizer, self._by)
+        return self._matcher
+
+    def prepare(self) -> None:
+        """Build what the first request would otherwise wait for (the index)."""
+        _ = self.matcher
 
     def exact_hit(self, provider: str, path: str, body: Any) -> int | None:
         """The recording a body identical to a recorded one replays (None: ``matcher``)."""
@@ -271,13 +287,15 @@ class Session:
 
     def summary(self) -> Summary:
         cost, unpriced = priced_total(self.live)
+        index = self._matcher  # never built: no request came, nothing was used
+        unused = list(range(len(self.cassette.interactions))) if index is None else index.unused()
         return Summary(
             mode=self.mode,
             replayed=self.replayed,
             live=len(self.live),
             misses=[m.message for m in self.misses],
             spans_received=self.store.spans_received,
-            unused=self.matcher.unused(),
+            unused=unused,
             hits=list(self.hits),
             cassette=str(self.cassette_path) if self.cassette_path else None,
             traces=str(self.user_traces) if self.user_traces else None,
