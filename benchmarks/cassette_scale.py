@@ -38,7 +38,9 @@ def _cassette(path: Path, size: int) -> Path:
 
 
 def _load(path: Path) -> Session:
-    return Session(mode="strict", cassette=path)
+    session = Session(mode="strict", cassette=path)
+    session.prepare()  # the index, which a gateway builds as it starts
+    return session
 
 
 def _load_time(path: Path) -> float:

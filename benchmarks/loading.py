@@ -3,8 +3,8 @@
 25 sessions of 40 turns from benchmark 10's generator (the same agent: one system prompt
 and one set of tools; each session its own conversation) are written with ``dump``, in
 whatever format it writes. A fresh process then opens the session a gateway would run
-(``open_session``: the cassette loaded, the matcher's index built, ready to answer),
-timed, and its peak resident memory is taken above what the process held before. The
+(``open_session`` and ``prepare``: the cassette loaded, the matcher's index built, ready
+to answer), timed, and its peak resident memory is taken above what the process held before. The
 baselines, from the same run: the session's unique content (each distinct message,
 tool, system prompt and answer once) for memory, and parsing that content as JSON (the
 least a load can do) for time.
@@ -83,6 +83,7 @@ def ready(cassette: Path, unique: Path) -> dict[str, float]:
     before = _resident()
     started = time.perf_counter()
     session = open_session(GatewayConfig(mode="strict", cassette=cassette, environ={}))
+    session.prepare()  # the index, which a gateway builds as it starts
     seconds = time.perf_counter() - started
     peak = _high_water() - before
     count = len(session.cassette.interactions)
