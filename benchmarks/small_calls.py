@@ -154,11 +154,11 @@ async def run(results: Results) -> None:
                     record_g.append(await send_each(recorder.url, bodies))
                     record_b.append(await send_each(bare.url, bodies))
     n = len(bodies)
-    for label, gw, bare_runs in (
+    for label, gateway_runs, bare_runs in (
         ("replay (strict, as recorded)", replay_g, replay_b),
         ("record (forwarded to the bare server)", record_g, record_b),
     ):
-        whole_g, whole_b, ratio, per_call = _added(gw, bare_runs)
+        whole_g, whole_b, ratio, per_call = _added(gateway_runs, bare_runs)
         replaying = label.startswith("replay")
         results.add(
             "12 small calls",

@@ -170,8 +170,10 @@ class GatewayServer:
         self.env = run_environment(self.config, self.session, self.port, self.grpc_port)
 
     async def _close(self) -> None:
-        if self._warming is not None:
-            await self._warming
+        import asyncio
+
+        if self._warming is not None:  # a failed load is logged with the task, not raised
+            await asyncio.wait([self._warming])
         if self._on_demand is not None:
             await self._on_demand.settled()
         if self._grpc is not None:
