@@ -185,11 +185,11 @@ def test_model_calls_are_served_while_the_grpc_receiver_still_loads(tmp_path, mo
     release, loading = threading.Event(), threading.Event()
     load = lazy.import_meanwhile
 
-    async def held(name: str) -> None:
-        if name.endswith(".grpc"):
+    async def held(*names: str) -> None:
+        if names == ("otel_replay.otlp.grpc",):
             loading.set()
             await asyncio.get_running_loop().run_in_executor(None, release.wait, 60)
-        await load(name)
+        await load(*names)
 
     monkeypatch.setattr(lazy, "import_meanwhile", held)
 

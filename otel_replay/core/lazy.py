@@ -12,6 +12,8 @@ import importlib
 __all__ = ["import_meanwhile"]
 
 
-async def import_meanwhile(name: str) -> None:
-    """Import module ``name`` on the loop's default executor."""
-    await asyncio.get_running_loop().run_in_executor(None, importlib.import_module, name)
+async def import_meanwhile(*names: str) -> None:
+    """Import the modules ``names``, in turn, on the loop's default executor."""
+    loop = asyncio.get_running_loop()
+    for name in names:
+        await loop.run_in_executor(None, importlib.import_module, name)

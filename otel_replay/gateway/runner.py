@@ -162,9 +162,14 @@ class GatewayServer:
             raise ConfigError(f"cannot listen on {where}: {exc.strerror or exc}") from exc
         server: Any = site._server
         self.port = server.sockets[0].getsockname()[1]
-        if self.session.mode in ("record", "auto") or self.session.writes_replayed_spans:
-            # the span encoder (protobuf), which the first call would load in its handler
-            self._warming = asyncio.ensure_future(import_meanwhile("otel_replay.spans.encode"))
+        # what the first call would load in its handler (the span encoder, protobuf) and
+        # what deriving the cassette at the stop would (the build pipeline, the readers)
+        later = [
+            *(("otel_replay.spans.encode",) if self.session.writes_spans else ()),
+            *(("otel_replay.pipeline.build",) if self.session.mode in ("record", "auto") else ()),
+        ]
+        if later:
+            self._warming = asyncio.ensure_future(import_meanwhile(*later))
         if listening is None and self.config.grpc_port is not None:
             self.grpc_port = await self._start_grpc(self.config.host, self.config.grpc_port)
         self.env = run_environment(self.config, self.session, self.port, self.grpc_port)

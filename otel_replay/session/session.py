@@ -159,6 +159,11 @@ class Session:
     def writes_replayed_spans(self) -> bool:
         return self.user_traces is not None or self._spans_for_report
 
+    @property
+    def writes_spans(self) -> bool:
+        """Whether the run writes spans of its calls (recorded, or replayed)."""
+        return self.mode in ("record", "auto") or self.writes_replayed_spans
+
     # -- events from the gateway -----------------------------------------------------------
     def replayed_hit(self, index: int) -> None:
         self.bypass.reached(self.recording(index).provider)
