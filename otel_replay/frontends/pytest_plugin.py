@@ -161,7 +161,7 @@ class SharedGateway:
         from otel_replay.gateway.runner import agent_environment, agent_upstreams
 
         upstream = self.server.gateway.upstream
-        if hasattr(upstream, "bases") and session.mode in ("record", "auto"):
+        if hasattr(upstream, "bases") and session.records:
             upstream.bases = dict(upstreams)
         session.store.observers.append(self.telemetry.received.tap)
         self.thread.use_session(session)

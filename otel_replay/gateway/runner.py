@@ -166,7 +166,7 @@ class GatewayServer:
         # what deriving the cassette at the stop would (the build pipeline, the readers)
         later = [
             *(("otel_replay.spans.encode",) if self.session.writes_spans else ()),
-            *(("otel_replay.pipeline.build",) if self.session.mode in ("record", "auto") else ()),
+            *(("otel_replay.pipeline.build",) if self.session.records else ()),
         ]
         if later:
             self._warming = asyncio.ensure_future(import_meanwhile(*later))

@@ -6,9 +6,12 @@ import os
 
 from otel_replay.core import envvars
 
-__all__ = ["MODES", "default_mode"]
+__all__ = ["MODES", "RECORDING", "default_mode"]
 
 MODES = ("strict", "auto", "record", "off")
+
+RECORDING = frozenset({"record", "auto"})
+"""The modes whose live calls are recorded (``auto`` forwards a miss and records it)."""
 
 
 def default_mode(environ: dict[str, str] | None = None) -> str:

@@ -37,6 +37,7 @@ from otel_replay.reports.prices import priced_total
 from otel_replay.reports.run import Summary as Summary
 from otel_replay.session.bypass import BypassWatch
 from otel_replay.session.modes import MODES as MODES
+from otel_replay.session.modes import RECORDING
 from otel_replay.session.modes import default_mode as default_mode
 from otel_replay.session.places import PlacesSeen
 from otel_replay.session.suite import SuiteWrites, append_or_start
@@ -78,7 +79,7 @@ class Session:
         self._temp_traces: Path | None = None
         # an HTML or Markdown report shows the run's spans: they need a trace file too
         self._spans_for_report = report is not None and report.suffix.lower() in SPAN_REPORTS
-        if traces is None and (mode in ("record", "auto") or self._spans_for_report):
+        if traces is None and (mode in RECORDING or self._spans_for_report):
             fd, name = tempfile.mkstemp(prefix="otel-replay-", suffix=".jsonl")
             os.close(fd)
             self._temp_traces = Path(name)
@@ -160,9 +161,14 @@ class Session:
         return self.user_traces is not None or self._spans_for_report
 
     @property
+    def records(self) -> bool:
+        """Whether the run records live calls (see ``RECORDING``)."""
+        return self.mode in RECORDING
+
+    @property
     def writes_spans(self) -> bool:
         """Whether the run writes spans of its calls (recorded, or replayed)."""
-        return self.mode in ("record", "auto") or self.writes_replayed_spans
+        return self.records or self.writes_replayed_spans
 
     # -- events from the gateway -----------------------------------------------------------
     def replayed_hit(self, index: int) -> None:
