@@ -25,7 +25,7 @@ from otel_replay.cassette import model as cassette_mod
 from otel_replay.cassette.model import Cassette, dumps, loads
 from otel_replay.core.errors import TraceFormatError
 from otel_replay.core.exchange import CanonicalRequest, Exchange, Response
-from otel_replay.core.jsontext import pretty
+from otel_replay.core.jsontext import finite, pretty
 from otel_replay.otlp import codec, tracejson, tracejson_decode
 from otel_replay.otlp.store import TraceStore
 from otel_replay.readers.window import Links as _Links
@@ -568,3 +568,27 @@ def test_value_text_tells_a_null_token_from_the_word(value: Any) -> None:
     orjson's and still the standard library's; a NaN beside it is written as ``NaN``."""
     text, reference = codec.value_text(value), codec.dumps_line(value)
     assert text == reference
+
+
+class _Items(list):  # type: ignore[type-arg]
+    """A list subclass (orjson writes it as a list)."""
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.recursive(
+        st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=3),
+        lambda inner: (
+            st.lists(inner, max_size=4)
+            | st.lists(inner, max_size=2).map(_Items)
+            | st.dictionaries(st.text(max_size=3), inner, max_size=4)
+        ),
+        max_leaves=20,
+    )
+)
+def test_finite_tells_what_orjson_would_write_as_null(value: Any) -> None:
+    """``finite`` is false exactly where a float is NaN or infinite, at any depth (the
+    value's text then comes from the standard library, ``NaN`` and all)."""
+    assert finite(value) == (not _holds_non_finite(value))
+    if not finite(value):
+        assert codec.value_text(value) == codec.dumps_line(value)

@@ -10,13 +10,20 @@ import copy
 import hashlib
 import json
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from otel_replay import providers
 from otel_replay.core.exchange import CanonicalRequest
 from otel_replay.gateway.bodies import Bodies
-from otel_replay.gateway.call import BodyTooDeep, parse_body, redacted_body, within_depth
+from otel_replay.gateway.call import (
+    BodyTooDeep,
+    parse_body,
+    parses_within,
+    redacted_body,
+    within_depth,
+)
 from otel_replay.matching.normalize import Normalizer
 from otel_replay.matching.projection import canonical_json, digest
 from otel_replay.redaction.redact import Redactor
@@ -136,11 +143,14 @@ def test_odd_bodies_and_depth_limits_as_the_whole_body_path(raw, limit):
 @settings(max_examples=200, deadline=None)
 @given(value, st.integers(0, 14), layout)
 def test_a_body_within_depth_is_read_later_as_it_would_be_at_once(body, limit, layout):
-    """Record mode sends a body that opens no more brackets than the limit before reading
-    it (``within_depth``): such a body never nests too deep, and read later it is the
-    body and the redaction the reading at once gives."""
+    """Record mode sends a body before reading it when it opens no more brackets than
+    the limit (``within_depth``) or orjson finds it nests within it (``parses_within``):
+    such a body never nests too deep, and read later it is the body and the redaction
+    the reading at once gives."""
     raw = _write({"model": "m", "meta": body}, *layout)
-    if not within_depth(raw, limit):
+    if not within_depth(raw, limit) and not parses_within(raw, limit):
+        with pytest.raises(BodyTooDeep):  # read before it is sent, and refused
+            parse_body(raw, limit)
         return
     assert parse_body(raw, limit) == {"model": "m", "meta": body}  # never BodyTooDeep
     later, clean = Bodies(REDACTOR, limit).later(raw)()
@@ -248,3 +258,20 @@ def test_a_body_knows_whether_it_holds_text_not_met_before():
     raw = json.dumps(fresh).encode()
     assert reader.read(raw).new
     assert not reader.read(raw).new  # met now
+
+
+def test_the_reader_tells_a_resent_conversation_from_a_new_body() -> None:
+    """After a body it mostly remembered (the conversation resent with one more turn) the
+    reader says so, and record mode reads the next one at once; a body of new text, or
+    a first body, leaves it reading the next one while the provider works."""
+    turns = [
+        {"role": "user", "content": f"{'question ' * 80}{i}"} for i in range(6)
+    ]  # each item long enough to be worth remembering
+    reader = Bodies(REDACTOR)
+    reader.read(json.dumps({"model": "m", "messages": turns[:3]}).encode())
+    assert not reader.reusing
+    reader.read(json.dumps({"model": "m", "messages": turns[:4]}).encode())
+    assert reader.reusing
+    fresh = [{"role": "user", "content": f"{'other ' * 80}{i}"} for i in range(4)]
+    reader.read(json.dumps({"model": "m", "messages": fresh}).encode())
+    assert not reader.reusing

@@ -499,14 +499,18 @@ _JSON_VALUES = st.recursive(
 )
 
 
-@given(value=_JSON_VALUES, ascii_only=st.booleans(), spaced=st.booleans())
-def test_body_depth_is_the_nesting_of_the_parsed_value(
-    value: object, ascii_only: bool, spaced: bool
+@given(value=_JSON_VALUES, limit=st.integers(0, 8), ascii_only=st.booleans())
+def test_the_depth_check_finds_the_nesting_of_the_body(
+    value: object, limit: int, ascii_only: bool
 ) -> None:
-    """The depth check reads the text alone (brackets, quotes and escapes inside strings
-    included) and finds the nesting the parsed value has, however the text is written."""
-    from otel_replay.gateway.call import depth
+    """A body nesting beyond the limit is refused, whatever brackets, quotes and escapes
+    its strings hold; one within it is read."""
+    from otel_replay.gateway.call import BodyTooDeep, nests_deeper, parse_body
 
-    separators = (", ", ": ") if spaced else (",", ":")
-    raw = json.dumps(value, ensure_ascii=ascii_only, separators=separators).encode()
-    assert depth(raw, 0) == _nesting(value)
+    raw = json.dumps(value, ensure_ascii=ascii_only).encode()
+    assert nests_deeper(json.loads(raw), limit) == (_nesting(value) > limit)
+    if _nesting(value) > limit:
+        with pytest.raises(BodyTooDeep):
+            parse_body(raw, limit)
+    else:
+        assert parse_body(raw, limit) == json.loads(raw)

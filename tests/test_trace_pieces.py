@@ -30,7 +30,9 @@ from otel_replay.readers import read_exchanges
 from otel_replay.redaction.redact import Redactor
 from otel_replay.reports.spantree import load_spans
 from otel_replay.spans import attributes as own
-from otel_replay.spans.encode import exchange_to_trace_json
+from otel_replay.spans import encode as encode_module
+from otel_replay.spans import pieces as pieces_module
+from otel_replay.spans.encode import RequestDraft, exchange_to_trace_json
 from otel_replay.spans.pieces import MIN_PIECE, Ledger, holds_no_piece
 from otel_replay.testing.stub import run_stub
 
@@ -267,3 +269,97 @@ def test_escaped_quotes_and_backslashes_do_not_hide_a_piece() -> None:
     assert not holds_no_piece(raw)
     assert holds_no_piece(json.dumps({"content": "x" * (MIN_PIECE - 1)}).encode())
     assert not holds_no_piece(json.dumps({"content": "x" * MIN_PIECE}).encode())
+
+
+# --- drafted while the provider works -----------------------------------------------------
+
+
+def _exchange(i: int, body: dict[str, Any], answer: Any) -> Exchange:
+    return Exchange(
+        provider="openai",
+        operation="chat",
+        request=get("openai").canonical("/v1/chat/completions", body),
+        response=Response(status=200, body={"id": f"r{i}", "choices": [answer]}),
+        raw_request=body,
+        start_ns=i + 1,
+        end_ns=i + 2,
+        trace_id="1af7651916cd43dd8448eb211c80319c",
+        span_id=f"{i + 1:016x}",
+    )
+
+
+chats = st.fixed_dictionaries(
+    {
+        "model": st.just("gpt-4o"),
+        "messages": st.lists(
+            st.fixed_dictionaries({"role": st.just("user"), "content": longs | st.just("hi")}),
+            min_size=1,
+            max_size=3,
+        ),
+    },
+)
+answers = st.builds(
+    lambda text: {"index": 0, "message": {"role": "assistant", "content": text}},
+    longs | st.text(max_size=5),
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.tuples(chats | bodies, answers, st.integers(0, 3), st.booleans(), st.booleans()),
+        min_size=1,
+        max_size=5,
+    )
+)
+def test_a_drafted_span_is_the_span_made_at_once(calls: list[Any]) -> None:
+    """A request's half drafted while the provider works, with any other calls' spans
+    stored or dropped in between, gives exactly the span made at once, with the file's
+    pieces afterwards the same too (placing decides against what the file holds then)."""
+    drafted, fresh = Ledger(), Ledger()
+    pending: list[tuple[Exchange, RequestDraft, bool, bool]] = []
+    for i, (body, answer, lag, stored, short) in enumerate(calls):
+        ex = _exchange(i, body, answer)
+        pending.append((ex, RequestDraft(ex.request, ex.raw_request, drafted), stored, short))
+        # the oldest drafts are finished once ``lag`` later calls have been drafted
+        while len(pending) > lag or (i == len(calls) - 1 and pending):
+            ex, draft, stored, short = pending.pop(0)
+            with drafted.storing() as kept_drafted, fresh.storing() as kept_fresh:
+                got = exchange_to_trace_json(ex, ledger=None if short else drafted, draft=draft)
+                want = exchange_to_trace_json(ex, ledger=None if short else fresh)
+                assert got == want
+                kept_drafted.append(stored)
+                kept_fresh.append(stored)
+    assert drafted._written == fresh._written
+
+
+def test_a_drafted_span_does_not_walk_the_request_again(monkeypatch: Any) -> None:
+    """Once drafted, only the answer's strings are found when the span is made."""
+    body = {"model": "gpt-4o", "messages": [{"role": "user", "content": SYSTEM_EXTRA}]}
+    ex = _exchange(0, body, {"message": {"role": "assistant", "content": "hi"}})
+    ledger = Ledger()
+    draft = RequestDraft(ex.request, ex.raw_request, ledger)
+    walked: list[Any] = []
+    real = pieces_module.long_strings
+
+    def counting(value: Any) -> Any:
+        walked.append(value)
+        return real(value)
+
+    monkeypatch.setattr(encode_module, "long_strings", counting)
+    monkeypatch.setattr(pieces_module, "long_strings", counting)
+    drafted = exchange_to_trace_json(ex, ledger=ledger, draft=draft)
+    assert walked and all(value is not ex.raw_request for value in walked)
+    assert ex.request.messages not in walked
+    ledger.drop()
+    walked.clear()
+    assert exchange_to_trace_json(ex, ledger=ledger) == drafted
+    assert any(value is ex.raw_request for value in walked)
+
+
+def test_a_draft_of_another_request_is_not_used() -> None:
+    one = _exchange(0, {"model": "gpt-4o", "messages": ["a" * MIN_PIECE]}, {})
+    other = _exchange(1, {"model": "gpt-4o", "messages": ["b" * MIN_PIECE]}, {})
+    draft = RequestDraft(one.request, one.raw_request, Ledger())
+    made = exchange_to_trace_json(other, ledger=Ledger(), draft=draft)
+    assert made == exchange_to_trace_json(other, ledger=Ledger())

@@ -31,6 +31,7 @@ from otel_replay.gateway.call import (
     BodyTooDeep,
     Call,
     parse_traceparent,
+    parses_within,
     redacted_body,
     within_depth,
 )
@@ -68,9 +69,9 @@ from otel_replay.spans.pieces import holds_no_piece
 
 log = logging.getLogger("otel_replay.gateway")
 
-# A larger body nearly always opens more brackets than the depth limit (tool schemas): it
-# is read before it is sent, without first counting them.
-_READ_LATER_MAX = 16 * 1024
+# A larger body nearly always opens more brackets than the depth limit (tool schemas):
+# counting them would only add to its parse.
+_COUNTED_MAX = 16 * 1024
 
 
 class Gateway:
@@ -179,6 +180,17 @@ class Gateway:
         session.replayed_hit(index)
         return plain
 
+    def _shallow(self, raw: bytes, reader: Bodies) -> bool:
+        """Whether ``raw`` surely nests within the depth limit, so that it may be sent
+        before it is read: a body opening few brackets, else one orjson parses (a tool
+        schema nests a few levels, but a coding agent's request opens hundreds). When
+        the reader found the last body mostly remembered, reading this one is the faster
+        check, so it is read at once."""
+        limit = self.limits.max_depth
+        if len(raw) <= _COUNTED_MAX and within_depth(raw, limit):
+            return True
+        return not reader.reusing and parses_within(raw, limit)
+
     def _call(
         self,
         request: web.Request,
@@ -201,7 +213,7 @@ class Gateway:
         read: Body | None = None
         if hit is not None:
             body = session.recordings.request_body(hit)
-        elif matching or len(raw) > _READ_LATER_MAX or not within_depth(raw, self.limits.max_depth):
+        elif matching or not self._shallow(raw, reader):
             body, exact, read = reader.for_call(
                 session, provider.name, path, raw, exact_first, matching, tried
             )
@@ -392,7 +404,8 @@ class Gateway:
     ) -> bool:
         """Record the call's exchange; False when it could not be saved."""
         try:
-            return call.session.recorded(call.exchange(response), assembled, short=short)
+            exchange = call.exchange(response)
+            return call.session.recorded(exchange, assembled, short=short, draft=call.draft)
         except Exception:  # recording must never break the agent's call
             log.exception("otel-replay could not record an exchange")
             return True

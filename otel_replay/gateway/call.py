@@ -9,8 +9,9 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from itertools import accumulate
+from typing import TYPE_CHECKING, Any
 
+import orjson
 from aiohttp import web
 
 from otel_replay.core.errors import OtelReplayError
@@ -24,20 +25,21 @@ from otel_replay.session.session import Session
 from otel_replay.spans.pieces import holds_no_piece
 from otel_replay.streams.codec import StreamCodec
 
+if TYPE_CHECKING:  # the span encoder imports protobuf: loaded when a run records
+    from otel_replay.spans.encode import RequestDraft
+
 __all__ = [
     "BodyTooDeep",
     "Call",
-    "depth",
+    "nests_deeper",
     "parse_body",
     "parse_traceparent",
+    "parses_within",
     "redacted_body",
     "within_depth",
 ]
 
 log = logging.getLogger("otel_replay.gateway")
-
-_NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'"[]{}')
-_STEP = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
 
 
 class BodyTooDeep(OtelReplayError, ValueError):
@@ -59,30 +61,44 @@ def parse_body(raw: bytes, max_depth: int = MAX_BODY_DEPTH) -> JSON:
         raise BodyTooDeep(max_depth) from None
     except ValueError:
         return raw.decode("utf-8", "replace")
-    if isinstance(value, dict | list) and depth(raw, max_depth) > max_depth:
+    if not within_depth(raw, max_depth) and nests_deeper(value, max_depth):
         raise BodyTooDeep(max_depth)
     return value
 
 
-def depth(raw: bytes, limit: int) -> int:
-    """How deeply a valid JSON text nests, in time linear in its size (only when it holds
-    more brackets than ``limit`` does it need counting).
-
-    Every step but the last runs over the whole text in C: escaped backslashes, then
-    escaped quotes are dropped (escapes read left to right in pairs, and only ``\\``
-    has a backslash second), so every quote left opens or closes a string; keeping quotes
-    and brackets alone, the pieces between pairs of quotes are the brackets outside
-    strings."""
-    if within_depth(raw, limit):
-        return 0
-    marks = raw.replace(b"\\\\", b"").replace(b'\\"', b"").translate(None, _NOT_STRUCTURE)
-    brackets = b"".join(marks.split(b'"')[::2])
-    return max(accumulate(_STEP[b] for b in brackets), default=0)
+def nests_deeper(value: JSON, limit: int) -> bool:
+    """Whether a parsed JSON value nests more than ``limit`` levels deep (a container is
+    one level, what it holds the next), found level by level over its containers alone:
+    a tenth of the time reading its text's brackets would take."""
+    level: list[Any] = [value] if type(value) is dict or type(value) is list else []
+    depth = 0
+    while level:
+        depth += 1
+        if depth > limit:
+            return True
+        inner: list[Any] = []
+        for node in level:
+            for item in node.values() if type(node) is dict else node:
+                if type(item) is dict or type(item) is list:
+                    inner.append(item)
+        level = inner
+    return False
 
 
 def within_depth(raw: bytes, limit: int) -> bool:
     """Whether ``raw`` surely nests no deeper than ``limit``: it opens no more brackets."""
     return raw.count(b"[") + raw.count(b"{") <= limit
+
+
+def parses_within(raw: bytes, limit: int) -> bool:
+    """Whether ``raw`` is JSON nesting no deeper than ``limit``, told by orjson's parse (in
+    about half the time of the standard library's, whose value it shares the shape of);
+    False when orjson cannot read it (NaN, a lone surrogate, not JSON at all)."""
+    try:
+        value = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return False
+    return not nests_deeper(value, limit)
 
 
 def redacted_body(redactor: Redactor, raw: bytes, body: JSON = None) -> JSON:
@@ -141,6 +157,7 @@ class Call:
     reader: Callable[[], tuple[JSON, Callable[[], JSON] | None]] | None = None
     """Reads the body and how to redact it, when that is left until first needed (record
     mode reads it while the provider works)."""
+    draft: RequestDraft | None = None  # its span's request half (``prepare``)
     _canonical: CanonicalRequest | None = None
 
     @property
@@ -182,11 +199,12 @@ class Call:
         return self._canonical
 
     def prepare(self) -> None:
-        """What recording needs of the request alone (redacted, its canonical form, the
-        span encoder imported on a run's first call): done while the upstream works."""
+        """What recording needs of the request alone (redacted, its canonical form, its
+        span's request half drafted, the span encoder imported on a run's first call):
+        done while the upstream works."""
         importlib.import_module("otel_replay.spans.encode")  # protobuf: when recording
         self.short = holds_no_piece(self.raw)
-        _ = self.canonical
+        self.draft = self.session.span_draft(self.canonical, self.body)
 
     def meanwhile(self) -> None:
         """What is done while the upstream works: the body read; a plain call's also

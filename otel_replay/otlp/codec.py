@@ -30,7 +30,7 @@ from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from otel_replay.core.errors import TraceFormatError
-from otel_replay.core.jsontext import orjson_text
+from otel_replay.core.jsontext import finite, orjson_text
 from otel_replay.otlp import tracejson, tracejson_decode
 
 ErrorHandler = Callable[[TraceFormatError], None]
@@ -195,12 +195,15 @@ _NULL_TOKENS = (b":null", b",null", b"[null")
 def value_text(value: Any) -> str:
     """``dumps_line`` of a JSON value (a body, a list of messages), by orjson where that
     writes the same values. orjson writes NaN and the infinities as ``null``: a text
-    holding a ``null`` token is written by the standard library instead, as is anything
+    holding a ``null`` token whose value holds such a float is written by the standard
+    library instead (a walk of the value tells, when a token is there), as is anything
     orjson refuses. orjson's text has no spaces, so a token follows ``:``, ``,`` or ``[``
     or is the whole text; the word inside a string (a schema's ``"null"`` type) is not
-    one, and a string holding such text (``{\"a\":null}``) only costs the slower path."""
+    one."""
     text = orjson_text(value)
-    if text is None or text == b"null" or any(token in text for token in _NULL_TOKENS):
+    if text is None or (
+        (text == b"null" or any(token in text for token in _NULL_TOKENS)) and not finite(value)
+    ):
         return _COMPACT.encode(value)
     return text.decode("utf-8")
 

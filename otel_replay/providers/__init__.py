@@ -276,8 +276,18 @@ def sdk_modules() -> frozenset[str]:
 def credential_headers() -> tuple[CredentialHeader, ...]:
     """Every header a provider's request carries a credential in: key headers first, then
     those with a scheme (``Authorization``, which proxies use too)."""
-    known = dict.fromkeys(header for row in PROVIDERS for header in row.credential_headers)
-    return tuple(sorted(known, key=lambda header: header.scheme is not None))
+    return _CREDENTIAL_HEADERS
+
+
+_CREDENTIAL_HEADERS = tuple(
+    sorted(
+        dict.fromkeys(header for row in PROVIDERS for header in row.credential_headers),
+        key=lambda header: header.scheme is not None,
+    )
+)
+_CREDENTIAL_NAMES = frozenset(header.name for header in _CREDENTIAL_HEADERS)
+_KEPT_NAMES = frozenset().union(*(row.kept_headers for row in PROVIDERS))
+_KEPT_PREFIXES = tuple(prefix for row in PROVIDERS for prefix in row.kept_prefixes)
 
 
 def match_endpoint(endpoint: str) -> str:
@@ -292,25 +302,24 @@ def forwarded_headers(upstream: str, headers: Mapping[str, str]) -> dict[str, st
     credential headers (an upstream whose requests are re-signed replaces its own)."""
     own = upstream_spec(upstream)
     mine = () if own is None else own.credential_headers
-    known = credential_headers()
     kept: dict[str, str] = {}
     for name, value in headers.items():
         lower = name.lower()
-        foreign = any(h.carried(lower, value) for h in known)
-        if not foreign or any(h.carried(lower, value) for h in mine):
-            kept[name] = value
+        if lower in _CREDENTIAL_NAMES:  # else no credential header's: kept
+            foreign = any(h.carried(lower, value) for h in _CREDENTIAL_HEADERS)
+            if foreign and not any(h.carried(lower, value) for h in mine):
+                continue
+        kept[name] = value
     return kept
 
 
 def kept_headers(headers: Mapping[str, str]) -> dict[str, str]:
     """The response headers a recording keeps and replays (lower-case names): those any
     provider declares."""
-    names = frozenset().union(*(row.kept_headers for row in PROVIDERS))
-    prefixes = tuple(prefix for row in PROVIDERS for prefix in row.kept_prefixes)
     kept: dict[str, str] = {}
     for name, value in headers.items():
         lower = name.lower()
-        if lower in names or lower.startswith(prefixes):
+        if lower in _KEPT_NAMES or lower.startswith(_KEPT_PREFIXES):
             kept[lower] = value
     return kept
 

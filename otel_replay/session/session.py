@@ -14,7 +14,7 @@ import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from otel_replay.cassette.model import Cassette, dump, load, locked
 from otel_replay.cassette.provenance import run_source
@@ -42,6 +42,9 @@ from otel_replay.session.modes import default_mode as default_mode
 from otel_replay.session.places import PlacesSeen
 from otel_replay.session.suite import SuiteWrites, append_or_start
 from otel_replay.spans.pieces import Ledger
+
+if TYPE_CHECKING:  # the span encoder imports protobuf: loaded when a run records
+    from otel_replay.spans.encode import RequestDraft
 
 log = logging.getLogger("otel_replay")
 _GC_PAUSE_EXCHANGES = 1_000
@@ -187,17 +190,34 @@ class Session:
             line, intact = self.store.own_line(doc)
             kept.append(self.store.append_traces(line) and intact)
 
-    def recorded(self, exchange: Exchange, assembled: Any = None, *, short: bool = False) -> bool:
+    def span_draft(self, request: CanonicalRequest, body: Any) -> RequestDraft | None:
+        """The request's half of its span, drafted while the provider works (a run that
+        records), for ``recorded`` to finish."""
+        if not self.records:
+            return None
+        from otel_replay.spans.encode import RequestDraft
+
+        return RequestDraft(request, body, self.pieces)
+
+    def recorded(
+        self,
+        exchange: Exchange,
+        assembled: Any = None,
+        *,
+        short: bool = False,
+        draft: RequestDraft | None = None,
+    ) -> bool:
         """A live exchange (record mode, or an auto-mode miss forwarded live); False when
         it could not be saved (see ``write_failure``). ``assembled``: a streamed response's
         body, when already put together; ``short``: no string of it is long enough to be
-        stored once per file (``spans.pieces``). The span's line is made (and redacted)
-        first: an exchange that cannot be stored leaves no trace in the session either."""
+        stored once per file (``spans.pieces``); ``draft``: from ``span_draft``. The span's
+        line is made (and redacted) first: an exchange that cannot be stored leaves no
+        trace in the session either."""
         from otel_replay.spans.encode import exchange_to_trace_json
 
         with self.pieces.storing() as kept:
             ledger = None if short else self.pieces
-            doc = exchange_to_trace_json(exchange, assembled=assembled, ledger=ledger)
+            doc = exchange_to_trace_json(exchange, assembled=assembled, ledger=ledger, draft=draft)
             line, intact = self.store.own_line(doc)
             saved = self._record_line(exchange, line)
             kept.append(saved and intact)

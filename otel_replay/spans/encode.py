@@ -41,12 +41,13 @@ from otel_replay.core.ids import id_bytes
 from otel_replay.otlp import codec, tracejson
 from otel_replay.spans import attributes as own
 from otel_replay.spans.attributes import FORMAT_ATTRIBUTE, SCOPE_NAME, SPAN_FORMAT_VERSION
-from otel_replay.spans.pieces import Ledger
+from otel_replay.spans.pieces import Found, Ledger, long_strings, templated
 from otel_replay.spans.sinks import JsonAttrs, Sink, SpanAttrs, Unusual, nanos
 
 __all__ = [
     "FORMAT_ATTRIBUTE",
     "SPAN_FORMAT_VERSION",
+    "RequestDraft",
     "exchange_to_span",
     "exchange_to_trace_json",
     "export_request",
@@ -78,12 +79,24 @@ def _add_param(attrs: Sink, param: genai.Param, value: JSON) -> None:
             attrs.texts(key, items)
 
 
-def _content(ledger: Ledger | None, attribute: str, value: JSON) -> str:
-    """A GenAI content attribute's text; with a ledger, pieces stored before as markers."""
-    return _dumps(value if ledger is None else ledger.view(attribute, value))
+def _content(
+    ledger: Ledger | None, attribute: str, value: JSON, draft: RequestDraft | None = None
+) -> str:
+    """A GenAI content attribute's text; with a ledger, pieces stored before as markers.
+    A drafted text is used when the placing comes out as it did for the draft."""
+    drafted = None if draft is None else draft.contents.get(attribute)
+    if drafted is None:
+        return _dumps(value if ledger is None else ledger.view(attribute, value))
+    found, known, text = drafted
+    if ledger is None:
+        return _dumps(value) if found else text
+    now = ledger.place_inline(attribute, found, draft.ids if draft else None)
+    return text if now == known else _dumps(Ledger.marked(value, found, now))
 
 
-def _add_request(attrs: Sink, request: CanonicalRequest, ledger: Ledger | None) -> None:
+def _add_request(
+    attrs: Sink, request: CanonicalRequest, ledger: Ledger | None, draft: RequestDraft | None
+) -> None:
     if request.model is not None:
         attrs.text(genai.REQUEST_MODEL, request.model)
     seen: set[str] = set()
@@ -93,13 +106,21 @@ def _add_request(attrs: Sink, request: CanonicalRequest, ledger: Ledger | None) 
             continue
         seen.add(param.attribute)
         _add_param(attrs, param, value)
-    if request.messages is not None:
-        attrs.text(genai.INPUT_MESSAGES, _content(ledger, genai.INPUT_MESSAGES, request.messages))
-    if request.system is not None:
-        system = _content(ledger, genai.SYSTEM_INSTRUCTIONS, request.system)
-        attrs.text(genai.SYSTEM_INSTRUCTIONS, system)
-    if request.tools is not None:
-        attrs.text(genai.TOOL_DEFINITIONS, _content(ledger, genai.TOOL_DEFINITIONS, request.tools))
+    for attribute, value in _contents(request):
+        attrs.text(attribute, _content(ledger, attribute, value, draft))
+
+
+def _contents(request: CanonicalRequest) -> list[tuple[str, JSON]]:
+    """The request's GenAI content attributes and their values, in the span's order."""
+    return [
+        (attribute, value)
+        for attribute, value in (
+            (genai.INPUT_MESSAGES, request.messages),
+            (genai.SYSTEM_INSTRUCTIONS, request.system),
+            (genai.TOOL_DEFINITIONS, request.tools),
+        )
+        if value is not None
+    ]
 
 
 def _add_output(attrs: Sink, ex: Exchange, assembled: JSON, ledger: Ledger | None) -> None:
@@ -147,7 +168,9 @@ def _events_json(events: list[SSEEvent]) -> str:
     return _dumps(items)
 
 
-def _add_project(attrs: Sink, ex: Exchange, replayed: bool, ledger: Ledger | None) -> None:
+def _add_project(
+    attrs: Sink, ex: Exchange, replayed: bool, ledger: Ledger | None, draft: RequestDraft | None
+) -> None:
     request, response = ex.request, ex.response
     attrs.integer(FORMAT_ATTRIBUTE, SPAN_FORMAT_VERSION)
     attrs.text(own.OPERATION, ex.operation)
@@ -157,7 +180,7 @@ def _add_project(attrs: Sink, ex: Exchange, replayed: bool, ledger: Ledger | Non
     if ex.source != own.OWN_SOURCE:
         attrs.text(own.SOURCE, ex.source)
     if ex.raw_request is not None:
-        _add_body(attrs, ex.raw_request, ledger)
+        _add_body(attrs, ex.raw_request, ledger, draft)
     else:
         attrs.text(own.REQUEST_CANONICAL, _dumps(_canonical_dict(request)))
     if request.known != ALL_KNOWN:
@@ -179,17 +202,68 @@ def _add_project(attrs: Sink, ex: Exchange, replayed: bool, ledger: Ledger | Non
         attrs.text(own.PIECES_INLINE, _dumps(ledger.inline))
 
 
-def _add_body(attrs: Sink, body: JSON, ledger: Ledger | None) -> None:
-    """The exact request body: whole, or as a template whose long strings are pieces."""
-    if ledger is not None:
-        template, refs = ledger.template(body)
-        if refs:
-            attrs.text(own.REQUEST_TEMPLATE, _dumps(template))
+def _add_body(
+    attrs: Sink, body: JSON, ledger: Ledger | None, draft: RequestDraft | None = None
+) -> None:
+    """The exact request body: whole, or as a template whose long strings are pieces
+    (its text and refs are the draft's whatever the placing: a piece is named by its text)."""
+    if draft is None:
+        found = None if ledger is None else long_strings(body)
+    else:
+        found = draft.body_found
+    if ledger is not None and found:
+        refs = ledger.place_refs(found, None if draft is None else draft.ids)
+        if draft is None:
+            attrs.text(own.REQUEST_TEMPLATE, _dumps(templated(body, refs)))
             attrs.text(own.REQUEST_REFS, _dumps(refs))
-            if ledger.loose:
-                attrs.text(own.PIECES, _dumps(ledger.loose))
-            return
-    attrs.text(own.REQUEST_BODY, _dumps(body))
+        else:
+            attrs.text(own.REQUEST_TEMPLATE, draft.template)
+            attrs.text(own.REQUEST_REFS, draft.refs)
+        if ledger.loose:
+            attrs.text(own.PIECES, _dumps(ledger.loose))
+        return
+    text = None if draft is None or found else draft.body_text
+    attrs.text(own.REQUEST_BODY, _dumps(body) if text is None else text)
+
+
+class RequestDraft:
+    """The request's half of a recorded span, drafted while the provider works
+    (:func:`draft_request`): its long strings found and its texts written against what
+    the trace file held then. Once the answer is in, the span places each string again
+    (a lookup each) and uses a drafted text wherever the placing comes out the same, so
+    a request costs its walk and its encoding off the agent's critical path."""
+
+    __slots__ = (
+        "body",
+        "body_found",
+        "body_text",
+        "contents",
+        "ids",
+        "refs",
+        "request",
+        "template",
+    )
+
+    def __init__(self, request: CanonicalRequest, body: JSON, ledger: Ledger) -> None:
+        self.request, self.body = request, body
+        fork = ledger.fork()
+        self.contents: dict[str, tuple[Found, list[str | None], str]] = {}
+        self.ids: dict[str, str] = {}
+        for attribute, value in _contents(request):
+            found = long_strings(value)
+            known = fork.place_inline(attribute, found)
+            self.contents[attribute] = (found, known, _dumps(Ledger.marked(value, found, known)))
+            self.ids.update(fork.named(found))
+        self.body_found = long_strings(body)
+        self.ids.update(fork.named(self.body_found))
+        refs = [[list(path), self.ids[text]] for path, text in self.body_found]
+        self.template = _dumps(templated(body, refs)) if refs else ""
+        self.refs = _dumps(refs) if refs else ""
+        self.body_text = None if refs else _dumps(body)
+
+    def of(self, ex: Exchange) -> RequestDraft | None:
+        """This draft, when it is of ``ex``'s request."""
+        return self if ex.request is self.request and ex.raw_request is self.body else None
 
 
 def _canonical_dict(request: CanonicalRequest) -> dict[str, JSON]:
@@ -211,14 +285,16 @@ def _fill(
     server_port: int | None,
     assembled: JSON,
     ledger: Ledger | None,
+    draft: RequestDraft | None = None,
 ) -> str | None:
     """Every attribute of the exchange's span; returns the error status message, if any."""
     request, response = ex.request, ex.response
     if ledger is not None:
         ledger.begin()
+    draft = None if draft is None else draft.of(ex)
     attrs.text(genai.PROVIDER_NAME, providers.semconv_name(ex.provider, request.endpoint))
     attrs.text(genai.OPERATION_NAME, op_name)
-    _add_request(attrs, request, ledger)
+    _add_request(attrs, request, ledger, draft)
     if ex.stream:
         attrs.flag(genai.REQUEST_STREAM, True)
     _add_output(attrs, ex, assembled, ledger)
@@ -233,7 +309,7 @@ def _fill(
         error = response.fault or str(response.status)
         attrs.text(genai.ERROR_TYPE, error)
         status = response.fault or f"HTTP {response.status}"
-    _add_project(attrs, ex, replayed, ledger)
+    _add_project(attrs, ex, replayed, ledger, draft)
     return status
 
 
@@ -249,13 +325,15 @@ def exchange_to_span(
     server_port: int | None = None,
     assembled: JSON = None,
     ledger: Ledger | None = None,
+    draft: RequestDraft | None = None,
 ) -> Span:
     """The span for one exchange: GenAI semconv attributes plus the exact-body layer.
 
     Missing trace/span ids are generated at random (set them on the exchange first when the
     caller needs to know them). ``assembled`` is a streamed response's body when the caller
     has already put it together. With ``ledger`` (the trace file's pieces, ``spans.pieces``)
-    long strings stored before in the file are referred to, not stored again.
+    long strings stored before in the file are referred to, not stored again. ``draft``:
+    the request's half, drafted while the provider worked (:class:`RequestDraft`).
     """
     op_name, name = _span_name(ex)
     span = Span(
@@ -269,7 +347,9 @@ def exchange_to_span(
     if ex.parent_span_id:
         span.parent_span_id = bytes.fromhex(ex.parent_span_id)
     attrs = SpanAttrs(span)
-    status = _fill(attrs, ex, op_name, replayed, server_address, server_port, assembled, ledger)
+    status = _fill(
+        attrs, ex, op_name, replayed, server_address, server_port, assembled, ledger, draft
+    )
     if status is not None:
         span.status.code = Status.STATUS_CODE_ERROR
         span.status.message = status
@@ -298,6 +378,7 @@ def _span_json(
     server_port: int | None,
     assembled: JSON,
     ledger: Ledger | None,
+    draft: RequestDraft | None,
 ) -> dict[str, Any]:
     """``codec.to_json(exchange_to_span(...))`` built straight from the exchange."""
     op_name, name = _span_name(ex)
@@ -321,7 +402,9 @@ def _span_json(
     if ex.end_ns:
         doc["endTimeUnixNano"] = nanos(ex.end_ns)
     attrs = JsonAttrs()
-    status = _fill(attrs, ex, op_name, replayed, server_address, server_port, assembled, ledger)
+    status = _fill(
+        attrs, ex, op_name, replayed, server_address, server_port, assembled, ledger, draft
+    )
     doc["attributes"] = attrs.items
     if status is not None:
         doc["status"] = {"message": status, "code": Status.STATUS_CODE_ERROR}
@@ -337,6 +420,7 @@ def exchange_to_trace_json(
     assembled: JSON = None,
     service_name: str = "otel-replay",
     ledger: Ledger | None = None,
+    draft: RequestDraft | None = None,
 ) -> dict[str, Any]:
     """``codec.to_json(export_request([exchange_to_span(ex, ...)], service_name))``, the
     OTLP JSON document of the exchange's span, built without the protobuf messages (the
@@ -347,7 +431,7 @@ def exchange_to_trace_json(
     same either way."""
     if tracejson.DIRECT:
         try:
-            span = _span_json(ex, replayed, server_address, server_port, assembled, ledger)
+            span = _span_json(ex, replayed, server_address, server_port, assembled, ledger, draft)
         except Unusual:
             pass
         else:
@@ -360,6 +444,7 @@ def exchange_to_trace_json(
         server_port=server_port,
         assembled=assembled,
         ledger=ledger,
+        draft=draft,
     )
     return codec.to_json(export_request([span_pb], service_name))
 

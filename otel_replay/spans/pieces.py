@@ -24,14 +24,23 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 from otel_replay.core.exchange import JSON
 from otel_replay.redaction.redact import PATTERNS_ONLY
 from otel_replay.spans.attributes import PIECE_MARKER
 
-__all__ = ["MIN_PIECE", "Ledger", "holds_no_piece", "piece_id"]
+__all__ = [
+    "MIN_PIECE",
+    "Found",
+    "Ledger",
+    "holds_no_piece",
+    "long_strings",
+    "piece_id",
+    "substituted",
+    "templated",
+]
 
 MIN_PIECE = 256
 """Strings this long or longer are stored once per trace file."""
@@ -58,35 +67,103 @@ def holds_no_piece(raw: bytes) -> bool:
     return max(map(len, flat.split(b'"'))) < MIN_PIECE
 
 
+_SECRET_KEYS: dict[str, bool] = {}
+_MAX_KEYS = 4096  # keys remembered; beyond, the memory starts afresh
+
+
 def _names_secret(key: str) -> bool:
     """Whether the redactor reads a value under ``key`` as a secret because of the key."""
-    field = f"{json.dumps(key, ensure_ascii=False)}:{json.dumps(_PROBE)}"
-    return PATTERNS_ONLY.text(field) != field
+    named = _SECRET_KEYS.get(key)
+    if named is None:
+        field = f"{json.dumps(key, ensure_ascii=False)}:{json.dumps(_PROBE)}"
+        named = PATTERNS_ONLY.text(field) != field
+        if len(_SECRET_KEYS) >= _MAX_KEYS:
+            _SECRET_KEYS.clear()
+        _SECRET_KEYS[key] = named
+    return named
 
 
-Path = list[str | int]
+Path = tuple[str | int, ...]
+Found = list[tuple[Path, str]]
+"""The long strings of a value, each with where it is, in the order a walk meets them."""
 _CONTAINERS = (dict, list)
 _WALKED = (str, dict, list)  # what may hold a piece (exact types: values parsed from JSON)
+
+
+def long_strings(value: JSON) -> Found:
+    """Every string of ``value`` long enough to be a piece, but for those under a key
+    that names a secret (exact types: values parsed from JSON)."""
+    found: Found = []
+    _find(value, (), found)
+    return found
+
+
+def _find(value: JSON, path: Path, found: Found) -> None:
+    if type(value) is str:
+        if len(value) >= MIN_PIECE:
+            found.append((path, value))
+    elif type(value) is dict:
+        for key, item in value.items():
+            if type(item) is str:
+                if len(item) >= MIN_PIECE and not _names_secret(key):
+                    found.append(((*path, key), item))
+            elif type(item) in _CONTAINERS:
+                _find(item, (*path, key), found)
+    elif type(value) is list:
+        for index, item in enumerate(value):
+            if type(item) in _WALKED:
+                _find(item, (*path, index), found)
+
+
+def substituted(value: JSON, changes: list[tuple[Path, str]]) -> JSON:
+    """``value`` with the string at each path replaced; containers are copied only on the
+    way to a change (``value`` itself when there is none)."""
+    holder: list[Any] = [value]
+    copied: set[int] = set()  # containers made here, free to change in place
+    for path, text in changes:
+        parent: Any = holder
+        at: str | int = 0
+        for step in path:
+            node = parent[at]
+            if id(node) not in copied:
+                node = dict(node) if type(node) is dict else list(node)
+                copied.add(id(node))
+                parent[at] = node
+            parent, at = node, step
+        parent[at] = text
+    return holder[0]
 
 
 class Ledger:
     """The pieces one trace file holds (written by one store), and those the span being
     encoded adds. ``begin`` before a span, ``commit`` once its line is on disk, ``drop``
-    when it is not. Used from one thread at a time (the gateway's loop)."""
+    when it is not. Used from one thread at a time (the gateway's loop).
 
-    __slots__ = ("_chars", "_keys", "_pending", "_written", "inline", "loose", "reused")
+    A span's long strings are found first (``long_strings``), then placed: each is
+    decided (stored before, or new to this span) against what the file holds at that
+    moment. Finding is the walk of the whole value; placing costs a lookup per string.
+    So a request's strings can be found, and its span's text drafted, while the provider
+    works (``fork``), and only placed once its answer is in."""
+
+    __slots__ = ("_chars", "_pending", "_written", "inline", "loose", "reused")
 
     def __init__(self) -> None:
         self._written: dict[str, str] = {}
         self._chars = 0
         self._pending: dict[str, str] = {}
-        self._keys: dict[str, bool] = {}
         self.inline: list[list[Any]] = []
         """``[attribute, path, id]`` of each piece stored in place in this span."""
         self.loose: dict[str, str] = {}
         """Pieces of this span's body that no GenAI attribute of it holds."""
         self.reused: list[str] = []
         """Pieces of this span's body stored by earlier spans (its line does not hold them)."""
+
+    def fork(self) -> Ledger:
+        """A ledger that reads what this one's file holds and keeps its own span: for
+        drafting a span ahead (it is never committed)."""
+        fork = Ledger()
+        fork._written = self._written
+        return fork
 
     def begin(self) -> None:
         self.drop()
@@ -124,77 +201,64 @@ class Ledger:
     def view(self, attribute: str, value: JSON) -> JSON:
         """A GenAI attribute's value: pieces stored before read as markers; new ones stay
         in place and are noted in ``inline``."""
+        found = long_strings(value)
+        return self.marked(value, found, self.place_inline(attribute, found))
 
-        def place(text: str, path: Path) -> str:
-            known = self._known(text)
-            if known is not None:
-                return PIECE_MARKER + known
-            new = self._pending[text] = piece_id(text)
-            self.inline.append([attribute, list(path), new])
-            return text
+    @staticmethod
+    def marked(value: JSON, found: Found, known: list[str | None]) -> JSON:
+        """``value`` with each string ``place_inline`` found stored as its marker."""
+        changes = [(path, PIECE_MARKER + k) for (path, _), k in zip(found, known, strict=True) if k]
+        return substituted(value, changes)
 
-        return self._walk(value, [], place)
+    def place_inline(self, attribute: str, found: Found, ids: Ids = None) -> list[str | None]:
+        """Place the strings of a GenAI attribute: for each, the piece it refers to when
+        stored before, or None when it is new (then stored in place, noted in ``inline``).
+        ``ids``: pieces already named."""
+        known: list[str | None] = []
+        for path, text in found:
+            piece = self._known(text)
+            if piece is None:
+                new = self._pending[text] = _named(text, ids)
+                self.inline.append([attribute, list(path), new])
+            known.append(piece)
+        return known
 
     def template(self, body: JSON) -> tuple[JSON, list[list[Any]]]:
         """The body with every piece replaced by its marker, and ``[path, id]`` of each;
         pieces new to the file and not in this span's GenAI attributes go to ``loose``."""
-        refs: list[list[Any]] = []
+        found = long_strings(body)
+        refs = self.place_refs(found)
+        return templated(body, refs), refs
 
-        def place(text: str, path: Path) -> str:
-            known = self._known(text)
-            if known is None:
-                known = self._pending[text] = piece_id(text)
-                self.loose[known] = text
+    def place_refs(self, found: Found, ids: Ids = None) -> list[list[Any]]:
+        """Place the strings of the exact body: ``[path, id]`` of each (the same whatever
+        the file holds: a piece is named by its text); new ones go to ``loose``."""
+        refs: list[list[Any]] = []
+        for path, text in found:
+            piece = self._known(text)
+            if piece is None:
+                piece = self._pending[text] = _named(text, ids)
+                self.loose[piece] = text
             elif text not in self._pending:
                 self.reused.append(text)
-            refs.append([list(path), known])
-            return PIECE_MARKER + known
-
-        return self._walk(body, [], place), refs
+            refs.append([list(path), piece])
+        return refs
 
     def _known(self, text: str) -> str | None:
         return self._written.get(text) or self._pending.get(text)
 
-    def _secret_key(self, key: str) -> bool:
-        named = self._keys.get(key)
-        if named is None:
-            named = self._keys[key] = _names_secret(key)
-        return named
+    def named(self, found: Found) -> dict[str, str]:
+        """The id of each string found (those the file holds without hashing them again)."""
+        return {text: self._known(text) or piece_id(text) for _, text in found}
 
-    def _walk(self, value: JSON, path: Path, place: Callable[[str, Path], str]) -> JSON:
-        """``value`` with ``place`` applied to each long string; a container none of whose
-        strings changed is ``value`` itself (copied only where something changes)."""
-        if type(value) is str:
-            return place(value, path) if len(value) >= MIN_PIECE else value
-        if type(value) is dict:
-            out: dict[str, JSON] | None = None
-            for key, item in value.items():
-                if type(item) is str:
-                    if len(item) < MIN_PIECE or self._secret_key(key):
-                        continue
-                    new = place(item, [*path, key])
-                elif type(item) in _CONTAINERS:
-                    path.append(key)
-                    new = self._walk(item, path, place)
-                    path.pop()
-                else:
-                    continue
-                if new is not item:
-                    if out is None:
-                        out = dict(value)
-                    out[key] = new
-            return value if out is None else out
-        if type(value) is list:
-            items: list[JSON] | None = None
-            for index, item in enumerate(value):
-                if type(item) not in _WALKED:
-                    continue
-                path.append(index)
-                new = self._walk(item, path, place)
-                path.pop()
-                if new is not item:
-                    if items is None:
-                        items = list(value)
-                    items[index] = new
-            return value if items is None else items
-        return value
+
+Ids = dict[str, str] | None
+
+
+def _named(text: str, ids: Ids) -> str:
+    return (ids.get(text) if ids else None) or piece_id(text)
+
+
+def templated(body: JSON, refs: list[list[Any]]) -> JSON:
+    """The body with the piece at each of ``refs`` as its marker."""
+    return substituted(body, [(tuple(path), PIECE_MARKER + piece) for path, piece in refs])
