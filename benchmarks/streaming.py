@@ -3,7 +3,8 @@
 Record: the gateway in record mode passing the stub upstream's stream through, against the
 same client reading the stub directly. Replay: the gateway replaying that recording (strict),
 against a bare aiohttp handler writing the same SSE bytes. Every server runs in a
-subprocess of its own; the client reads chunks as they arrive.
+subprocess of its own; the client reads chunks as they arrive, sending to the two servers
+compared in slices of ten requests taking turns.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from otel_replay.streams import sse
 EVENTS = 200
 REQUESTS = sized(150, 10)
 ROUNDS = sized(2, 1)
+SLICE = 10  # requests each server takes in turn
 # The stub streams one event per word of "stub reply to: <question>" plus the role chunk,
 # the finish chunk and [DONE].
 QUESTION_WORDS = EVENTS - 6
@@ -49,15 +51,21 @@ async def _one(session: aiohttp.ClientSession, url: str, data: bytes) -> tuple[f
     return first, time.perf_counter() - started, seen
 
 
-async def _series(url: str, bodies: list[bytes]) -> tuple[float, float, int]:
-    """Median time to first event and total time over ``bodies``."""
-    firsts, totals, events = [], [], 0
+async def _series(urls: list[str], bodies: list[bytes]) -> tuple[list[tuple[float, float]], int]:
+    """Median time to first event and total time over ``bodies`` for each of ``urls``,
+    taking turns in slices so that each samples the same stretch of this machine's time."""
+    firsts: dict[str, list[float]] = {url: [] for url in urls}
+    totals: dict[str, list[float]] = {url: [] for url in urls}
+    events = 0
     async with client_session() as session:
-        for data in bodies:
-            first, total, events = await _one(session, url + CHAT, data)
-            firsts.append(first)
-            totals.append(total)
-    return statistics.median(firsts), statistics.median(totals), events
+        for start in range(0, len(bodies), SLICE):
+            for url in urls:
+                for data in bodies[start : start + SLICE]:
+                    first, total, events = await _one(session, url + CHAT, data)
+                    firsts[url].append(first)
+                    totals[url].append(total)
+    medians = [(statistics.median(firsts[url]), statistics.median(totals[url])) for url in urls]
+    return medians, events
 
 
 async def run(results: Results) -> None:
@@ -71,11 +79,9 @@ async def run(results: Results) -> None:
             with Server(
                 kind="gateway", mode="record", cassette=cassette, upstream=stub.url
             ) as gateway:
-                await _series(gateway.url, warm)
-                await _series(stub.url, warm)
+                await _series([gateway.url, stub.url], warm)
                 for _ in range(ROUNDS):
-                    s1, sT, events = await _series(stub.url, bodies)
-                    g1, gT, _ = await _series(gateway.url, bodies)
+                    ((s1, sT), (g1, gT)), events = await _series([stub.url, gateway.url], bodies)
                     rec["stub1"].append(s1)
                     rec["stubT"].append(sT)
                     rec["gw1"].append(g1)
@@ -90,11 +96,9 @@ async def run(results: Results) -> None:
             Server(kind="bare", stream=stream_file) as bare,
             Server(kind="gateway", mode="strict", cassette=replay_cassette) as gateway,
         ):
-            await _series(gateway.url, warm)
-            await _series(bare.url, warm)
+            await _series([gateway.url, bare.url], warm)
             for _ in range(ROUNDS):
-                b1, bT, _ = await _series(bare.url, bodies)
-                g1, gT, _ = await _series(gateway.url, bodies)
+                ((b1, bT), (g1, gT)), _ = await _series([bare.url, gateway.url], bodies)
                 rep["bare1"].append(b1)
                 rep["bareT"].append(bT)
                 rep["gw1"].append(g1)

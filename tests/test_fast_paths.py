@@ -23,6 +23,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from otel_replay.cassette import model as cassette_mod
 from otel_replay.cassette.model import Cassette, dumps, loads
+from otel_replay.core import jsontext
 from otel_replay.core.errors import TraceFormatError
 from otel_replay.core.exchange import CanonicalRequest, Exchange, Response
 from otel_replay.core.jsontext import finite, pretty
@@ -592,3 +593,34 @@ def test_finite_tells_what_orjson_would_write_as_null(value: Any) -> None:
     assert finite(value) == (not _holds_non_finite(value))
     if not finite(value):
         assert codec.value_text(value) == codec.dumps_line(value)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.recursive(
+        st.none()
+        | st.booleans()
+        | st.integers()
+        | st.integers(min_value=2**63 - 4, max_value=2**64 + 4)
+        | st.integers(min_value=-(2**63) - 4, max_value=-(2**63) + 4)
+        | st.floats()
+        | st.text(max_size=4),
+        lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=3), inner),
+        max_leaves=16,
+    ),
+    st.booleans(),
+)
+def test_loads_reads_what_the_standard_library_reads(value: Any, ascii_only: bool) -> None:
+    """An event's JSON read by orjson where it can be is the standard library's value,
+    integer for integer (beyond 64 bits too), NaN and lone surrogates included."""
+    text = json.dumps(value, ensure_ascii=ascii_only)
+    assert json.dumps(jsontext.loads(text)) == json.dumps(json.loads(text))
+
+
+def test_redacting_events_together_is_redacting_each() -> None:
+    redactor = Redactor()
+    events = ['{"a":"plain"}', '{"b":"Bearer sk-proj-' + "A1b2C3d4" * 5 + '"}', "[DONE]"]
+    assert redactor.texts(events) == [redactor.text(e) for e in events]
+    assert redactor.texts(events)[1] != events[1]
+    plain = ['{"a":"plain"}', "[DONE]"]
+    assert redactor.texts(plain) is plain

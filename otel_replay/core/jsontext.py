@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-__all__ = ["encodes", "finite", "orjson_text", "pretty"]
+__all__ = ["encodes", "finite", "loads", "orjson_text", "pretty"]
 
 
 class _Fallback(Exception):
@@ -137,3 +137,25 @@ def finite(value: Any) -> bool:
         elif isinstance(item, dict | list):  # a subclass: its items are walked alike
             stack.extend(item.values() if isinstance(item, dict) else item)
     return True
+
+
+_DIGITS = bytes.maketrans(b"012345678", b"999999999")
+_WIDE = b"9" * 19  # an integer this wide orjson would read as a float
+
+
+def loads(text: str) -> Any:
+    """``json.loads(text)``, by orjson where it reads the same value (several times
+    faster on a stream's small events): not where a number runs to 19 digits (orjson
+    reads an integer beyond 64 bits as a float) nor where orjson refuses (NaN, a lone
+    surrogate, nesting beyond its limit)."""
+    if type(text) is str:
+        try:
+            raw = text.encode("utf-8")
+        except UnicodeEncodeError:  # a lone surrogate: the standard library reads it
+            return json.loads(text)
+        if _WIDE not in raw.translate(_DIGITS):
+            try:
+                return orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                pass
+    return json.loads(text)

@@ -244,8 +244,8 @@ class Call:
         message (same content and order of events, coarser chunks). Returns the events and
         the message, which the span needs too."""
         redactor = self.session.redactor
-        for event in events:
-            event.data = redactor.text(event.data)
+        for event, data in zip(events, redactor.texts([e.data for e in events]), strict=True):
+            event.data = data
         try:
             body = self.provider.body_from_stream(self.operation, events)
             clean = redactor.json(body)

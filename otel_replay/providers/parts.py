@@ -16,6 +16,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from otel_replay.core import jsontext
 from otel_replay.core.exchange import JSON, SSEEvent
 
 SYSTEM_ROLES = frozenset({"system", "developer"})
@@ -45,7 +46,7 @@ def dumps(value: JSON) -> str:
 def loads_or_none(text: str) -> JSON:
     """Parse JSON text, or None when it is not JSON."""
     try:
-        return json.loads(text)
+        return jsontext.loads(text)
     except (ValueError, TypeError):
         return None
 
