@@ -7,10 +7,15 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator
+from pathlib import Path
 
+import aiohttp
 import pytest
 from aiohttp import web
 
+from otel_replay.cassette.model import load
+from otel_replay.gateway.call import Call
+from otel_replay.gateway.runner import GatewayConfig, GatewayThread
 from otel_replay.gateway.upstream import HttpUpstream, UpstreamRequest, send_meanwhile
 
 
@@ -117,9 +122,7 @@ async def test_an_agent_that_gives_up_takes_the_provider_call_with_it(
         await upstream.aclose()
 
 
-async def test_a_stream_is_sent_with_no_work_in_front_of_its_first_event(
-    provider: Provider,
-) -> None:
+async def test_a_send_with_no_work_is_the_send_itself(provider: Provider) -> None:
     upstream = HttpUpstream({"openai": provider.url})
     provider.release.set()
     try:
@@ -159,3 +162,43 @@ async def test_a_cookie_the_provider_sets_is_in_its_answer_and_never_sent_back()
         await upstream.aclose()
         await runner.cleanup()
     assert cookies == [None, None]
+
+
+async def test_a_streamed_call_is_prepared_while_its_provider_works(
+    provider: Provider, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Record mode prepares a call (its body redacted, its span's request half drafted)
+    while the provider holds it, streamed or not: the provider here answers only once
+    the preparing is done, and the recording is whole."""
+    held: list[bool] = []
+    prepare = Call.prepare
+    loop = asyncio.get_running_loop()
+
+    def preparing(call: Call) -> None:  # on the gateway's thread
+        if not call._prepared:
+            held.append(not provider.release.is_set())
+        prepare(call)
+        loop.call_soon_threadsafe(provider.release.set)
+
+    monkeypatch.setattr(Call, "prepare", preparing)
+    config = GatewayConfig(
+        mode="record",
+        cassette=tmp_path / "c.json",
+        upstream_openai=provider.url,
+        grpc_port=None,
+        environ={},
+    )
+    with GatewayThread(config) as gateway:
+        url = gateway.env["OPENAI_BASE_URL"] + "/chat/completions"
+        for stream in (True, False):
+            body = {"model": "m", "stream": stream, "messages": [{"role": "user", "content": "hi"}]}
+            provider.release.clear()
+            provider.received.clear()
+            async with aiohttp.ClientSession() as session:
+                # without the preparing first, the provider would never answer
+                answer = await asyncio.wait_for(session.post(url, json=body), 10)
+                assert answer.status == 200
+                await answer.read()
+        await loop.run_in_executor(None, gateway.stop)
+    assert held == [True, True]
+    assert len(load(tmp_path / "c.json").interactions) == 2

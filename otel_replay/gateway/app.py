@@ -300,7 +300,8 @@ class Gateway:
             body=call.raw,
         )
         try:
-            # a stream's first event waits for nothing: prepared once it is relayed
+            # the call is prepared while the provider works (or, if that failed, once a
+            # stream's first event is relayed)
             upstream = await send_meanwhile(self.upstream, outgoing, call.meanwhile)
         except NoUpstream as exc:
             return refusal.refuse_unroutable(call, exc)

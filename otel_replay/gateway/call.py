@@ -159,6 +159,7 @@ class Call:
     mode reads it while the provider works)."""
     draft: RequestDraft | None = None  # its span's request half (``prepare``)
     _canonical: CanonicalRequest | None = None
+    _prepared: bool = False
 
     @property
     def body(self) -> JSON:
@@ -202,15 +203,17 @@ class Call:
         """What recording needs of the request alone (redacted, its canonical form, its
         span's request half drafted, the span encoder imported on a run's first call):
         done while the upstream works."""
+        if self._prepared:
+            return
         importlib.import_module("otel_replay.spans.encode")  # protobuf: when recording
         self.short = holds_no_piece(self.raw)
         self.draft = self.session.span_draft(self.canonical, self.body)
+        self._prepared = True
 
     def meanwhile(self) -> None:
-        """What is done while the upstream works: the body read; a plain call's also
-        prepared (a stream's first event waits for nothing: it is prepared once relayed)."""
-        if not self.stream:
-            self.prepare()
+        """What is done while the upstream works: the body read and the call prepared
+        (a provider takes far longer to answer than this takes)."""
+        self.prepare()
 
     def _redact(self) -> None:
         if not self.redacted:
