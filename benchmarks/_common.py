@@ -283,5 +283,20 @@ async def send_each(url: str, bodies: list[bytes]) -> list[float]:
     return latencies
 
 
+async def send_turns(urls: list[str], bodies: list[bytes]) -> list[list[float]]:
+    """``send_each`` for each of ``urls`` at once, turn by turn: each body goes to every
+    url before the next body goes to any (first to each in turn), so the sessions sample
+    the same moments of a noisy machine; the latencies of each url's session."""
+    latencies: list[list[float]] = [[] for _ in urls]
+    async with client_session() as session:
+        for turn, data in enumerate(bodies):
+            order = list(enumerate(urls))
+            for i, url in order[turn % len(order) :] + order[: turn % len(order)]:
+                started = time.perf_counter()
+                await post(session, url + CHAT, data)
+                latencies[i].append(time.perf_counter() - started)
+    return latencies
+
+
 def client_session(limit: int = 32) -> aiohttp.ClientSession:
     return aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=limit))

@@ -6,8 +6,10 @@ so requests grow from about 76 KB to about 400 KB, and each carries fresh volati
 first recorded live through the gateway (a bare server as the upstream); then, in rounds,
 the same client sends it sequentially (the real pattern) to the bare server and to the
 gateway replaying the recording strictly: once with fresh volatile values, once byte for
-byte as recorded. Sizes compare the cassette and trace file with the session's unique
-content (each distinct message, tool, system prompt and answer counted once).
+byte as recorded. The two sessions run turn by turn together (each turn goes to both
+before the next goes to either), so both sample the same moments of a noisy machine.
+Sizes compare the cassette and trace file with the session's unique content (each
+distinct message, tool, system prompt and answer counted once).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from benchmarks._common import (
     compact,
     ms,
     send_each,
+    send_turns,
     sized,
 )
 from otel_replay.cassette.model import dump, load
@@ -146,11 +149,9 @@ async def run(results: Results) -> None:
                 live = [compact(b) for b in session_bodies(_stamp(r + 7), str(uuid.uuid4()))]
                 with Server(kind="gateway", mode="strict", cassette=thrice) as gateway:
                     firsts.append((await send_each(gateway.url, warm))[0])
-                    g = await send_each(gateway.url, live)
+                    g, b = await send_turns([gateway.url, bare.url], live)
                     seconds.append(g[0])
-                    b = await send_each(bare.url, live)
-                    ge = await send_each(gateway.url, recorded_bytes)
-                    be = await send_each(bare.url, recorded_bytes)
+                    ge, be = await send_turns([gateway.url, bare.url], recorded_bytes)
                 for summary in [gateway.final.get("summary", {})]:
                     if summary.get("misses"):
                         raise RuntimeError(f"session benchmark missed: {summary['misses'][:1]}")

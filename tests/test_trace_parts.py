@@ -50,18 +50,51 @@ UNWRITTEN = Path("never-written.jsonl")  # making a line writes nothing
 def remembered_from(length: int) -> Iterator[None]:
     """Parts of ``length`` or more remembered, in lines of any length (shipped, only long
     lines are cut into parts: a short one is redacted whole)."""
-    saved = clean_parts._MIN_LENGTH, clean_parts.LONG_LINE
-    clean_parts._MIN_LENGTH, clean_parts.LONG_LINE = length, 0
+    saved = clean_parts._MIN_LENGTH, clean_parts.CUT_LINE, clean_parts.LONG_LINE
+    clean_parts._MIN_LENGTH, clean_parts.CUT_LINE, clean_parts.LONG_LINE = length, 0, 0
     try:
         yield
     finally:
-        clean_parts._MIN_LENGTH, clean_parts.LONG_LINE = saved
+        clean_parts._MIN_LENGTH, clean_parts.CUT_LINE, clean_parts.LONG_LINE = saved
 
 
 def test_short_lines_are_redacted_whole() -> None:
     parts = CleanParts(Redactor().text)
-    assert not parts.clean("x" * (clean_parts.LONG_LINE - 1))
-    assert parts.clean("x" * clean_parts.LONG_LINE)
+    assert not parts.clean("x" * (clean_parts.CUT_LINE - 1))
+    assert parts.clean("x" * clean_parts.CUT_LINE)
+
+
+def test_a_middling_line_the_cheap_test_clears_is_not_cut() -> None:
+    redactor = Redactor()
+    cut: list[str] = []
+    parts = CleanParts(
+        lambda text: cut.append(text) or redactor.text(text), redactor.might_hold_secret
+    )
+    assert parts.clean("plain words, " * 1000)  # no anchor: cleared as it is
+    assert cut == []
+    flagged = '"see https://example.com/docs",' * 400  # an anchor: cut and checked
+    assert parts.clean(flagged)
+    assert cut
+    secret = f'"note {SECRET}",' + '"plain words",' * 1000
+    assert not parts.clean(secret)
+
+
+@pytest.mark.parametrize("length", LENGTHS)
+@settings(max_examples=150)
+@given(st.lists(texts, min_size=1, max_size=6), st.lists(texts, max_size=4))
+def test_parts_learnt_ahead_leave_the_verdict_the_whole_pass(
+    length: int, batch: list[str], ahead: list[str]
+) -> None:
+    """Parts learnt from texts a line will hold (a request, while its provider works)
+    never change a verdict: it stays the whole pass's."""
+    for redactor in REDACTORS:
+        with remembered_from(length):
+            parts = CleanParts(redactor.text, redactor.might_hold_secret)
+            for text in ahead:
+                parts.learn(text)
+            for text in batch:
+                if "-----BEGIN" not in text:
+                    assert parts.clean(text) is (redactor.text(text) == text), text
 
 
 @pytest.mark.parametrize("length", LENGTHS)

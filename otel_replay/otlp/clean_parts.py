@@ -38,6 +38,9 @@ JOINT_CHARS = '",}]'
 _UNBOUNDED = "-----BEGIN"  # a private key's pattern runs to the end of the text
 _MIN_LENGTH = 32  # shorter parts are checked again each time (cheaper than remembering)
 LONG_LINE = 64 * 1024
+"""Shorter lines are first given the redactor's cheap test, which most often clears them
+at once (a long line nearly always holds one of its anchors, a URL's ``://``)."""
+CUT_LINE = 8 * 1024
 """Shorter lines are redacted whole: one pass reads them faster than they are cut up."""
 _MAX_CHARS = 64 * 1024 * 1024  # then the memory starts afresh
 
@@ -45,18 +48,34 @@ _MAX_CHARS = 64 * 1024 * 1024  # then the memory starts afresh
 class CleanParts:
     """Remembers the parts of lines that ``redact_text`` leaves unchanged."""
 
-    __slots__ = ("_chars", "_clean", "_redact_text")
+    __slots__ = ("_chars", "_clean", "_might_hold", "_redact_text")
 
-    def __init__(self, redact_text: Callable[[str], str]) -> None:
+    def __init__(
+        self, redact_text: Callable[[str], str], might_hold: Callable[[str], bool] | None = None
+    ) -> None:
+        """``might_hold``: the redactor's cheap test (false: nothing to redact)."""
         self._redact_text = redact_text
+        self._might_hold = might_hold
         self._clean: set[str] = set()
         self._chars = 0
 
     def clean(self, text: str) -> bool:
         """Whether ``redact_text(text) == text``; False may also mean "not known" (or a
         line short enough to redact whole): the caller then redacts the whole text."""
-        if len(text) < LONG_LINE or _UNBOUNDED in text:
+        if len(text) < CUT_LINE or _UNBOUNDED in text:
             return False
+        if len(text) < LONG_LINE and self._might_hold is not None and not self._might_hold(text):
+            return True
+        return self._check(text)
+
+    def learn(self, text: str) -> None:
+        """Check the parts of ``text``, a piece of a line to come (a recorded call's
+        request, while its provider works), so that the line has only its other parts
+        left to check when it is written."""
+        if _UNBOUNDED not in text:
+            self._check(text)
+
+    def _check(self, text: str) -> bool:
         unseen: list[str] = []
         leaves: list[str] = []
         self._collect(text, 0, unseen, leaves)
@@ -70,17 +89,19 @@ class CleanParts:
 
     def _collect(self, text: str, level: int, unseen: list[str], leaves: list[str]) -> None:
         """The parts of ``text`` not known clean: at each level, a part not remembered is
-        cut again at the next kind of joint; what is left at the last level is checked."""
+        cut again at the next kind of joint; what is left at the last level, and a part
+        too short to be remembered, is checked (a text holding joints is clean exactly
+        when its parts are, so a short part is not worth cutting)."""
         if level == len(JOINTS):
             leaves.append(text)
             return
         clean = self._clean
         for part in text.split(JOINTS[level]):
-            if part in clean:
-                continue
-            if len(part) >= _MIN_LENGTH:
+            if len(part) < _MIN_LENGTH:  # never remembered: checked as it is
+                leaves.append(part)
+            elif part not in clean:
                 unseen.append(part)
-            self._collect(part, level + 1, unseen, leaves)
+                self._collect(part, level + 1, unseen, leaves)
 
     def _remember(self, parts: list[str]) -> None:
         size = sum(map(len, parts))

@@ -20,6 +20,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, BinaryIO
 
+import orjson
+
 from otel_replay.otlp.clean_parts import CleanParts
 from otel_replay.redaction.headers import HEADER_ATTRIBUTE_PREFIXES, scrub_header_attributes
 
@@ -34,6 +36,8 @@ if TYPE_CHECKING:  # protobuf is imported with the first line written, not at st
     )
 
 log = logging.getLogger("otel_replay")
+
+_LEARNT = 1024  # shorter strings are checked with their line
 
 # How a header attribute's key reads in an OTLP JSON line.
 _HEADER_MARKERS = tuple(f'"key":"{prefix}' for prefix in HEADER_ATTRIBUTE_PREFIXES)
@@ -111,6 +115,7 @@ class TraceStore:
         redact: Redact | None = None,
         redact_text: RedactText | None = None,
         by_parts: bool = False,
+        might_hold: Callable[[str], bool] | None = None,
     ) -> None:
         """``redact`` walks a JSON value replacing secrets. ``redact_text`` does the same
         on JSON text: one regex pass over the whole line, several times faster than the
@@ -118,9 +123,12 @@ class TraceStore:
         ``by_parts``: otel-replay's own lines (``traces_line``) may be checked part by
         part, each distinct part once (``otlp.clean_parts``: true when no literal secret
         value holds a character of ``JOINT_CHARS``); received telemetry is always
-        redacted whole."""
+        redacted whole. ``might_hold``: the redactor's cheap test, which clears most
+        lines of a middling size at once."""
         self._redact_text = redact_text
-        self._parts = CleanParts(redact_text) if by_parts and redact_text is not None else None
+        self._parts = (
+            CleanParts(redact_text, might_hold) if by_parts and redact_text is not None else None
+        )
         self._traces = _LineFile(Path(traces) if traces is not None else None)
         self._logs = _LineFile(Path(logs) if logs is not None else None)
         self._metrics = _LineFile(Path(metrics) if metrics is not None else None)
@@ -141,12 +149,21 @@ class TraceStore:
         redact: Redact | None = None,
         redact_text: RedactText | None = None,
         by_parts: bool = False,
+        might_hold: Callable[[str], bool] | None = None,
     ) -> TraceStore:
         """A store writing traces to ``X.jsonl``, logs and metrics to ``X.logs.jsonl`` and
         ``X.metrics.jsonl`` beside it."""
         traces = Path(traces_path)
         logs, metrics = sibling(traces, "logs"), sibling(traces, "metrics")
-        return cls(traces, logs, metrics, redact=redact, redact_text=redact_text, by_parts=by_parts)
+        return cls(
+            traces,
+            logs,
+            metrics,
+            redact=redact,
+            redact_text=redact_text,
+            by_parts=by_parts,
+            might_hold=might_hold,
+        )
 
     @property
     def traces_path(self) -> Path | None:
@@ -190,6 +207,16 @@ class TraceStore:
         if self._traces.path is None or not doc.get("resourceSpans"):
             return None, True
         return self._checked_line(doc, self._parts)
+
+    def learn(self, texts: list[str]) -> None:
+        """Check ahead the strings a line of the gateway's own is about to hold (a
+        recorded call's request, while its provider works), as that line will hold
+        them, so that writing it checks only what is new in it (``by_parts``)."""
+        if self._parts is None or self._traces.path is None:
+            return
+        for text in texts:
+            if len(text) >= _LEARNT:
+                self._parts.learn(orjson.dumps(text).decode("utf-8"))
 
     def append_traces(self, line: bytes | None) -> bool:
         """Store a line from ``traces_line`` (otel-replay's own spans: not counted as

@@ -89,8 +89,11 @@ class Session:
         trace_file = traces or self._temp_traces
         redact, redact_text = self.redactor.json, self.redactor.text
         by_parts = self.redactor.values_avoid(JOINT_CHARS)
+        might_hold = self.redactor.might_hold_secret
         self.store = (
-            TraceStore.beside(trace_file, redact=redact, redact_text=redact_text, by_parts=by_parts)
+            TraceStore.beside(
+                trace_file, redact, redact_text, by_parts=by_parts, might_hold=might_hold
+            )
             if trace_file
             else TraceStore(None, redact=redact, redact_text=redact_text)
         )
@@ -197,7 +200,9 @@ class Session:
             return None
         from otel_replay.spans.encode import RequestDraft
 
-        return RequestDraft(request, body, self.pieces)
+        draft = RequestDraft(request, body, self.pieces)
+        self.store.learn(draft.texts())
+        return draft
 
     def recorded(
         self,

@@ -261,6 +261,11 @@ class RequestDraft:
         self.refs = _dumps(refs) if refs else ""
         self.body_text = None if refs else _dumps(body)
 
+    def texts(self) -> list[str]:
+        """The texts drafted, as the span's attributes will hold them."""
+        drafted = [text for _, _, text in self.contents.values()]
+        return [*drafted, self.template, self.refs, self.body_text or ""]
+
     def of(self, ex: Exchange) -> RequestDraft | None:
         """This draft, when it is of ``ex``'s request."""
         return self if ex.request is self.request and ex.raw_request is self.body else None
