@@ -73,14 +73,16 @@ class FakeProvider:
 
 @contextmanager
 def fake_providers(*, broken: bool = False) -> Iterator[None]:
-    saved = providers._PROVIDERS
-    providers._PROVIDERS = {
-        n: cast(Provider, FakeProvider(n, broken=broken)) for n in ("openai", "anthropic")
-    }
+    saved = dict(providers._LOADED)
+    providers._LOADED.clear()
+    providers._LOADED.update(
+        {n: cast(Provider, FakeProvider(n, broken=broken)) for n in ("openai", "anthropic")}
+    )
     try:
         yield
     finally:
-        providers._PROVIDERS = saved
+        providers._LOADED.clear()
+        providers._LOADED.update(saved)
 
 
 # --- strategies: realistic OpenAI chat calls -----------------------------------------

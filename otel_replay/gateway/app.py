@@ -96,6 +96,8 @@ class Gateway:
         self._own_keys = OwnKeys(os.environ if keys is None else keys)
         session.redactor.prepare()
         session.prepare()
+        if session.records:  # the first call would load its API surface
+            providers.all_providers()
         self._bodies_for(session)  # before the first request, which it then speeds up
 
     def app(self) -> web.Application:

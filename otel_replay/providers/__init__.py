@@ -261,7 +261,7 @@ def semconv_name(api: str, endpoint: str) -> str:
 def surface_name(provider_name: str, endpoint: str) -> str:
     """The API surface of a span's ``gen_ai.provider.name`` and endpoint (the inverse of
     :func:`semconv_name`)."""
-    if provider_name in all_providers():
+    if provider_name in _SURFACES:
         return provider_name
     if named_prefix(endpoint):
         return named_upstream(named_prefix(endpoint)[len(NAMED_PREFIX) :]).api
@@ -327,32 +327,26 @@ def kept_headers(headers: Mapping[str, str]) -> dict[str, str]:
 # -- API surfaces ------------------------------------------------------------------------
 
 
-def _registry() -> dict[str, Provider]:
-    """The API surfaces the rows name, imported on first use."""
-    surfaces: dict[str, Provider] = {}
-    for row in PROVIDERS:
-        if row.surface:
-            module, _, attribute = row.surface.partition(":")
-            surfaces[row.api] = getattr(importlib.import_module(module), attribute)
-    return surfaces
-
-
-_PROVIDERS: dict[str, Provider] | None = None
+_SURFACES = {row.api: row.surface for row in PROVIDERS if row.surface}
+"""Each API surface's module and name, imported when first asked for."""
+_LOADED: dict[str, Provider] = {}
 
 
 def all_providers() -> dict[str, Provider]:
-    global _PROVIDERS
-    if _PROVIDERS is None:
-        _PROVIDERS = _registry()
-    return _PROVIDERS
+    """Every API surface, imported now."""
+    return {name: get(name) for name in _SURFACES}
 
 
 def get(name: str) -> Provider:
-    try:
-        return all_providers()[name]
-    except KeyError:
-        known = ", ".join(sorted(all_providers()))
-        raise ConfigError(f"unknown provider {name!r} (known: {known})") from None
+    provider = _LOADED.get(name)
+    if provider is None:
+        surface = _SURFACES.get(name)
+        if surface is None:
+            known = ", ".join(sorted(_SURFACES))
+            raise ConfigError(f"unknown provider {name!r} (known: {known})")
+        module, _, attribute = surface.partition(":")
+        provider = _LOADED[name] = getattr(importlib.import_module(module), attribute)
+    return provider
 
 
 def _route(path: str, headers: Mapping[str, str]) -> Route | None:
