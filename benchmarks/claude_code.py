@@ -3,10 +3,10 @@ run (the CLI pinned in tests/clients, installed by ``make clients``).
 
 One tool turn (two model calls) against the stub upstream, ``RUNS`` times each: bare
 (Claude Code straight to the stub), recorded through otel-replay, replayed strictly. It
-prints the wall time of the whole run (bare: Claude Code alone, telemetry off) and, per
-model call, the duration and time to first token Claude Code itself reports in its
-``api_request`` events (for the bare figures a second run sends its telemetry to a
-gateway while its model calls go straight to the stub).
+prints the wall time of the whole run (bare: Claude Code alone, telemetry off) and, for
+the run's first and second model calls each, the duration and time to first token Claude
+Code itself reports in its ``api_request`` events (for the bare figures a second run
+sends its telemetry to a gateway while its model calls go straight to the stub).
 Not part of ``python -m benchmarks``: it needs the npm CLI and takes about a minute.
 """
 
@@ -73,13 +73,13 @@ def main(runs: int) -> None:
     env = installed_env(folder / "pycache", _environment(folder / "home"))
     cassette = folder / "c.json"
     wall: dict[str, list[float]] = {"bare": [], "record": [], "replay": []}
-    calls: dict[str, list[tuple[float, float]]] = {"bare": [], "record": [], "replay": []}
+    calls: dict[str, list[list[tuple[float, float]]]] = {"bare": [], "record": [], "replay": []}
 
     def timed(kind: str, i: int, *args: str) -> float:
         traces = folder / f"{kind}{i}.jsonl"
         took = _run([*CLI, *args[:1], "--traces", str(traces), *args[1:]], folder, env)
         if i >= 0:  # round -1 writes the byte code, as installing a package does
-            calls[kind] += _calls(folder / f"{kind}{i}.logs.jsonl")
+            calls[kind].append(_calls(folder / f"{kind}{i}.logs.jsonl"))
         return took
 
     with run_stub() as stub:
@@ -108,12 +108,17 @@ def main(runs: int) -> None:
         wall["replay"].append(timed("replay", i, "replay", *strict, "--", str(CLAUDE), *TURN))
     for kind in wall:
         del wall[kind][0]  # round -1
-        durations, ttfts = [c[0] for c in calls[kind]], [c[1] for c in calls[kind]]
-        print(
-            f"{kind:7s} run p50 {statistics.median(wall[kind]):5.2f} s · per call: duration p50 "
-            f"{statistics.median(durations):6.1f} ms, first token p50 "
-            f"{statistics.median(ttfts):6.1f} ms ({len(durations)} calls)"
-        )
+        # a run's first call (the tool request) and its second (the answer) differ
+        # several-fold: each is summed up on its own
+        parts = []
+        for n, name in enumerate(("first call", "second call")):
+            nth = [run[n] for run in calls[kind] if len(run) > n]
+            durations, ttfts = [c[0] for c in nth], [c[1] for c in nth]
+            parts.append(
+                f"{name} {statistics.median(durations):5.1f} ms (first token "
+                f"{statistics.median(ttfts):4.1f})"
+            )
+        print(f"{kind:7s} run p50 {statistics.median(wall[kind]):5.2f} s · " + " · ".join(parts))
 
 
 if __name__ == "__main__":
