@@ -32,7 +32,8 @@ from otel_replay.reports.spantree import load_spans
 from otel_replay.spans import attributes as own
 from otel_replay.spans import encode as encode_module
 from otel_replay.spans import pieces as pieces_module
-from otel_replay.spans.encode import RequestDraft, exchange_to_trace_json
+from otel_replay.spans.draft import RequestDraft
+from otel_replay.spans.encode import exchange_to_trace_json
 from otel_replay.spans.pieces import MIN_PIECE, Ledger, holds_no_piece
 from otel_replay.testing.stub import run_stub
 

@@ -44,7 +44,7 @@ from otel_replay.session.suite import SuiteWrites, append_or_start
 from otel_replay.spans.pieces import Ledger
 
 if TYPE_CHECKING:  # the span encoder imports protobuf: loaded when a run records
-    from otel_replay.spans.encode import RequestDraft
+    from otel_replay.spans.draft import RequestDraft
 
 log = logging.getLogger("otel_replay")
 _GC_PAUSE_EXCHANGES = 1_000
@@ -198,7 +198,7 @@ class Session:
         records), for ``recorded`` to finish."""
         if not self.records:
             return None
-        from otel_replay.spans.encode import RequestDraft
+        from otel_replay.spans.draft import RequestDraft
 
         draft = RequestDraft(request, body, self.pieces)
         self.store.learn(draft.texts())

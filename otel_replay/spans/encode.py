@@ -41,13 +41,13 @@ from otel_replay.core.ids import id_bytes
 from otel_replay.otlp import codec, tracejson
 from otel_replay.spans import attributes as own
 from otel_replay.spans.attributes import FORMAT_ATTRIBUTE, SCOPE_NAME, SPAN_FORMAT_VERSION
-from otel_replay.spans.pieces import Found, Ledger, long_strings, templated
+from otel_replay.spans.draft import RequestDraft, contents
+from otel_replay.spans.pieces import Ledger, long_strings, templated
 from otel_replay.spans.sinks import JsonAttrs, Sink, SpanAttrs, Unusual, nanos
 
 __all__ = [
     "FORMAT_ATTRIBUTE",
     "SPAN_FORMAT_VERSION",
-    "RequestDraft",
     "exchange_to_span",
     "exchange_to_trace_json",
     "export_request",
@@ -106,21 +106,8 @@ def _add_request(
             continue
         seen.add(param.attribute)
         _add_param(attrs, param, value)
-    for attribute, value in _contents(request):
+    for attribute, value in contents(request):
         attrs.text(attribute, _content(ledger, attribute, value, draft))
-
-
-def _contents(request: CanonicalRequest) -> list[tuple[str, JSON]]:
-    """The request's GenAI content attributes and their values, in the span's order."""
-    return [
-        (attribute, value)
-        for attribute, value in (
-            (genai.INPUT_MESSAGES, request.messages),
-            (genai.SYSTEM_INSTRUCTIONS, request.system),
-            (genai.TOOL_DEFINITIONS, request.tools),
-        )
-        if value is not None
-    ]
 
 
 def _add_output(attrs: Sink, ex: Exchange, assembled: JSON, ledger: Ledger | None) -> None:
@@ -224,51 +211,6 @@ def _add_body(
         return
     text = None if draft is None or found else draft.body_text
     attrs.text(own.REQUEST_BODY, _dumps(body) if text is None else text)
-
-
-class RequestDraft:
-    """The request's half of a recorded span, drafted while the provider works
-    (:func:`draft_request`): its long strings found and its texts written against what
-    the trace file held then. Once the answer is in, the span places each string again
-    (a lookup each) and uses a drafted text wherever the placing comes out the same, so
-    a request costs its walk and its encoding off the agent's critical path."""
-
-    __slots__ = (
-        "body",
-        "body_found",
-        "body_text",
-        "contents",
-        "ids",
-        "refs",
-        "request",
-        "template",
-    )
-
-    def __init__(self, request: CanonicalRequest, body: JSON, ledger: Ledger) -> None:
-        self.request, self.body = request, body
-        fork = ledger.fork()
-        self.contents: dict[str, tuple[Found, list[str | None], str]] = {}
-        self.ids: dict[str, str] = {}
-        for attribute, value in _contents(request):
-            found = long_strings(value)
-            known = fork.place_inline(attribute, found)
-            self.contents[attribute] = (found, known, _dumps(Ledger.marked(value, found, known)))
-            self.ids.update(fork.named(found))
-        self.body_found = long_strings(body)
-        self.ids.update(fork.named(self.body_found))
-        refs = [[list(path), self.ids[text]] for path, text in self.body_found]
-        self.template = _dumps(templated(body, refs)) if refs else ""
-        self.refs = _dumps(refs) if refs else ""
-        self.body_text = None if refs else _dumps(body)
-
-    def texts(self) -> list[str]:
-        """The texts drafted, as the span's attributes will hold them."""
-        drafted = [text for _, _, text in self.contents.values()]
-        return [*drafted, self.template, self.refs, self.body_text or ""]
-
-    def of(self, ex: Exchange) -> RequestDraft | None:
-        """This draft, when it is of ``ex``'s request."""
-        return self if ex.request is self.request and ex.raw_request is self.body else None
 
 
 def _canonical_dict(request: CanonicalRequest) -> dict[str, JSON]:
