@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -82,7 +83,10 @@ def ms(seconds: float) -> str:
 class Server:
     """A server in its own process (see ``benchmarks._server``)."""
 
-    def __init__(self, **spec: Any) -> None:
+    def __init__(self, tree: Path | None = None, **spec: Any) -> None:
+        """``tree``: the source tree (a checkout of another commit) the server runs from;
+        this one when None."""
+        self.tree = tree
         self.spec = {k: (str(v) if isinstance(v, Path) else v) for k, v in spec.items()}
         self.proc: subprocess.Popen[str] | None = None
         self.port = 0
@@ -94,9 +98,11 @@ class Server:
         return f"http://127.0.0.1:{self.port}"
 
     def __enter__(self) -> Server:
+        environ = None if self.tree is None else {**os.environ, "PYTHONPATH": str(self.tree)}
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "benchmarks._server", json.dumps(self.spec)],
-            cwd=ROOT,
+            cwd=self.tree or ROOT,
+            env=environ,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,

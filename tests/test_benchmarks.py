@@ -57,3 +57,30 @@ def test_an_unknown_benchmark_is_named() -> None:
     done = run("--quick", "replay", "nope")
     assert done.returncode == 1
     assert "unknown benchmark nope; choose from replay, streaming" in done.stderr
+
+
+def test_the_ab_comparison_runs_each_tree_and_refuses_what_is_not_one(tmp_path: Path) -> None:
+    """``python -m benchmarks.ab`` (comparing source trees in one session) keeps working:
+    each shape runs end to end for two trees, and a path that is no source tree is named."""
+    for shape in ("small", "stream", "coding"):
+        args = ["--shape", shape, "--rounds", "1", "--window", "5", str(ROOT), str(ROOT)]
+        done = subprocess.run(
+            [sys.executable, "-m", "benchmarks.ab", *args],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        lines = [line for line in done.stdout.splitlines() if line.startswith(f"  {ROOT}:")]
+        assert len(lines) == 2, done.stdout
+        assert all(re.search(r"\d+\.\d{3} ms added .* CPU \d+\.\d\d ms per call", x) for x in lines)
+    refused = subprocess.run(
+        [sys.executable, "-m", "benchmarks.ab", str(tmp_path)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert refused.returncode == 2
+    assert f"not a source tree of otel-replay: {tmp_path}" in refused.stderr
