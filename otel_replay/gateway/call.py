@@ -25,7 +25,7 @@ from otel_replay.session.session import Session
 from otel_replay.spans.pieces import holds_no_piece
 from otel_replay.streams.codec import StreamCodec
 
-if TYPE_CHECKING:  # the span encoder imports protobuf: loaded when a run records
+if TYPE_CHECKING:  # the span draft imports protobuf: loaded when a run records
     from otel_replay.spans.draft import RequestDraft
 
 __all__ = [

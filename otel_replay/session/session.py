@@ -43,7 +43,7 @@ from otel_replay.session.places import PlacesSeen
 from otel_replay.session.suite import SuiteWrites, append_or_start
 from otel_replay.spans.pieces import Ledger
 
-if TYPE_CHECKING:  # the span encoder imports protobuf: loaded when a run records
+if TYPE_CHECKING:  # the span draft imports protobuf: loaded when a run records
     from otel_replay.spans.draft import RequestDraft
 
 log = logging.getLogger("otel_replay")
