@@ -280,13 +280,7 @@ def sender(
 async def send_each(url: str, bodies: list[bytes]) -> list[float]:
     """POST each body to ``url``'s chat path in turn (one client, sequentially, as an
     agent does); the latency of each."""
-    latencies = []
-    async with client_session() as session:
-        for data in bodies:
-            started = time.perf_counter()
-            await post(session, url + CHAT, data)
-            latencies.append(time.perf_counter() - started)
-    return latencies
+    return (await send_turns([url], bodies))[0]
 
 
 async def send_turns(urls: list[str], bodies: list[bytes]) -> list[list[float]]:

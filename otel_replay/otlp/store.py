@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 import orjson
 
+from otel_replay.otlp import clean_parts
 from otel_replay.otlp.clean_parts import CleanParts
 from otel_replay.redaction.headers import HEADER_ATTRIBUTE_PREFIXES, scrub_header_attributes
 
@@ -213,6 +214,8 @@ class TraceStore:
         recorded call's request, while its provider works), as that line will hold
         them, so that writing it checks only what is new in it (``by_parts``)."""
         if self._parts is None or self._traces.path is None:
+            return
+        if sum(map(len, texts)) < clean_parts.CUT_LINE:  # its line will be redacted whole
             return
         for text in texts:
             if len(text) >= _LEARNT:

@@ -85,12 +85,12 @@ def _content(
     """A GenAI content attribute's text; with a ledger, pieces stored before as markers.
     A drafted text is used when the placing comes out as it did for the draft."""
     drafted = None if draft is None else draft.contents.get(attribute)
-    if drafted is None:
+    if draft is None or drafted is None:
         return _dumps(value if ledger is None else ledger.view(attribute, value))
     found, known, text = drafted
     if ledger is None:
         return _dumps(value) if found else text
-    now = ledger.place_inline(attribute, found, draft.ids if draft else None)
+    now = ledger.place_inline(attribute, found, draft.ids)
     return text if now == known else _dumps(Ledger.marked(value, found, now))
 
 
