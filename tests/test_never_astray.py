@@ -19,10 +19,11 @@ import openai
 import pytest
 from google import genai
 from google.genai import errors, types
+from multidict import CIMultiDict
 
 from otel_replay import providers
 from otel_replay.gateway.runner import GatewayConfig, GatewayThread
-from otel_replay.providers.placement import misplaced, unplaced
+from otel_replay.providers.placement import Placements, misplaced, unplaced
 from otel_replay.testing.stub import run_stub
 
 GEMINI_KEY = "AIzaSyB7-astray-test-gemini-key-0123456"  # AIza + 35
@@ -126,6 +127,13 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             headers = {"x-goog-api-key": GEMINI_KEY}
             answers["unplaced"] = plain.post("/v2/models/x:predict", headers=headers)
             answers["stray"] = plain.get("/healthz")
+            # two Authorization headers, both forwarded: the foreign key in the first counts
+            twice = [
+                ("authorization", f"Bearer {GEMINI_KEY}"),
+                ("authorization", f"Bearer {OPENAI_KEY}"),
+            ]
+            body = {"model": "gpt-4o", "messages": CHAT}
+            answers["repeated"] = plain.post("/v1/chat/completions", headers=twice, json=body)
             clients.close()
             summary = gw.stop()
         answers["general"] = list(general.received)
@@ -154,10 +162,12 @@ def test_a_key_of_another_api_is_refused_and_says_why(run, case, says):
 
 def test_refusals_are_counted_misses_and_strays_are_not(run):
     misses = run["summary"].misses
-    assert len(misses) == 6
+    assert len(misses) == 7
     assert any("cannot place POST /v2/models/x:predict" in m for m in misses)
     assert run["unplaced"].status_code == 421
     assert run["stray"].status_code == 404
+    assert run["repeated"].status_code == 421
+    assert "its authorization holds a Gemini API key" in run["repeated"].text
 
 
 def test_only_the_right_calls_reach_each_upstream_with_only_their_own_key(run):
@@ -193,3 +203,23 @@ def test_an_aws_signature_goes_to_bedrock_alone():
             assert why == "its authorization holds an AWS Bedrock Runtime key"
     why = unplaced("POST", "/nowhere/converse", headers)
     assert why is not None and "it carries an AWS Bedrock Runtime credential" in why
+
+
+def test_every_value_of_a_repeated_credential_header_is_looked_at():
+    """Two ``Authorization`` headers are both forwarded, so both are checked: a foreign
+    key in either makes the call misplaced, and a verdict remembered for one request is
+    the one a fresh check gives the next."""
+    placements = Placements()
+    openai_row = providers.upstream_spec("openai")
+    assert openai_row is not None
+    for first, second in ((f"Bearer {GEMINI_KEY}", "Bearer x"), ("Bearer x", GEMINI_KEY)):
+        headers = CIMultiDict([("Authorization", first), ("authorization", second)])
+        for _ in range(2):  # the second time from memory
+            assert placements.misplaced(openai_row, headers, "") == (
+                "its authorization holds a Gemini API key"
+            )
+    own = CIMultiDict([("Authorization", f"Bearer {OPENAI_KEY}")])
+    assert placements.misplaced(openai_row, own, "") is None
+    assert placements.misplaced(openai_row, own, GEMINI_KEY) == (
+        "its query key holds a Gemini API key"
+    )

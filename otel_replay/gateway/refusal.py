@@ -19,7 +19,7 @@ from otel_replay.core.exchange import JSON
 from otel_replay.gateway.call import Call
 from otel_replay.gateway.upstream import NoUpstream
 from otel_replay.providers.base import Provider
-from otel_replay.providers.placement import misplaced, unplaced
+from otel_replay.providers.placement import Placements, unplaced
 from otel_replay.session.session import Session
 
 __all__ = [
@@ -43,13 +43,16 @@ def _refused(session: Session, provider: Provider, path: str, body: JSON, why: s
     return web.json_response(error, status=MISDIRECTED, headers={"x-should-retry": "false"})
 
 
+_PLACEMENTS = Placements()
+
+
 def refuse_misplaced(call: Call) -> web.Response | None:
     """The refusal of a call about to be forwarded with a credential that is not its
     upstream's; None when it may go."""
-    headers = {name.lower(): value for name, value in call.request.headers.items()}
+    request = call.request
     # a key in the query (Gemini's ``?key=``) is forwarded with it: looked at the same way
-    headers["query key"] = call.request.query.get("key", "")
-    why = misplaced(call.route.spec, headers)
+    query_key = request.query.get("key", "") if request.query_string else ""
+    why = _PLACEMENTS.misplaced(call.route.spec, request.headers, query_key)
     if why is None:
         return None
     why = f"not forwarded to {call.route.spec.title}: {why}"

@@ -18,16 +18,18 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping
 
+from multidict import MultiMapping
+
 from otel_replay.providers import PROVIDERS, UNDECLARED_KEYS
 from otel_replay.providers.spec import ProviderSpec
 from otel_replay.redaction.shapes import key_kind
 
-__all__ = ["credential_owner", "misplaced", "unplaced"]
+__all__ = ["Placements", "credential_owner", "misplaced", "unplaced"]
 
-_CREDENTIALS = (
-    *dict.fromkeys(header.name for row in PROVIDERS for header in row.credential_headers),
-    "query key",
+_CREDENTIAL_HEADER_NAMES = tuple(
+    dict.fromkeys(header.name for row in PROVIDERS for header in row.credential_headers)
 )
+_CREDENTIALS = (*_CREDENTIAL_HEADER_NAMES, "query key")
 _SHORTEST_KEY = 20  # no provider's key is shorter (an AWS access key id has 20 characters)
 _WORDS = re.compile(r"[\s,;=/:\"']+")  # what separates a key from the rest of a header
 
@@ -69,6 +71,32 @@ def misplaced(spec: ProviderSpec, headers: Mapping[str, str]) -> str | None:
             if kind not in spec.key_kinds and all(row.api != spec.api for row in rows):
                 return f"its {name} holds {_a(_owners(kind, rows))} key"
     return None
+
+
+class Placements:
+    """``misplaced`` for requests as they arrive, each verdict remembered by the
+    credentials it was given: an agent sends the same few on every call."""
+
+    REMEMBERED = 64
+
+    def __init__(self) -> None:
+        self._verdicts: dict[tuple[str, tuple[str, ...], tuple[str, ...]], str | None] = {}
+
+    def misplaced(
+        self, spec: ProviderSpec, headers: MultiMapping[str], query_key: str
+    ) -> str | None:
+        """``misplaced(spec, ...)`` for a request with ``headers`` (names in any case;
+        every value of a repeated header is looked at) and ``query_key`` (its ``?key=``)."""
+        values = [", ".join(headers.getall(name, ())) for name in _CREDENTIAL_HEADER_NAMES]
+        key = (spec.api, spec.key_kinds, (*values, query_key))  # all the verdict reads
+        verdicts = self._verdicts
+        if key in verdicts:
+            return verdicts[key]
+        why = misplaced(spec, dict(zip(_CREDENTIALS, key[2], strict=True)))
+        if len(verdicts) >= self.REMEMBERED:
+            verdicts.clear()
+        verdicts[key] = why
+        return why
 
 
 def credential_owner(headers: Mapping[str, str]) -> str | None:
