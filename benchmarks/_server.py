@@ -4,6 +4,9 @@
 ``{"kind": "bare", "body": PATH, "stream": PATH}`` — a bare aiohttp handler answering
 every POST with the bytes of ``body`` (or, for a streamed request, ``stream`` as SSE);
 ``{"kind": "stub"}`` — the project's stub upstream;
+``{"kind": "proxy", "upstream": URL}`` — a bare aiohttp proxy forwarding every request to
+``URL`` and streaming the answer back, on the gateway's loop with its client's settings:
+what any proxy built on aiohttp adds, the floor under the gateway's record mode;
 ``{"kind": "gateway", "mode": ..., "cassette": ..., "traces": ..., "upstream": URL,
 "rules": PATH}`` (``rules``: a rule file, as ``--rules`` gives one).
 It prints one JSON line with its ports, serves until stdin closes, then prints the
@@ -38,6 +41,11 @@ async def _bare(spec: dict[str, Any]) -> tuple[web.AppRunner, int]:
             return response
         return web.Response(body=body, content_type="application/json")
 
+    return await _serve(handle)
+
+
+async def _serve(handle: Any) -> tuple[web.AppRunner, int]:
+    """Serve every path and method with ``handle`` on a free loopback port."""
     app = web.Application(client_max_size=1024**3)
     app.router.add_route("*", "/{tail:.*}", handle)
     runner = web.AppRunner(app, access_log=None, handler_cancellation=True)
@@ -46,6 +54,39 @@ async def _bare(spec: dict[str, Any]) -> tuple[web.AppRunner, int]:
     await site.start()
     server: Any = site._server
     return runner, server.sockets[0].getsockname()[1]
+
+
+_HOP = {"host", "content-length", "connection", "transfer-encoding", "keep-alive"}
+_HOP |= {"accept-encoding", "content-encoding"}
+
+
+async def _proxy(spec: dict[str, Any]) -> tuple[web.AppRunner, int, Any]:
+    import aiohttp
+
+    upstream = spec["upstream"].rstrip("/")
+    client = aiohttp.ClientSession(
+        timeout=aiohttp.ClientTimeout(total=None, sock_connect=30),
+        cookie_jar=aiohttp.DummyCookieJar(),
+    )
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        raw = await request.read()
+        headers = {k: v for k, v in request.headers.items() if k.lower() not in _HOP}
+        url = upstream + request.path_qs
+        async with client.request(request.method, url, headers=headers, data=raw) as answer:
+            kept = {k: v for k, v in answer.headers.items() if k.lower() not in _HOP}
+            if "text/event-stream" not in answer.headers.get("content-type", ""):
+                body = await answer.read()
+                return web.Response(status=answer.status, body=body, headers=kept)
+            out = web.StreamResponse(status=answer.status, headers=kept)
+            await out.prepare(request)
+            async for chunk in answer.content.iter_any():
+                await out.write(chunk)
+            await out.write_eof()
+            return out
+
+    runner, port = await _serve(handle)
+    return runner, port, client
 
 
 async def _wait_stdin() -> None:
@@ -59,6 +100,13 @@ async def main(spec: dict[str, Any]) -> None:
         runner, port = await _bare(spec)
         print(json.dumps({"port": port}), flush=True)
         await _wait_stdin()
+        await runner.cleanup()
+        return
+    if kind == "proxy":
+        runner, port, client = await _proxy(spec)
+        print(json.dumps({"port": port}), flush=True)
+        await _wait_stdin()
+        await client.close()
         await runner.cleanup()
         return
     if kind == "stub":
@@ -98,7 +146,7 @@ async def main(spec: dict[str, Any]) -> None:
 
 if __name__ == "__main__":
     SPEC = json.loads(sys.argv[1])
-    if SPEC["kind"] == "gateway":  # on the loop the CLI gives it
+    if SPEC["kind"] in ("gateway", "proxy"):  # on the loop the CLI gives the gateway
         from otel_replay.gateway.loop import new_loop
 
         with asyncio.Runner(loop_factory=new_loop) as runner:

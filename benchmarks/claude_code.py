@@ -82,30 +82,22 @@ def main(runs: int) -> None:
             calls[kind].append(_calls(folder / f"{kind}{i}.logs.jsonl"))
         return took
 
+    strict = ["--mode", "strict", "--cassette", str(cassette)]
     with run_stub() as stub:
         quiet = {**env, "ANTHROPIC_BASE_URL": stub.url, "CLAUDE_CODE_ENABLE_TELEMETRY": "0"}
         direct = ["env", f"ANTHROPIC_BASE_URL={stub.url}", str(CLAUDE), *TURN]
         upstream = ["--upstream-anthropic", stub.url]
+        # the three kinds take turns in every round, so each samples the same moments of
+        # a noisy machine (the replays play round -1's recording)
         for i in range(-1, runs):
             wall["bare"].append(_run([str(CLAUDE), *TURN], folder, quiet))
             # the model calls straight to the stub, the telemetry to a gateway
             timed("bare", i, "record", "--cassette", str(folder / "bare.json"), "--", *direct)
-            wall["record"].append(
-                timed(
-                    "record",
-                    i,
-                    "record",
-                    "--cassette",
-                    str(cassette),
-                    *upstream,
-                    "--",
-                    str(CLAUDE),
-                    *TURN,
-                )
-            )
-    for i in range(-1, runs):
-        strict = ["--mode", "strict", "--cassette", str(cassette)]
-        wall["replay"].append(timed("replay", i, "replay", *strict, "--", str(CLAUDE), *TURN))
+            recording = cassette if i < 0 else folder / f"record{i}.json"
+            record = ["record", "--cassette", str(recording), *upstream]
+            wall["record"].append(timed("record", i, *record, "--", str(CLAUDE), *TURN))
+            replay = ["replay", *strict, "--", str(CLAUDE), *TURN]
+            wall["replay"].append(timed("replay", i, *replay))
     for kind in wall:
         del wall[kind][0]  # round -1
         # a run's first call (the tool request) and its second (the answer) differ

@@ -6,6 +6,9 @@ subprocess of their own. At each checkpoint a window of requests goes straight t
 and the same number through the gateway, in five slices taking turns, so both see the
 same machine; the exchanges between checkpoints are sent 8 in flight to keep the run
 short. The gateway's stop (deriving the cassette from 10,000 spans) is timed too.
+
+A bare aiohttp proxy in front of the same stub takes its turn in every window too: what
+any proxy built on aiohttp adds (a reference row), the floor under the gateway's cost.
 """
 
 from __future__ import annotations
@@ -38,21 +41,24 @@ async def _interleaved(
     session: aiohttp.ClientSession,
     stub: str,
     gateway: str,
+    proxy: str,
     direct: list[bytes],
     recorded: list[bytes],
-) -> tuple[list[float], list[float]]:
-    """Latencies of ``direct`` sent to the stub and ``recorded`` through the gateway, in
-    slices taking turns: both sides sample the same stretch of time, so a moment of
-    load on this machine weighs on them alike."""
+) -> tuple[list[float], list[float], list[float]]:
+    """Latencies of ``direct`` sent to the stub and to the proxy, and ``recorded`` through
+    the gateway, in slices taking turns: all sides sample the same stretch of time, so a
+    moment of load on this machine weighs on them alike."""
     base: list[float] = []
     gw: list[float] = []
+    bare: list[float] = []
     step = max(1, len(direct) // SLICES)
     for i in range(0, len(direct), step):
         part = direct[i : i + step]
         base += (await drive(sender(session, stub + CHAT, part), len(part))).latencies
+        bare += (await drive(sender(session, proxy + CHAT, part), len(part))).latencies
         part = recorded[i : i + step]
         gw += (await drive(sender(session, gateway + CHAT, part), len(part))).latencies
-    return base, gw
+    return base, gw, bare
 
 
 async def run(results: Results) -> None:
@@ -60,7 +66,12 @@ async def run(results: Results) -> None:
     bodies = [compact(chat_body(i)) for i in range(total)]
     direct = [compact(chat_body(total + i)) for i in range(WINDOW * len(CHECKPOINTS) * 2)]
     added: dict[int, tuple[float, float]] = {}
-    with tempfile.TemporaryDirectory() as tmp, Server(kind="stub") as stub:
+    floor: list[float] = []  # the proxy's added cost in each window
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        Server(kind="stub") as stub,
+        Server(kind="proxy", upstream=stub.url) as proxy,
+    ):
         with Server(
             kind="gateway",
             mode="record",
@@ -79,9 +90,12 @@ async def run(results: Results) -> None:
                     window = direct[used : used + WINDOW]
                     used += WINDOW
                     part = bodies[start:checkpoint]
-                    base, gw = await _interleaved(session, stub.url, gateway.url, window, part)
+                    base, gw, bare = await _interleaved(
+                        session, stub.url, gateway.url, proxy.url, window, part
+                    )
                     sent = checkpoint
                     added[checkpoint] = (statistics.median(gw), statistics.median(base))
+                    floor.append(statistics.median(bare) - statistics.median(base))
         stop = gateway.final.get("stop_seconds", 0.0)
         recorded = gateway.final.get("summary", {}).get("live", 0)
     first = added[CHECKPOINTS[0]][0] - added[CHECKPOINTS[0]][1]
@@ -96,6 +110,16 @@ async def run(results: Results) -> None:
             "< 1 ms",
             cost < 0.001,
         )
+    hop = statistics.median(floor)
+    middle = statistics.median(gw - stub for gw, stub in added.values())
+    results.add(
+        "3 record",
+        "reference: a bare aiohttp proxy's added cost (p50 proxy - stub, same windows)",
+        ms(hop),
+        f"gateway {ms(middle)}",
+        middle / hop if hop > 0 else None,
+        "reference",
+    )
     last = added[CHECKPOINTS[-1]][0] - added[CHECKPOINTS[-1]][1]
     flat = last / first if first > 0 else None
     results.add(

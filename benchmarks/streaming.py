@@ -1,10 +1,11 @@
 """2. Streaming: time to first event and total time for a 200-event SSE response.
 
 Record: the gateway in record mode passing the stub upstream's stream through, against the
-same client reading the stub directly. Replay: the gateway replaying that recording (strict),
-against a bare aiohttp handler writing the same SSE bytes. Every server runs in a
-subprocess of its own; the client reads chunks as they arrive, sending to the two servers
-compared in slices of ten requests taking turns.
+same client reading the stub directly, and a bare aiohttp proxy streaming the stub's
+answer through (a reference: what any proxy built on aiohttp adds). Replay: the gateway
+replaying that recording (strict), against a bare aiohttp handler writing the same SSE
+bytes. Every server runs in a subprocess of its own; the client reads chunks as they
+arrive, sending to the servers compared in slices of ten requests taking turns.
 """
 
 from __future__ import annotations
@@ -71,21 +72,23 @@ async def _series(urls: list[str], bodies: list[bytes]) -> tuple[list[tuple[floa
 async def run(results: Results) -> None:
     bodies = [compact(chat_body(i, words=QUESTION_WORDS, stream=True)) for i in range(REQUESTS)]
     warm = bodies[:20]
-    rec: dict[str, list[float]] = {k: [] for k in ("stub1", "stubT", "gw1", "gwT")}
+    rec: dict[str, list[float]] = {k: [] for k in ("stub1", "stubT", "gw1", "gwT", "px1")}
     rep: dict[str, list[float]] = {k: [] for k in ("bare1", "bareT", "gw1", "gwT")}
     with tempfile.TemporaryDirectory() as tmp:
         cassette = Path(tmp) / "stream.json"
-        with Server(kind="stub") as stub:
+        with Server(kind="stub") as stub, Server(kind="proxy", upstream=stub.url) as proxy:
             with Server(
                 kind="gateway", mode="record", cassette=cassette, upstream=stub.url
             ) as gateway:
-                await _series([gateway.url, stub.url], warm)
+                sides = [stub.url, gateway.url, proxy.url]
+                await _series(sides[::-1], warm)
                 for _ in range(ROUNDS):
-                    ((s1, sT), (g1, gT)), events = await _series([stub.url, gateway.url], bodies)
+                    ((s1, sT), (g1, gT), (p1, _)), events = await _series(sides, bodies)
                     rec["stub1"].append(s1)
                     rec["stubT"].append(sT)
                     rec["gw1"].append(g1)
                     rec["gwT"].append(gT)
+                    rec["px1"].append(p1)
         recorded = load(cassette).interactions
         stream_file = Path(tmp) / "stream.sse"
         events_list = recorded[0].response.events or []
@@ -116,6 +119,15 @@ async def run(results: Results) -> None:
         med(rec["gw1"]) / med(rec["stub1"]),
         "added < 1 ms",
         added < 0.001,
+    )
+    hop = med(rec["px1"]) - med(rec["stub1"])
+    results.add(
+        "2 streaming",
+        "reference: a bare aiohttp proxy's added time to first event (proxy - stub)",
+        ms(hop),
+        f"gateway {ms(added)}",
+        added / hop if hop > 0 else None,
+        "reference",
     )
     results.add(
         "2 streaming",

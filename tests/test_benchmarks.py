@@ -13,8 +13,8 @@ ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results.md"
 EXPECTED_ROWS = {
     "1 replay": 4,
-    "2 streaming": 4,
-    "3 record": 5,
+    "2 streaming": 5,
+    "3 record": 6,
     "4 ingest": 2,
     "5 cassette": 3,
     "6 build": 2,
