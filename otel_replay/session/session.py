@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
-import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,14 +19,13 @@ from otel_replay.cassette.provenance import run_source
 from otel_replay.cassette.recordings import Recordings
 from otel_replay.core.errors import CassetteError, ConfigError, ReplayMiss
 from otel_replay.core.exchange import CanonicalRequest, Exchange
-from otel_replay.core.gcpause import paused_gc
 from otel_replay.matching.matcher import Matcher
 from otel_replay.matching.profiles import RuleSources
 from otel_replay.matching.session_rules import DEFAULT_SOURCES, cassette_rules
 from otel_replay.matching.session_rules import matching_rules as matching_rules
 from otel_replay.matching.why import explain_against
 from otel_replay.otlp.clean_parts import JOINT_CHARS
-from otel_replay.otlp.store import TraceStore, sibling
+from otel_replay.otlp.store import TraceStore
 from otel_replay.redaction.redact import Redactor
 from otel_replay.reports.formats import SPAN_REPORTS, write_run_report
 from otel_replay.reports.misses import Miss as Miss
@@ -41,13 +38,13 @@ from otel_replay.session.modes import RECORDING
 from otel_replay.session.modes import default_mode as default_mode
 from otel_replay.session.places import PlacesSeen
 from otel_replay.session.suite import SuiteWrites, append_or_start
+from otel_replay.session.trace_file import RunTraceFile
 from otel_replay.spans.pieces import Ledger
 
 if TYPE_CHECKING:  # the span draft imports protobuf: loaded when a run records
     from otel_replay.spans.draft import RequestDraft
 
 log = logging.getLogger("otel_replay")
-_GC_PAUSE_EXCHANGES = 1_000
 _WHY_SPANS = 20  # misses whose span carries their why
 
 
@@ -79,14 +76,10 @@ class Session:
         self.user_traces = traces
         self.cassette = self._load_cassette()  # first: a bad cassette leaves nothing behind
         self.recordings = Recordings(self.cassette)
-        self._temp_traces: Path | None = None
         # an HTML or Markdown report shows the run's spans: they need a trace file too
         self._spans_for_report = report is not None and report.suffix.lower() in SPAN_REPORTS
-        if traces is None and (mode in RECORDING or self._spans_for_report):
-            fd, name = tempfile.mkstemp(prefix="otel-replay-", suffix=".jsonl")
-            os.close(fd)
-            self._temp_traces = Path(name)
-        trace_file = traces or self._temp_traces
+        self.trace_file = RunTraceFile(traces, mode in RECORDING or self._spans_for_report)
+        trace_file = self.trace_file.path
         redact, redact_text = self.redactor.json, self.redactor.text
         by_parts = self.redactor.values_avoid(JOINT_CHARS)
         might_hold = self.redactor.might_hold_secret
@@ -312,13 +305,13 @@ class Session:
             self._write_misses()
             summary = self.summary()
             if self.report_path is not None:
-                traces = self.user_traces or self._temp_traces
+                traces = self.trace_file.path
                 write_run_report(self.report_path, summary, self.misses, traces, self.redactor.text)
         except CassetteError:
-            self._keep_temp_traces()
+            self.trace_file.keep(bool(self.live))
             raise
         finally:
-            self._remove_temp_traces()
+            self.trace_file.remove()
         return summary
 
     def summary(self) -> Summary:
@@ -355,30 +348,7 @@ class Session:
     def discard(self) -> None:
         """Give up a session that never ran (the gateway could not start)."""
         self.store.close()
-        self._remove_temp_traces()
-
-    def _remove_temp_traces(self, keep: bool = False) -> None:
-        if self._temp_traces is not None:
-            temp = self._temp_traces
-            for path in (sibling(temp, "logs"), sibling(temp, "metrics")):
-                path.unlink(missing_ok=True)
-            if not keep:
-                temp.unlink(missing_ok=True)
-            self._temp_traces = None
-
-    def _keep_temp_traces(self) -> None:
-        """The cassette could not be written: this run's own trace file, which holds its
-        recordings, is kept and named rather than removed."""
-        temp = self._temp_traces
-        if temp is None or not self.live:
-            return
-        self._remove_temp_traces(keep=True)
-        log.error(
-            "otel-replay: this run's recordings are kept in %s; "
-            "`otel-replay build %s -o CASSETTE` makes a cassette of them",
-            temp,
-            temp,
-        )
+        self.trace_file.remove()
 
     def _write_cassette(self) -> None:
         path = self.cassette_path
@@ -401,42 +371,11 @@ class Session:
             append_or_start(path, self.suite, None, lambda: derived, self._source)
 
     def _derive(self) -> list[Exchange]:
-        """The exchanges recorded in this run, derived from its traces through the same
-        code as ``otel-replay build``; the live exchanges only select which traces are
-        ours."""
-        from otel_replay.pipeline.build import build
-
-        with self._gc_paused():
-            built = build([self._trace_file()], trace_ids=set(self._trace_ids))
-        return list(built.interactions)
+        """The exchanges recorded in this run (the live exchanges select its traces)."""
+        return self.trace_file.derive(self._trace_ids, len(self.live))
 
     def _derive_into(self, path: Path) -> None:
-        """Record mode: the cassette is written straight from this run's traces, as
-        ``otel-replay build`` writes one, holding a few integers per exchange."""
-        from otel_replay.pipeline.build import build_file
-
-        trace_file = self._trace_file()
-        with self._gc_paused():
-            report = build_file(
-                [trace_file], path, trace_ids=set(self._trace_ids), source=self._source()
-            )
-        if not report.written:
-            log.warning(
-                "otel-replay: %d unreadable records and no exchange in %s; kept %s",
-                report.skipped,
-                trace_file,
-                path,
-            )
-
-    def _trace_file(self) -> Path:
-        trace_file = self.user_traces or self._temp_traces
-        assert trace_file is not None
-        return trace_file
-
-    def _gc_paused(self) -> contextlib.AbstractContextManager[None]:
-        """The cyclic GC is paused while a long run is built: building allocates no
-        cycles, and full collections over the run's exchanges made each one slower."""
-        return paused_gc(len(self.live) > _GC_PAUSE_EXCHANGES)
+        self.trace_file.derive_into(path, self._trace_ids, len(self.live), self._source())
 
     def _source(self) -> dict[str, Any]:
         source = run_source(self.command, self.user_traces, self.redactor.text)

@@ -1,0 +1,195 @@
+"""Serving the gateway on the running event loop: :class:`GatewayServer` binds its ports
+(or serves on ports bound before), starts the receivers, and at the stop finishes the
+session. ``runner.GatewayThread`` runs one on a thread of its own. Light to import:
+asyncio, aiohttp and gRPC are imported when a server starts.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any
+
+from otel_replay.core.errors import ConfigError
+from otel_replay.gateway.environment import (
+    GatewayConfig,
+    gateway_url,
+    run_environment,
+    upstream_bases,
+)
+from otel_replay.gateway.listen import Listening, loopback
+from otel_replay.redaction.redact import Redactor
+from otel_replay.session.session import Session, Summary
+
+if TYPE_CHECKING:
+    import asyncio
+
+    from aiohttp import web
+
+    from otel_replay.gateway.sniff import OnDemand, Port
+    from otel_replay.otlp.grpc import GrpcReceiver
+
+__all__ = ["GatewayServer", "open_session"]
+
+_DRAIN_TICKS = 1_000  # at most ~1 s for connections waiting at the end to be accepted
+
+
+def open_session(config: GatewayConfig) -> Session:
+    """The session a gateway with ``config`` runs: the cassette loaded and indexed."""
+    # secrets of this process and of the caller's environment, when one is handed in
+    secrets_from = None if config.environ is None else {**os.environ, **config.environ}
+    return Session(
+        mode=config.mode,
+        cassette=config.cassette,
+        traces=config.traces,
+        command=config.command,
+        report=config.report,
+        redactor=Redactor.from_environment(secrets_from),
+        rules=config.rules,
+    )
+
+
+class GatewayServer:
+    """The gateway bound to its ports on the running event loop."""
+
+    def __init__(self, config: GatewayConfig, session: Session | None = None) -> None:
+        from otel_replay.gateway.app import Gateway
+        from otel_replay.gateway.upstream import HttpUpstream
+
+        self.config = config
+        self.caller_env = config.caller_environ()
+        self.upstream = config.upstream or HttpUpstream(
+            upstream_bases(config, self.caller_env), environ=self.caller_env
+        )
+        self.gateway = Gateway(
+            session or open_session(config),
+            self.upstream,
+            keys=self.caller_env,
+            timing=config.timing,
+            bind_host=config.host,
+            limits=config.limits,
+        )
+        self._runner: web.AppRunner | None = None
+        self._grpc: GrpcReceiver | None = None
+        self._piped: asyncio.Server | None = None  # the gRPC port, when bound before
+        self._grpc_target: int | None = None  # where gRPC on the HTTP port is piped
+        self._on_demand: OnDemand | None = None  # the receiver, started when first needed
+        self._warming: asyncio.Future[None] | None = None  # the span encoder, loading
+        self.port = 0
+        self.grpc_port: int | None = None
+        self.env: dict[str, str] = {}
+
+    @property
+    def session(self) -> Session:
+        return self.gateway.session
+
+    def _grpc_port(self) -> Port | None:
+        return self._grpc_target if self._on_demand is None else self._on_demand.port()
+
+    def use_session(self, session: Session) -> Session:
+        """Point the running gateway (both receivers included) at another session, between
+        requests; returns the previous one. Call on the gateway's loop."""
+        previous = self.gateway.session
+        self.gateway.session = session
+        return previous
+
+    @property
+    def url(self) -> str:
+        return gateway_url(self.config.host, self.port)
+
+    async def _start_grpc(self, host: str, port: int) -> int:
+        from otel_replay.core.lazy import import_meanwhile
+
+        await import_meanwhile("otel_replay.otlp.grpc")  # gRPC, protobuf: HTTP serves meanwhile
+        from otel_replay.otlp.grpc import GrpcReceiver
+
+        self._grpc = GrpcReceiver(lambda: self.gateway.session.store)
+        self._grpc_target = await self._grpc.start(host, port)
+        return self._grpc_target
+
+    async def start(self, listening: Listening | None = None) -> None:
+        """Bind the configured ports and serve; or serve on ``listening``, ports bound
+        before (connections made meanwhile wait in their backlogs until now)."""
+        try:
+            await self._start(listening)
+        except BaseException:
+            await self._close()
+            raise
+
+    async def _start(self, listening: Listening | None) -> None:
+        import asyncio
+
+        from aiohttp import web
+
+        from otel_replay.core.lazy import import_meanwhile
+        from otel_replay.gateway.sniff import OnDemand, SniffingSite, serve_piped
+
+        if listening is not None and listening.grpc is not None:
+            # the receiver starts at the first gRPC connection, on either port
+            internal = loopback(self.config.host)
+            self._on_demand = OnDemand(lambda: self._start_grpc(internal, 0))
+            self._piped = await serve_piped(listening.grpc, self._on_demand.port, internal)
+            self.grpc_port = listening.grpc_port
+        self._runner = web.AppRunner(
+            self.gateway.app(),
+            access_log=None,
+            handler_cancellation=True,
+            shutdown_timeout=1.0,
+        )
+        await self._runner.setup()
+        # gRPC exporters that were not told to use the gRPC port are served on this one too
+        sock = None if listening is None else listening.http
+        site = SniffingSite(
+            self._runner, self.config.host, self.config.port, self._grpc_port, sock=sock
+        )
+        try:
+            await site.start()
+        except OSError as exc:
+            where = f"{self.config.host}:{self.config.port}"
+            raise ConfigError(f"cannot listen on {where}: {exc.strerror or exc}") from exc
+        server: Any = site._server
+        self.port = server.sockets[0].getsockname()[1]
+        # what the first call would load in its handler (the span encoder, protobuf) and
+        # what deriving the cassette at the stop would (the build pipeline, the readers)
+        later = [
+            *(("otel_replay.spans.encode",) if self.session.writes_spans else ()),
+            *(("otel_replay.pipeline.build",) if self.session.records else ()),
+        ]
+        if later:
+            self._warming = asyncio.ensure_future(import_meanwhile(*later))
+        if listening is None and self.config.grpc_port is not None:
+            self.grpc_port = await self._start_grpc(self.config.host, self.config.grpc_port)
+        self.env = run_environment(self.config, self.session, self.port, self.grpc_port)
+
+    async def _close(self) -> None:
+        import asyncio
+
+        if self._warming is not None:  # a failed load is logged with the task, not raised
+            await asyncio.wait([self._warming])
+        if self._on_demand is not None:
+            await self._on_demand.settled()
+        if self._grpc is not None:
+            await self._grpc.stop()
+        if self._piped is not None:
+            self._piped.close()
+        if self._runner is not None:
+            await self._runner.cleanup()
+
+    async def stop(self, waiting: Listening | None = None) -> Summary:
+        """Stop serving and finish the session. ``waiting``: the ports bound before; a
+        connection still in their backlogs (the agent ended before the gateway served it)
+        is accepted and served first."""
+        import asyncio
+
+        if waiting is not None and waiting.waiting():
+            for _ in range(_DRAIN_TICKS):
+                await asyncio.sleep(0.001)
+                if not waiting.waiting():
+                    break
+            for _ in range(3):  # accepted: let their requests be read before shutting down
+                await asyncio.sleep(0)
+        await self._close()
+        await self.upstream.aclose()
+        summary = self.session.finish()
+        if self._on_demand is not None and self._on_demand.failure is not None:
+            summary.write_errors.append(self._on_demand.failure)
+        return summary
