@@ -9,7 +9,6 @@ and ``message_stop``. Every event carries its type as the ``event:`` name.
 
 from __future__ import annotations
 
-import copy
 import json
 from typing import Any
 
@@ -121,7 +120,8 @@ def _apply_delta(
 
 
 def messages_body(events: list[SSEEvent]) -> JSON:
-    """The ``message`` body an event sequence adds up to (tool inputs parsed, usage final)."""
+    """The ``message`` body an event sequence adds up to (tool inputs parsed, usage final).
+    The payloads are parsed afresh here and held by nothing else: folded into as they are."""
     message: dict[str, Any] = {}
     blocks: dict[int, dict[str, Any]] = {}
     partial: dict[int, str] = {}
@@ -129,9 +129,9 @@ def messages_body(events: list[SSEEvent]) -> JSON:
         kind = payload.get("type")
         index = payload.get("index")
         if kind == "message_start":
-            message = copy.deepcopy(as_dict(payload.get("message")))
+            message = as_dict(payload.get("message"))
         elif kind == "content_block_start" and isinstance(index, int):
-            blocks[index] = copy.deepcopy(as_dict(payload.get("content_block")))
+            blocks[index] = as_dict(payload.get("content_block"))
         elif kind == "content_block_delta" and index in blocks:
             _apply_delta(blocks[index], as_dict(payload.get("delta")), partial, index)
         elif kind == "content_block_stop" and index in blocks:

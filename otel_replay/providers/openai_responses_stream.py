@@ -9,7 +9,6 @@ event has a ``sequence_number`` and an ``event:`` name equal to its type.
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from otel_replay.core.exchange import JSON, SSEEvent
@@ -144,18 +143,20 @@ def responses_stream(body: JSON) -> list[SSEEvent]:
 
 
 def _apply(items: dict[int, dict[str, Any]], payload: dict[str, Any]) -> None:
-    """Fold one non-final event into the items under construction."""
+    """Fold one non-final event into the items under construction (the payloads are
+    parsed afresh for each reassembly and held by nothing else, so they are folded into
+    as they are)."""
     kind = payload.get("type")
     index = payload.get("output_index")
     if kind in ("response.output_item.added", "response.output_item.done"):
         if isinstance(index, int) and isinstance(payload.get("item"), dict):
-            items[index] = copy.deepcopy(payload["item"])
+            items[index] = payload["item"]
         return
     item = items.get(index) if isinstance(index, int) else None
     if item is None:
         return
     if kind == "response.content_part.added":
-        item.setdefault("content", []).append(copy.deepcopy(payload.get("part")))
+        item.setdefault("content", []).append(payload.get("part"))
     elif kind == "response.output_text.delta":
         part = as_dict(as_list(item.get("content"))[payload.get("content_index", 0)])
         part["text"] = str(part.get("text", "")) + str(payload.get("delta", ""))
@@ -169,13 +170,15 @@ def responses_body(events: list[SSEEvent]) -> JSON:
     A complete stream's final event carries it; a broken one is rebuilt from the last
     snapshot and the output items seen so far.
     """
-    snapshot: dict[str, Any] = {}
-    items: dict[int, dict[str, Any]] = {}
-    for payload in event_payloads(events):
+    payloads = event_payloads(events)
+    for payload in payloads:  # a complete stream: its final event, whatever came before
         if payload.get("type") in _FINAL_TYPES and isinstance(payload.get("response"), dict):
             return payload["response"]
+    snapshot: dict[str, Any] = {}
+    items: dict[int, dict[str, Any]] = {}
+    for payload in payloads:
         if isinstance(payload.get("response"), dict):
-            snapshot = copy.deepcopy(payload["response"])
+            snapshot = payload["response"]
             continue
         try:
             _apply(items, payload)
