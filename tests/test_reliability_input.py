@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import aiohttp
+import httpx
 import openai
 import pytest
 from google.rpc import status_pb2
@@ -514,3 +515,102 @@ def test_the_depth_check_finds_the_nesting_of_the_body(
             parse_body(raw, limit)
     else:
         assert parse_body(raw, limit) == json.loads(raw)
+
+
+def test_a_request_holding_nan_is_recorded_as_its_text_and_replays(tmp_path: Path) -> None:
+    """An agent writing its body with ``json.dumps`` sends ``temperature=float("nan")``
+    as a bare ``NaN``, which JSON (and so a cassette) cannot hold: the body is recorded as
+    the text it is, beside the run's other calls, and replays strictly; the run's
+    cassette is written, not lost."""
+    cassette = tmp_path / "c.json"
+
+    def ask(env: dict[str, str], temperature: float | None) -> str:
+        body: dict[str, Any] = {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}
+        if temperature is not None:
+            body["temperature"] = temperature
+        answer = httpx.post(
+            env["OPENAI_BASE_URL"] + "/chat/completions",
+            content=json.dumps(body),  # NaN written as NaN, as the standard library does
+            headers={"authorization": "Bearer sk-x", "content-type": "application/json"},
+            timeout=30,
+        )
+        assert answer.status_code == 200, answer.text
+        content: str = answer.json()["choices"][0]["message"]["content"]
+        return content
+
+    with run_stub() as stub:
+        config = GatewayConfig(
+            mode="record",
+            cassette=cassette,
+            upstreams={"openai": stub.openai_url},
+            grpc_port=None,
+            environ={},
+        )
+        with GatewayThread(config) as gw:
+            recorded = [ask(gw.env, float("nan")), ask(gw.env, None)]
+            summary = gw.stop()
+    assert not summary.failed and summary.live == 2
+    bodies = [ex.raw_request for ex in load(cassette).interactions]
+    assert isinstance(bodies[0], str) and '"temperature":NaN' in bodies[0].replace(" ", "")
+    assert isinstance(bodies[1], dict)
+
+    strict = GatewayConfig(mode="strict", cassette=cassette, grpc_port=None, environ={})
+    with GatewayThread(strict) as gw:
+        replayed = [ask(gw.env, float("nan")), ask(gw.env, None)]
+        summary = gw.stop()
+    assert replayed == recorded
+    assert summary.replayed == 2 and not summary.misses
+
+
+def test_a_trace_holding_doubles_json_cannot_write_builds(tmp_path: Path) -> None:
+    """A NaN or an infinity in a model call's parameters or an agent span's kept
+    attribute (OTLP JSON writes them as strings) is kept as that string: ``build`` writes
+    the cassette instead of failing on the whole file."""
+    from opentelemetry.proto.trace.v1.trace_pb2 import Span
+
+    def span(span_id: int, attrs: dict[str, Any], name: str) -> Span:
+        made = Span(trace_id=bytes.fromhex(f"{1:032x}"), span_id=span_id.to_bytes(8, "big"))
+        made.name, made.start_time_unix_nano, made.end_time_unix_nano = name, 500, 1_500
+        for key, value in attrs.items():
+            kv = made.attributes.add()
+            kv.key = key
+            if isinstance(value, float):
+                kv.value.double_value = value
+            else:
+                kv.value.string_value = value
+        return made
+
+    call = span(
+        1,
+        {
+            "gen_ai.provider.name": "openai",
+            "gen_ai.operation.name": "chat",
+            "gen_ai.request.model": "m",
+            "gen_ai.request.temperature": float("nan"),
+            "gen_ai.request.top_p": float("inf"),
+            "gen_ai.input.messages": '[{"role":"user","parts":[{"type":"text","content":"hi"}]}]',
+            "gen_ai.output.messages": (
+                '[{"role":"assistant","parts":[{"type":"text","content":"yo"}],'
+                '"finish_reason":"stop"}]'
+            ),
+        },
+        "chat m",
+    )
+    tool = span(2, {"gen_ai.operation.name": "execute_tool", "gen_ai.agent.id": float("-inf")}, "t")
+    request = ExportTraceServiceRequest()
+    scope = request.resource_spans.add().scope_spans.add()
+    scope.spans.extend([call, tool])
+    traces = tmp_path / "traces.jsonl"
+    traces.write_text(json.dumps(codec.to_json(request)) + "\n")
+
+    done = subprocess.run(
+        [*CLI, "build", str(traces), "-o", str(tmp_path / "c.json")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    built = load(tmp_path / "c.json")
+    assert built.interactions[0].request.params == {"temperature": "NaN", "top_p": "Infinity"}
+    kept = [s["attributes"] for s in built.source["spans"]]
+    assert kept == [{"gen_ai.operation.name": "execute_tool", "gen_ai.agent.id": "-Infinity"}]

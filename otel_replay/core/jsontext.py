@@ -16,7 +16,23 @@ from typing import Any
 
 import orjson
 
-__all__ = ["encodes", "finite", "loads", "orjson_text", "pretty"]
+__all__ = ["STRICT", "encodes", "finite", "loads", "orjson_text", "pretty", "strict_loads"]
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+STRICT = json.JSONDecoder(parse_constant=_no_constant)
+"""The standard library's decoder, refusing ``NaN`` and the infinities (``ValueError``):
+a body holding one is no JSON a cassette can carry, so it is kept as the text it is."""
+
+
+def strict_loads(data: bytes | str) -> Any:
+    """``json.loads(data)``, refusing ``NaN``, ``Infinity`` and ``-Infinity``."""
+    if not isinstance(data, str):
+        data = data.decode(json.detect_encoding(data), "surrogatepass")
+    return STRICT.decode(data)
 
 
 class _Fallback(Exception):

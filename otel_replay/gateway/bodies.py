@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from otel_replay.core.exchange import JSON, Exchange
+from otel_replay.core.jsontext import STRICT
 from otel_replay.core.limits import MAX_BODY_DEPTH
 from otel_replay.gateway.call import BodyTooDeep, nests_deeper, parse_body, redacted_body
 from otel_replay.redaction.redact import Redactor
@@ -34,7 +35,7 @@ __all__ = ["Bodies", "Body"]
 
 _WS = re.compile(r"[ \t\n\r]*")
 _BLANK = frozenset(" \t\n\r")
-_SCAN: Any = json.JSONDecoder().scan_once  # type: ignore[attr-defined]  # the C scanner
+_SCAN: Any = STRICT.scan_once  # type: ignore[attr-defined]  # the C scanner; no NaN
 _MAX_CHARS = 32 * 1024 * 1024
 """Text remembered at most (items' text, about as much again in parsed values); past it
 the memory starts afresh."""

@@ -4,7 +4,6 @@ its body, its redaction, its ``traceparent``."""
 from __future__ import annotations
 
 import importlib
-import json
 import logging
 import time
 from collections.abc import Callable
@@ -17,6 +16,7 @@ from aiohttp import web
 from otel_replay.core.errors import OtelReplayError
 from otel_replay.core.exchange import JSON, CanonicalRequest, Exchange, Response, SSEEvent
 from otel_replay.core.ids import new_span_id, new_trace_id
+from otel_replay.core.jsontext import strict_loads
 from otel_replay.core.limits import MAX_BODY_DEPTH
 from otel_replay.providers import Route
 from otel_replay.providers.base import Provider
@@ -51,12 +51,13 @@ class BodyTooDeep(OtelReplayError, ValueError):
 
 
 def parse_body(raw: bytes, max_depth: int = MAX_BODY_DEPTH) -> JSON:
-    """The JSON value of a body; its text when it is not JSON; None when empty.
+    """The JSON value of a body; its text when it is not JSON (a ``NaN`` or an infinity
+    included, which no cassette could hold as JSON); None when empty.
     :class:`BodyTooDeep` when it nests beyond ``max_depth``."""
     if not raw:
         return None
     try:
-        value = json.loads(raw)
+        value = strict_loads(raw)
     except RecursionError:
         raise BodyTooDeep(max_depth) from None
     except ValueError:

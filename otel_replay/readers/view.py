@@ -4,6 +4,7 @@ attributes as text or as OTLP structures, and flattened ``prefix.N.key`` groups.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -49,12 +50,18 @@ def as_list(value: Any) -> list[Any]:
     return list(value) if isinstance(value, list | tuple) else []
 
 
+_NOT_FINITE = {"nan": "NaN", "inf": "Infinity", "-inf": "-Infinity"}
+
+
 def plain(value: Any) -> JSON:
-    """Attribute values as JSON: tuples (OTel arrays) become lists."""
+    """Attribute values as JSON: tuples (OTel arrays) become lists; a double JSON has no
+    number for (NaN, an infinity) becomes the string OTLP's JSON form writes it as."""
     if isinstance(value, tuple | list):
         return [plain(v) for v in value]
     if isinstance(value, Mapping):
         return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, float) and not math.isfinite(value):
+        return _NOT_FINITE[repr(value)]
     return value
 
 
