@@ -134,6 +134,12 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
             ]
             body = {"model": "gpt-4o", "messages": CHAT}
             answers["repeated"] = plain.post("/v1/chat/completions", headers=twice, json=body)
+            # and two ?key= values on a Gemini call, the second an OpenAI key
+            gemini = env["GOOGLE_GEMINI_BASE_URL"].removeprefix(env["OTEL_REPLAY_URL"])
+            keys = f"key={GEMINI_KEY}&key={OPENAI_KEY}"
+            contents = {"contents": [{"parts": [{"text": "hi"}]}]}
+            path = f"{gemini}/v1beta/models/{MODEL}:generateContent?{keys}"
+            answers["repeated_query"] = plain.post(path, json=contents)
             clients.close()
             summary = gw.stop()
         answers["general"] = list(general.received)
@@ -162,12 +168,14 @@ def test_a_key_of_another_api_is_refused_and_says_why(run, case, says):
 
 def test_refusals_are_counted_misses_and_strays_are_not(run):
     misses = run["summary"].misses
-    assert len(misses) == 7
+    assert len(misses) == 8
     assert any("cannot place POST /v2/models/x:predict" in m for m in misses)
     assert run["unplaced"].status_code == 421
     assert run["stray"].status_code == 404
     assert run["repeated"].status_code == 421
     assert "its authorization holds a Gemini API key" in run["repeated"].text
+    assert run["repeated_query"].status_code == 421
+    assert "its query key holds an OpenAI key" in run["repeated_query"].text
 
 
 def test_only_the_right_calls_reach_each_upstream_with_only_their_own_key(run):

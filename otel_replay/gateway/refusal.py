@@ -50,8 +50,9 @@ def refuse_misplaced(call: Call) -> web.Response | None:
     """The refusal of a call about to be forwarded with a credential that is not its
     upstream's; None when it may go."""
     request = call.request
-    # a key in the query (Gemini's ``?key=``) is forwarded with it: looked at the same way
-    query_key = request.query.get("key", "") if request.query_string else ""
+    # a key in the query (Gemini's ``?key=``) is forwarded with it: looked at the same way,
+    # every value of a repeated one
+    query_key = ", ".join(request.query.getall("key", ())) if request.query_string else ""
     why = _PLACEMENTS.misplaced(call.route.spec, request.headers, query_key)
     if why is None:
         return None
