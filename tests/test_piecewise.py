@@ -88,6 +88,9 @@ def test_bodies_read_as_the_whole_body_definitions(items, choices, layouts):
         raw = _write(body, spaced, ascii_only, pad)
         read = reader.read(raw)
         assert read.value == parse_body(raw) == body
+        if spaced:  # redacted a step at a time, as while a provider works
+            for _ in read.redacting():
+                pass
         assert read.redacted() == redacted_body(REDACTOR, raw)
         assert SECRET not in json.dumps(read.redacted())
 
@@ -153,9 +156,9 @@ def test_a_body_within_depth_is_read_later_as_it_would_be_at_once(body, limit, l
             parse_body(raw, limit)
         return
     assert parse_body(raw, limit) == {"model": "m", "meta": body}  # never BodyTooDeep
-    later, clean = Bodies(REDACTOR, limit).later(raw)()
+    later, reading = Bodies(REDACTOR, limit).later(raw)()
     assert later == parse_body(raw, limit)
-    assert clean() == redacted_body(REDACTOR, raw)
+    assert reading.redacted() == redacted_body(REDACTOR, raw)
 
 
 requests_items = st.lists(message, min_size=1, max_size=6)

@@ -1,12 +1,14 @@
 """The gateway's own work on a live call overlaps the provider's (``send_meanwhile``):
 the request is on its way before the work starts, the answer is the provider's, a fault
-in the work costs nothing, and an agent that gives up takes the provider call with it."""
+in the work costs nothing, an answer that comes in meanwhile is not held by what is left
+of the work, and an agent that gives up takes the provider call with it."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import aiohttp
@@ -17,6 +19,7 @@ from otel_replay.cassette.model import load
 from otel_replay.gateway.call import Call
 from otel_replay.gateway.runner import GatewayConfig, GatewayThread
 from otel_replay.gateway.upstream import HttpUpstream, UpstreamRequest, send_meanwhile
+from otel_replay.testing.stub import StubUpstream
 
 
 class Provider:
@@ -67,6 +70,17 @@ def _request(body: bytes = b'{"model":"m"}') -> UpstreamRequest:
     )
 
 
+def _recording(tmp_path: Path, upstream: str) -> GatewayConfig:
+    """A record-mode gateway forwarding OpenAI calls to ``upstream``."""
+    return GatewayConfig(
+        mode="record",
+        cassette=tmp_path / "c.json",
+        upstream_openai=upstream,
+        grpc_port=None,
+        environ={},
+    )
+
+
 async def _read(chunks: AsyncIterator[bytes]) -> bytes:
     return b"".join([chunk async for chunk in chunks])
 
@@ -75,9 +89,10 @@ async def test_the_work_runs_while_the_provider_holds_the_call(provider: Provide
     upstream = HttpUpstream({"openai": provider.url})
     seen_during_work: list[bool] = []
 
-    def work() -> None:
+    def work() -> Iterator[None]:
         seen_during_work.append(provider.received.is_set())
         provider.release.set()  # the provider answers only once the work has run
+        yield
 
     try:
         answer = await asyncio.wait_for(send_meanwhile(upstream, _request(), work), 10)
@@ -94,7 +109,8 @@ async def test_a_fault_in_the_work_leaves_the_answer_alone(
     upstream = HttpUpstream({"openai": provider.url})
     provider.release.set()
 
-    def work() -> None:
+    def work() -> Iterator[None]:
+        yield
         raise ValueError("canonical form failed")
 
     try:
@@ -111,7 +127,7 @@ async def test_an_agent_that_gives_up_takes_the_provider_call_with_it(
     provider: Provider,
 ) -> None:
     upstream = HttpUpstream({"openai": provider.url})
-    call = asyncio.ensure_future(send_meanwhile(upstream, _request(), lambda: None))
+    call = asyncio.ensure_future(send_meanwhile(upstream, _request(), lambda: iter(())))
     try:
         await asyncio.wait_for(provider.received.wait(), 10)
         call.cancel()
@@ -164,6 +180,34 @@ async def test_a_cookie_the_provider_sets_is_in_its_answer_and_never_sent_back()
     assert cookies == [None, None]
 
 
+async def test_an_answer_that_comes_in_is_not_held_by_the_work_left(
+    provider: Provider,
+) -> None:
+    """Work far longer than the provider takes (a coding agent's new request redacted on
+    a run's first call) is taken in slices: the answer is handed on once it is in, and the
+    steps left are there for whoever needs their result."""
+    upstream = HttpUpstream({"openai": provider.url})
+    provider.release.set()
+    taken: list[int] = []
+
+    def work() -> Iterator[None]:
+        for step in range(400):
+            time.sleep(0.001)  # 400 ms of work in all, the loop let run between slices
+            taken.append(step)
+            yield
+
+    steps = work()
+    try:
+        answer = await asyncio.wait_for(send_meanwhile(upstream, _request(), lambda: steps), 10)
+        assert answer.status == 200
+        assert b"echo" in await _read(answer.chunks)
+    finally:
+        await upstream.aclose()
+    left = 400 - len(taken)
+    assert 0 < left < 400  # begun, and left once the answer was in
+    assert sum(1 for _ in steps) == left  # the rest, there for whoever needs it
+
+
 async def test_a_streamed_call_is_prepared_while_its_provider_works(
     provider: Provider, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -171,23 +215,17 @@ async def test_a_streamed_call_is_prepared_while_its_provider_works(
     while the provider holds it, streamed or not: the provider here answers only once
     the preparing is done, and the recording is whole."""
     held: list[bool] = []
-    prepare = Call.prepare
+    preparing = Call.preparing
     loop = asyncio.get_running_loop()
 
-    def preparing(call: Call) -> None:  # on the gateway's thread
-        if not call._prepared:
+    def prepared_then_answered(call: Call) -> Iterator[None]:  # on the gateway's thread
+        if call._steps is None:
             held.append(not provider.release.is_set())
-        prepare(call)
+        yield from preparing(call)
         loop.call_soon_threadsafe(provider.release.set)
 
-    monkeypatch.setattr(Call, "prepare", preparing)
-    config = GatewayConfig(
-        mode="record",
-        cassette=tmp_path / "c.json",
-        upstream_openai=provider.url,
-        grpc_port=None,
-        environ={},
-    )
+    monkeypatch.setattr(Call, "preparing", prepared_then_answered)
+    config = _recording(tmp_path, provider.url)
     with GatewayThread(config) as gateway:
         url = gateway.env["OPENAI_BASE_URL"] + "/chat/completions"
         for stream in (True, False):
@@ -202,3 +240,45 @@ async def test_a_streamed_call_is_prepared_while_its_provider_works(
         await loop.run_in_executor(None, gateway.stop)
     assert held == [True, True]
     assert len(load(tmp_path / "c.json").interactions) == 2
+
+
+async def test_a_stream_is_not_held_by_a_long_preparing(
+    stub_thread: StubUpstream, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A recorded stream's first events reach the agent while its call is still being
+    prepared (a long preparing: a run's first, new coding-agent request), and the
+    recording made at its end is whole: the rest of the preparing was taken by then."""
+    preparing = Call.preparing
+    taken: list[int] = []
+    total = 300
+
+    def slow(call: Call) -> Iterator[None]:  # on the gateway's thread
+        if call._steps is None:
+            call._steps = _slowly(preparing(call))
+        return call._steps
+
+    def _slowly(steps: Iterator[None]) -> Iterator[None]:
+        for step in range(total):
+            time.sleep(0.001)  # 300 ms of preparing
+            taken.append(step)
+            yield
+        yield from steps
+
+    monkeypatch.setattr(Call, "preparing", slow)
+    config = _recording(tmp_path, stub_thread.url)
+    loop = asyncio.get_running_loop()
+    with GatewayThread(config) as gateway:
+        url = gateway.env["OPENAI_BASE_URL"] + "/chat/completions"
+        body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "hi"}]}
+        async with aiohttp.ClientSession() as session:
+            answer = await asyncio.wait_for(session.post(url, json=body), 10)
+            first = await asyncio.wait_for(answer.content.readline(), 10)
+            taken_at_first = len(taken)
+            rest = await asyncio.wait_for(answer.read(), 10)
+        await loop.run_in_executor(None, gateway.stop)
+    assert first.startswith(b"data: ")
+    assert b"[DONE]" in rest
+    assert taken_at_first < total  # the first event did not wait for the preparing
+    assert len(taken) == total  # which was all done by the recording
+    recorded = load(tmp_path / "c.json").interactions
+    assert len(recorded) == 1 and recorded[0].response.events

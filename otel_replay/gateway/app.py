@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import os
 import time
 from collections.abc import Mapping
@@ -53,6 +54,7 @@ from otel_replay.gateway.upstream import (
     Upstream,
     UpstreamRequest,
     send_meanwhile,
+    take_steps,
 )
 from otel_replay.gateway.writers import (
     abort,
@@ -237,7 +239,7 @@ class Gateway:
             session=session,
             # record mode redacts when it records, off the agent's critical path
             redacted=matching,
-            clean=None if read is None else read.redacted,
+            reading=read,
             reader=later,
         )
         return call, exact
@@ -304,7 +306,7 @@ class Gateway:
         try:
             # the call is prepared while the provider works (or, if that failed, once a
             # stream's first event is relayed)
-            upstream = await send_meanwhile(self.upstream, outgoing, call.meanwhile)
+            upstream = await send_meanwhile(self.upstream, outgoing, call.preparing)
         except NoUpstream as exc:
             return refusal.refuse_unroutable(call, exc)
         except UpstreamError as exc:
@@ -334,6 +336,7 @@ class Gateway:
         except asyncio.CancelledError:
             self._record(call, Response(status=0, fault="timeout"))
             raise
+        take_steps(call.preparing(), math.inf)  # the steps left when the answer came
         body = redacted_body(call.session.redactor, data)
         live = Response(status=upstream.status, headers=kept, body=body)
         if not self._record(call, live, short=call.short and holds_no_piece(data)):
@@ -358,7 +361,7 @@ class Gateway:
         events, held = relay.events, relay.held
         fault: str | None = None
         try:
-            await relay.pump(stream, chunks, call.prepare)
+            await relay.pump(stream, chunks, call.preparing())
         except UpstreamError as exc:
             fault = exc.kind
         except (asyncio.CancelledError, ConnectionResetError):
@@ -407,6 +410,7 @@ class Gateway:
     ) -> bool:
         """Record the call's exchange; False when it could not be saved."""
         try:
+            take_steps(call.preparing(), math.inf)  # as above (a fault's, a stream's)
             exchange = call.exchange(response)
             return call.session.recorded(exchange, assembled, short=short, draft=call.draft)
         except Exception:  # recording must never break the agent's call

@@ -92,6 +92,18 @@ class Body:
             self._cleaned = True
         return self._clean
 
+    def redacting(self) -> Iterator[None]:
+        """What ``redacted`` does, a step at a time: each remembered item redacted (a
+        step each), then the rest."""
+        if self._cleaned:
+            return
+        for _, piece in self._pieces or ():
+            for item in piece if isinstance(piece, list) else (piece,):
+                if isinstance(item, _Item) and not item._cleaned:
+                    item.clean(self.redactor)
+                    yield
+        self.redacted()
+
     def _redact(self) -> JSON:
         if self._pieces is None:
             return redacted_body(self.redactor, self.raw, self.value)
@@ -225,13 +237,13 @@ class Bodies:
         body = read.redacted() if exact is None and matching else read.value
         return body, exact, read
 
-    def later(self, raw: bytes) -> Callable[[], tuple[JSON, Callable[[], JSON]]]:
+    def later(self, raw: bytes) -> Callable[[], tuple[JSON, Body]]:
         """Reads ``raw`` when called (a body ``within_depth``): its value, and how to
         redact it."""
 
-        def read() -> tuple[JSON, Callable[[], JSON]]:
+        def read() -> tuple[JSON, Body]:
             body = self.read(raw)
-            return body.value, body.redacted
+            return body.value, body
 
         return read
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import importlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 from aiohttp import web
@@ -136,6 +136,16 @@ def parse_traceparent(value: str | None) -> tuple[str | None, str | None]:
     return trace_id, span_id
 
 
+class Reading(Protocol):
+    """A body's reading (``gateway.bodies``), which knows the cheaper way to redact it."""
+
+    def redacted(self) -> JSON: ...
+
+    def redacting(self) -> Iterator[None]:
+        """What ``redacted`` does, a step at a time."""
+        ...
+
+
 @dataclass(slots=True)
 class Call:
     """What the gateway knows about one incoming provider request."""
@@ -153,14 +163,14 @@ class Call:
     parent_span_id: str | None
     session: Session
     redacted: bool = True
-    clean: Callable[[], JSON] | None = None  # the body redacted, when cheaper than a walk
+    reading: Reading | None = None  # the body's reading, which redacts it cheaper than a walk
     short: bool = False  # no string of the request is long enough to be a piece
-    reader: Callable[[], tuple[JSON, Callable[[], JSON] | None]] | None = None
-    """Reads the body and how to redact it, when that is left until first needed (record
-    mode reads it while the provider works)."""
+    reader: Callable[[], tuple[JSON, Reading | None]] | None = None
+    """Reads the body, when that is left until first needed (record mode reads it while
+    the provider works)."""
     draft: RequestDraft | None = None  # its span's request half (``prepare``)
     _canonical: CanonicalRequest | None = None
-    _prepared: bool = False
+    _steps: Iterator[None] | None = None  # ``preparing``, once begun
 
     @property
     def body(self) -> JSON:
@@ -178,7 +188,7 @@ class Call:
 
     def _read(self) -> None:
         assert self.reader is not None
-        self.parsed, self.clean = self.reader()
+        self.parsed, self.reading = self.reader()
         self.reader = None
         self.asks_stream = self.provider.wants_stream(self.parsed, self.path, self.request.query)
 
@@ -203,24 +213,34 @@ class Call:
     def prepare(self) -> None:
         """What recording needs of the request alone (redacted, its canonical form, its
         span's request half drafted, the span encoder imported on a run's first call):
-        done while the upstream works."""
-        if self._prepared:
-            return
-        importlib.import_module("otel_replay.spans.encode")  # protobuf: when recording
-        self.short = holds_no_piece(self.raw)
-        self.draft = self.session.span_draft(self.canonical, self.body)
-        self._prepared = True
+        done while the upstream works, or what is left of it once it is needed."""
+        for _ in self.preparing():
+            pass
 
-    def meanwhile(self) -> None:
-        """What is done while the upstream works: the body read and the call prepared
-        (a provider takes far longer to answer than this takes)."""
-        self.prepare()
+    def preparing(self) -> Iterator[None]:
+        """``prepare`` a step at a time (the gateway's loop runs between steps); the steps
+        left, where it was stopped, whoever iterates it next."""
+        if self._steps is None:
+            self._steps = self._prepare()
+        return self._steps
+
+    def _prepare(self) -> Iterator[None]:
+        importlib.import_module("otel_replay.spans.encode")  # protobuf: when recording
+        if self.reader is not None:
+            self._read()
+            yield
+        if not self.redacted and self.reading is not None:
+            yield from self.reading.redacting()  # a new conversation's items, one by one
+        self.canonical  # noqa: B018  # the body redacted and canonical, which it caches
+        yield
+        self.short = holds_no_piece(self.raw)
+        self.draft = yield from self.session.span_drafting(self.canonical, self.body)
 
     def _redact(self) -> None:
         if not self.redacted:
             body = self.body  # read first: the reading knows the cheaper way to redact it
-            if self.clean is not None:
-                self.parsed = self.clean()
+            if self.reading is not None:
+                self.parsed = self.reading.redacted()
             else:
                 self.parsed = redacted_body(self.session.redactor, self.raw, body)
             self.redacted = True

@@ -11,13 +11,13 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Iterator
 
 from aiohttp import web
 
 from otel_replay.core.errors import OtelReplayError
 from otel_replay.core.exchange import JSON, SSEEvent
-from otel_replay.gateway.upstream import do_meanwhile
+from otel_replay.gateway.upstream import take_steps
 from otel_replay.providers.base import Provider
 from otel_replay.streams.codec import StreamDecoder
 
@@ -77,11 +77,12 @@ class StreamRelay:
         self,
         stream: web.StreamResponse,
         chunks: AsyncIterator[bytes],
-        meanwhile: Callable[[], object] | None = None,
+        meanwhile: Iterator[object] | None = None,
     ) -> None:
         """Relay until the upstream ends, or until its next event passes the limit (then
-        ``over`` says so and the rest is not read). ``meanwhile`` is done once the first
-        event has reached the agent, while the provider writes the next."""
+        ``over`` says so and the rest is not read). ``meanwhile``: steps of work taken
+        once the first event has reached the agent, a slice after each chunk relayed,
+        while the provider writes the next."""
         held = self.held
         first = True
         async for chunk in chunks:
@@ -100,8 +101,7 @@ class StreamRelay:
                 if self.decoder.pending > self.limit:
                     self.over = OverLimit("stream event", self.limit)
                     return
-            if meanwhile is not None and not first:
-                do_meanwhile(meanwhile)
+            if meanwhile is not None and not first and not take_steps(meanwhile):
                 meanwhile = None
 
     def close(self) -> list[SSEEvent]:

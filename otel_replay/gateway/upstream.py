@@ -15,7 +15,8 @@ import asyncio
 import contextlib
 import logging
 import os
-from collections.abc import AsyncIterator, Callable, Mapping
+import time
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 from urllib.parse import urlsplit
@@ -91,22 +92,34 @@ class Upstream(Protocol):
 
 
 _HANDOFF_STEPS = 3  # loop turns for a send to write its request (connection, headers, body)
+_SLICE = 0.0005
+"""Seconds of work beside a call between two looks at the loop: an answer that comes in
+meanwhile waits about that long (and one step) to be passed on."""
+_FAULT = "work meanwhile failed; it is done again later"
 
 
-def do_meanwhile(work: Callable[[], object]) -> None:
-    """Do ``work`` the gateway does beside a call while it waits on the provider; a fault
-    in it is only logged (whoever needs its result does it again)."""
+def take_steps(steps: Iterator[object], seconds: float = _SLICE) -> bool:
+    """Take ``steps`` of the work the gateway does beside a call for about ``seconds``;
+    False once none is left. A fault in a step ends them and is only logged (whoever
+    needs their result does it again)."""
+    deadline = time.perf_counter() + seconds
     try:
-        work()
+        for _ in steps:
+            if time.perf_counter() >= deadline:
+                return True
     except Exception:
-        log.debug("work meanwhile failed; it is done again later", exc_info=True)
+        log.debug(_FAULT, exc_info=True)
+    return False
 
 
 async def send_meanwhile(
-    upstream: Upstream, request: UpstreamRequest, work: Callable[[], object] | None
+    upstream: Upstream, request: UpstreamRequest, work: Callable[[], Iterable[object]] | None
 ) -> UpstreamResponse:
-    """``upstream.send(request)``, doing ``work`` once the request is on its way: the
-    gateway's own work on a call overlaps the provider's instead of adding to it."""
+    """``upstream.send(request)``, taking ``work``'s steps once the request is on its way:
+    the gateway's own work on a call overlaps the provider's instead of adding to it. The
+    loop runs between slices of steps, and the steps still left once the answer is in
+    are left to whoever needs their result, so a long piece of work (a new coding-agent
+    request, redacted on a run's first call) never holds a stream's first event."""
     if work is None:
         return await upstream.send(request)
     sending = asyncio.ensure_future(upstream.send(request))
@@ -115,7 +128,7 @@ async def send_meanwhile(
             await asyncio.sleep(0)
             if sending.done():
                 break
-        do_meanwhile(work)
+        await _beside(sending, work)
         return await sending
     except BaseException:  # cancelled before the answer came: the send goes too
         if not sending.done():
@@ -126,6 +139,23 @@ async def send_meanwhile(
                 with contextlib.suppress(Exception):
                     close()
         raise
+
+
+async def _beside(
+    sending: asyncio.Future[UpstreamResponse], work: Callable[[], Iterable[object]]
+) -> None:
+    """``work``'s steps until they end or ``sending`` is done, the loop let run every
+    ``_SLICE``."""
+    try:
+        steps = iter(work())
+    except Exception:
+        log.debug(_FAULT, exc_info=True)
+        return
+    while take_steps(steps):
+        for _ in range(_HANDOFF_STEPS):
+            await asyncio.sleep(0)
+            if sending.done():
+                return
 
 
 def provider_url(base: str, provider: str, path: str) -> str:

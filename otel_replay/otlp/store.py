@@ -15,7 +15,7 @@ import logging
 import os
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -209,10 +209,11 @@ class TraceStore:
             return None, True
         return self._checked_line(doc, self._parts)
 
-    def learn(self, texts: list[str]) -> None:
+    def learning(self, texts: list[str]) -> Iterator[None]:
         """Check ahead the strings a line of the gateway's own is about to hold (a
         recorded call's request, while its provider works), as that line will hold
-        them, so that writing it checks only what is new in it (``by_parts``)."""
+        them, so that writing it checks only what is new in it (``by_parts``); a step
+        for each text checked."""
         if self._parts is None or self._traces.path is None:
             return
         if sum(map(len, texts)) < clean_parts.CUT_LINE:  # its line will be redacted whole
@@ -220,6 +221,7 @@ class TraceStore:
         for text in texts:
             if len(text) >= _LEARNT:
                 self._parts.learn(orjson.dumps(text).decode("utf-8"))
+                yield
 
     def append_traces(self, line: bytes | None) -> bool:
         """Store a line from ``traces_line`` (otel-replay's own spans: not counted as

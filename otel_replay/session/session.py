@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -186,15 +186,19 @@ class Session:
             line, intact = self.store.own_line(doc)
             kept.append(self.store.append_traces(line) and intact)
 
-    def span_draft(self, request: CanonicalRequest, body: Any) -> RequestDraft | None:
+    def span_drafting(
+        self, request: CanonicalRequest, body: Any
+    ) -> Generator[None, None, RequestDraft | None]:
         """The request's half of its span, drafted while the provider works (a run that
-        records), for ``recorded`` to finish."""
+        records), for ``recorded`` to finish; a step at a time (the draft, then each of
+        its texts checked), the draft returned at the end."""
         if not self.records:
             return None
         from otel_replay.spans.draft import RequestDraft
 
         draft = RequestDraft(request, body, self.pieces)
-        self.store.learn(draft.texts())
+        yield
+        yield from self.store.learning(draft.texts())
         return draft
 
     def recorded(
@@ -208,7 +212,7 @@ class Session:
         """A live exchange (record mode, or an auto-mode miss forwarded live); False when
         it could not be saved (see ``write_failure``). ``assembled``: a streamed response's
         body, when already put together; ``short``: no string of it is long enough to be
-        stored once per file (``spans.pieces``); ``draft``: from ``span_draft``. The span's
+        stored once per file (``spans.pieces``); ``draft``: from ``span_drafting``. The span's
         line is made (and redacted) first: an exchange that cannot be stored leaves no
         trace in the session either."""
         from otel_replay.spans.encode import exchange_to_trace_json
