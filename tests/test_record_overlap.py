@@ -282,3 +282,28 @@ async def test_a_stream_is_not_held_by_a_long_preparing(
     assert len(taken) == total  # which was all done by the recording
     recorded = load(tmp_path / "c.json").interactions
     assert len(recorded) == 1 and recorded[0].response.events
+
+
+async def test_the_work_waits_until_the_body_is_written(provider: Provider) -> None:
+    """The work begins once the request's body is written, a new connection made first:
+    it never slows the request's way out (a run's first call makes the connection)."""
+    upstream = HttpUpstream({"openai": provider.url})
+    provider.release.set()
+    body = b'{"model":"m","messages":"' + b"x" * 300_000 + b'"}'
+    request = _request(body)
+    written: list[bool] = []
+
+    def work() -> Iterator[None]:
+        assert request.sent is not None
+        written.append(request.sent.done())
+        yield
+
+    try:
+        for _ in range(2):  # a new connection, then the same one again
+            request.sent = None
+            answer = await send_meanwhile(upstream, request, work)
+            assert answer.status == 200
+            assert len(await _read(answer.chunks)) > 300_000
+    finally:
+        await upstream.aclose()
+    assert written == [True, True]

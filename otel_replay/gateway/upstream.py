@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import time
@@ -75,6 +76,8 @@ class UpstreamRequest:
     query: str
     headers: Mapping[str, str]
     body: bytes
+    sent: asyncio.Future[None] | None = None
+    """Done once the body is written, where the upstream tells (``send_meanwhile``)."""
 
 
 @dataclass(slots=True)
@@ -122,12 +125,10 @@ async def send_meanwhile(
     request, redacted on a run's first call) never holds a stream's first event."""
     if work is None:
         return await upstream.send(request)
+    sent = request.sent = asyncio.get_running_loop().create_future() if request.body else None
     sending = asyncio.ensure_future(upstream.send(request))
     try:
-        for _ in range(_HANDOFF_STEPS):
-            await asyncio.sleep(0)
-            if sending.done():
-                break
+        await _on_its_way(sending, sent)
         await _beside(sending, work)
         return await sending
     except BaseException:  # cancelled before the answer came: the send goes too
@@ -139,6 +140,27 @@ async def send_meanwhile(
                 with contextlib.suppress(Exception):
                     close()
         raise
+
+
+async def _on_its_way(
+    sending: asyncio.Future[UpstreamResponse], sent: asyncio.Future[None] | None
+) -> None:
+    """Until the request's body is written (a new connection made first, if need be) or
+    the send is over, so the work does not slow the request's way out; a few loop turns
+    for a request with no body."""
+    if sent is None:
+        for _ in range(_HANDOFF_STEPS):
+            await asyncio.sleep(0)
+            if sending.done():
+                return
+        return
+    sending.add_done_callback(functools.partial(_settle, sent))
+    await sent
+
+
+def _settle(sent: asyncio.Future[None], _: object = None) -> None:
+    if not sent.done():
+        sent.set_result(None)
 
 
 async def _beside(
@@ -243,7 +265,7 @@ class HttpUpstream:
                 request.method,
                 target,
                 headers=headers,
-                data=request.body or None,
+                data=_Body(request.body, request.sent) if request.sent else request.body or None,
                 proxy=self._proxy(base),
             )
         except TimeoutError as exc:
@@ -261,6 +283,24 @@ class HttpUpstream:
         if self._session is not None:
             await self._session.close()
             self._session = None
+
+
+class _Body(aiohttp.payload.BytesPayload):
+    """A request body that marks ``sent`` once it is written."""
+
+    def __init__(self, value: bytes, sent: asyncio.Future[None]) -> None:
+        super().__init__(value)
+        self._sent = sent
+
+    async def write_with_length(
+        self, writer: aiohttp.abc.AbstractStreamWriter, content_length: int | None
+    ) -> None:
+        await super().write_with_length(writer, content_length)
+        _settle(self._sent)
+
+    async def write(self, writer: aiohttp.abc.AbstractStreamWriter) -> None:  # aiohttp < 3.12
+        await super().write(writer)
+        _settle(self._sent)
 
 
 async def _iterate(response: aiohttp.ClientResponse, url: str) -> AsyncIterator[bytes]:
