@@ -6,7 +6,9 @@ of the work, and an agent that gives up takes the provider call with it."""
 from __future__ import annotations
 
 import asyncio
+import importlib
 import logging
+import sys
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -16,6 +18,7 @@ import pytest
 from aiohttp import web
 
 from otel_replay.cassette.model import load
+from otel_replay.core.lazy import import_meanwhile, pending
 from otel_replay.gateway.call import Call
 from otel_replay.gateway.runner import GatewayConfig, GatewayThread
 from otel_replay.gateway.upstream import HttpUpstream, UpstreamRequest, send_meanwhile
@@ -307,3 +310,41 @@ async def test_the_work_waits_until_the_body_is_written(provider: Provider) -> N
     finally:
         await upstream.aclose()
     assert written == [True, True]
+
+
+async def test_a_module_still_loading_is_waited_for_with_the_loop_serving(
+    provider: Provider, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Work that needs a module the gateway is still loading on a worker thread (the
+    span encoder, as a recording gateway starts, slow on a cold machine) waits for it
+    with the loop serving: the answer is handed on before the module is loaded, where
+    importing it on the loop would hold everything until then."""
+    name = "otel_replay_slow_module_for_test"
+    (tmp_path / f"{name}.py").write_text("import time\n\ntime.sleep(0.6)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, name, raising=False)
+    loading = asyncio.ensure_future(import_meanwhile(name))
+    while pending(name) is None:  # the load begun on its thread
+        await asyncio.sleep(0.005)
+    upstream = HttpUpstream({"openai": provider.url})
+    provider.release.set()
+
+    def work() -> Iterator[object]:
+        while (waiting := pending(name)) is not None:
+            yield waiting
+        importlib.import_module(name)
+        yield None
+
+    steps = work()
+    try:
+        answer = await send_meanwhile(upstream, _request(), lambda: steps)
+        answered_before_loaded = not loading.done()
+        assert answer.status == 200
+        assert b"echo" in await _read(answer.chunks)
+    finally:
+        await upstream.aclose()
+        await loading
+    assert answered_before_loaded
+    assert sum(1 for _ in steps) == 1  # the rest: the import, done by now
+    assert name in sys.modules
+    monkeypatch.delitem(sys.modules, name)

@@ -336,7 +336,7 @@ class Gateway:
         except asyncio.CancelledError:
             self._record(call, Response(status=0, fault="timeout"))
             raise
-        take_steps(call.preparing(), math.inf)  # the steps left when the answer came
+        await _prepared(call)
         body = redacted_body(call.session.redactor, data)
         live = Response(status=upstream.status, headers=kept, body=body)
         if not self._record(call, live, short=call.short and holds_no_piece(data)):
@@ -380,6 +380,7 @@ class Gateway:
             events.extend(relay.close())
         # recorded before the stream's end: the agent has every event already, and its
         # next call then does not queue behind this recording
+        await _prepared(call)
         saved = self._record_stream(call, status, kept, events, fault)
         if not saved:  # an unsaved stream ends in a failure
             abort(request)
@@ -410,9 +411,17 @@ class Gateway:
     ) -> bool:
         """Record the call's exchange; False when it could not be saved."""
         try:
-            take_steps(call.preparing(), math.inf)  # as above (a fault's, a stream's)
+            take_steps(call.preparing(), math.inf)  # what is left (a fault's exchange)
             exchange = call.exchange(response)
             return call.session.recorded(exchange, assembled, short=short, draft=call.draft)
         except Exception:  # recording must never break the agent's call
             log.exception("otel-replay could not record an exchange")
             return True
+
+
+async def _prepared(call: Call) -> None:
+    """What is left of the call's preparing once its answer is in, done before it is
+    recorded; a step waiting on a module still loading is waited for, the loop serving."""
+    while (left := take_steps(call.preparing(), math.inf)) is not False:
+        if left is not True:
+            await left

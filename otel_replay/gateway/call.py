@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import orjson
 from aiohttp import web
 
+from otel_replay.core import lazy
 from otel_replay.core.errors import OtelReplayError
 from otel_replay.core.exchange import JSON, CanonicalRequest, Exchange, Response, SSEEvent
 from otel_replay.core.ids import new_span_id, new_trace_id
@@ -40,6 +41,8 @@ __all__ = [
 ]
 
 log = logging.getLogger("otel_replay.gateway")
+
+_ENCODER = "otel_replay.spans.encode"
 
 
 class BodyTooDeep(OtelReplayError, ValueError):
@@ -168,9 +171,9 @@ class Call:
     reader: Callable[[], tuple[JSON, Reading | None]] | None = None
     """Reads the body, when that is left until first needed (record mode reads it while
     the provider works)."""
-    draft: RequestDraft | None = None  # its span's request half (``prepare``)
+    draft: RequestDraft | None = None  # its span's request half (``preparing``)
     _canonical: CanonicalRequest | None = None
-    _steps: Iterator[None] | None = None  # ``preparing``, once begun
+    _steps: Iterator[object] | None = None  # ``preparing``, once begun
 
     @property
     def body(self) -> JSON:
@@ -210,29 +213,29 @@ class Call:
             self._canonical = self.provider.canonical(self.path, self.body)
         return self._canonical
 
-    def prepare(self) -> None:
+    def preparing(self) -> Iterator[object]:
         """What recording needs of the request alone (redacted, its canonical form, its
-        span's request half drafted, the span encoder imported on a run's first call):
-        done while the upstream works, or what is left of it once it is needed."""
-        for _ in self.preparing():
-            pass
-
-    def preparing(self) -> Iterator[None]:
-        """``prepare`` a step at a time (the gateway's loop runs between steps); the steps
-        left, where it was stopped, whoever iterates it next."""
+        span's request half drafted, the span encoder imported on a run's first call),
+        a step at a time: taken while the upstream works, the gateway's loop running
+        between steps, and what is left of it once it is needed (whoever iterates this
+        next). A step may yield a future it waits on (``take_steps``)."""
         if self._steps is None:
             self._steps = self._prepare()
         return self._steps
 
-    def _prepare(self) -> Iterator[None]:
-        importlib.import_module("otel_replay.spans.encode")  # protobuf: when recording
+    def _prepare(self) -> Iterator[object]:
+        # the span encoder (protobuf), loaded as a recording gateway starts: waited for
+        # while it loads, the loop serving, then imported (a run's first call)
+        while (loading := lazy.pending(_ENCODER)) is not None:
+            yield loading
+        importlib.import_module(_ENCODER)
         if self.reader is not None:
             self._read()
-            yield
+            yield None
         if not self.redacted and self.reading is not None:
             yield from self.reading.redacting()  # a new conversation's items, one by one
         self.canonical  # noqa: B018  # the body redacted and canonical, which it caches
-        yield
+        yield None
         self.short = holds_no_piece(self.raw)
         self.draft = yield from self.session.span_drafting(self.canonical, self.body)
 

@@ -101,7 +101,7 @@ class StreamRelay:
                 if self.decoder.pending > self.limit:
                     self.over = OverLimit("stream event", self.limit)
                     return
-            if meanwhile is not None and not first and not take_steps(meanwhile):
+            if meanwhile is not None and not first and take_steps(meanwhile) is False:
                 meanwhile = None
 
     def close(self) -> list[SSEEvent]:

@@ -19,7 +19,7 @@ import os
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 from urllib.parse import urlsplit
 from urllib.request import getproxies, proxy_bypass
 
@@ -101,13 +101,18 @@ meanwhile waits about that long (and one step) to be passed on."""
 _FAULT = "work meanwhile failed; it is done again later"
 
 
-def take_steps(steps: Iterator[object], seconds: float = _SLICE) -> bool:
-    """Take ``steps`` of the work the gateway does beside a call for about ``seconds``;
-    False once none is left. A fault in a step ends them and is only logged (whoever
-    needs their result does it again)."""
+def take_steps(steps: Iterator[object], seconds: float = _SLICE) -> bool | asyncio.Future[Any]:
+    """Take ``steps`` of the work the gateway does beside a call for about ``seconds``:
+    True when that time is up with steps left, False once none is left. A step that
+    yields a future is waiting on it (a module loading on a worker thread): it is
+    returned, for the caller to await or to leave (the step looks again when next
+    taken). A fault in a step ends them and is only logged (whoever needs their result
+    does it again)."""
     deadline = time.perf_counter() + seconds
     try:
-        for _ in steps:
+        for step in steps:
+            if isinstance(step, asyncio.Future):
+                return step
             if time.perf_counter() >= deadline:
                 return True
     except Exception:
@@ -173,7 +178,12 @@ async def _beside(
     except Exception:
         log.debug(_FAULT, exc_info=True)
         return
-    while take_steps(steps):
+    while (left := take_steps(steps)) is not False:
+        if left is not True:  # a step waits: the loop serves meanwhile
+            await asyncio.wait((left, sending), return_when=asyncio.FIRST_COMPLETED)
+            if sending.done():
+                return
+            continue
         for _ in range(_HANDOFF_STEPS):
             await asyncio.sleep(0)
             if sending.done():
