@@ -20,7 +20,7 @@ from aiohttp import web
 from otel_replay.cassette.model import load
 from otel_replay.core.lazy import import_meanwhile, pending
 from otel_replay.gateway.call import Call
-from otel_replay.gateway.runner import GatewayConfig, GatewayThread
+from otel_replay.gateway.runner import GatewayConfig, GatewayServer, GatewayThread
 from otel_replay.gateway.upstream import HttpUpstream, UpstreamRequest, send_meanwhile
 from otel_replay.testing.stub import StubUpstream
 
@@ -348,3 +348,46 @@ async def test_a_module_still_loading_is_waited_for_with_the_loop_serving(
     assert sum(1 for _ in steps) == 1  # the rest: the import, done by now
     assert name in sys.modules
     monkeypatch.delitem(sys.modules, name)
+
+
+@pytest.mark.parametrize("stream", [True, False])
+async def test_an_agent_that_leaves_while_a_module_loads_is_recorded(
+    stream: bool, stub: StubUpstream, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The span encoder still loading when the answer is in, the agent leaves: a stream
+    it had every event of is recorded whole; a plain call it gave up on, as the timeout
+    it saw. Nothing it was given goes unrecorded."""
+    name = f"otel_replay_slow_encoder_{'stream' if stream else 'plain'}"
+    (tmp_path / f"{name}.py").write_text("import time\n\ntime.sleep(1.5)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr("otel_replay.gateway.call._ENCODER", name)
+    record = GatewayServer(_recording(tmp_path, stub.url + "/v1"))
+    await record.start()
+    loading = asyncio.ensure_future(import_meanwhile(name))
+    try:
+        while pending(name) is None:
+            await asyncio.sleep(0.005)
+        url = record.env["OPENAI_BASE_URL"] + "/chat/completions"
+        body = {"model": "m", "stream": stream, "messages": [{"role": "user", "content": "hi"}]}
+        async with aiohttp.ClientSession() as session:
+            if stream:
+                answer = await asyncio.wait_for(session.post(url, json=body), 10)
+                while b"[DONE]" not in await asyncio.wait_for(answer.content.readline(), 10):
+                    pass
+                answer.close()  # the SDK's way after [DONE]: the stream's end is not awaited
+            else:
+                with pytest.raises(TimeoutError):
+                    await asyncio.wait_for(session.post(url, json=body), 0.5)
+        assert not loading.done()  # the agent left while the module was loading
+        await loading
+    finally:
+        summary = await record.stop()
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    recorded = load(tmp_path / "c.json").interactions
+    assert summary.live == 1 and len(recorded) == 1
+    response = recorded[0].response
+    if stream:
+        assert response.fault is None and response.events
+        assert response.events[-1].data == "[DONE]"
+    else:
+        assert (response.status, response.fault) == (0, "timeout")

@@ -336,7 +336,11 @@ class Gateway:
         except asyncio.CancelledError:
             self._record(call, Response(status=0, fault="timeout"))
             raise
-        await _prepared(call)
+        try:
+            await _prepared(call)
+        except asyncio.CancelledError:  # the agent gave up while a module loaded
+            self._record(call, Response(status=0, fault="timeout"))
+            raise
         body = redacted_body(call.session.redactor, data)
         live = Response(status=upstream.status, headers=kept, body=body)
         if not self._record(call, live, short=call.short and holds_no_piece(data)):
@@ -380,7 +384,11 @@ class Gateway:
             events.extend(relay.close())
         # recorded before the stream's end: the agent has every event already, and its
         # next call then does not queue behind this recording
-        await _prepared(call)
+        try:
+            await _prepared(call)
+        except asyncio.CancelledError:  # the agent left while a module loaded: recorded still
+            self._record_stream(call, status, kept, events, fault)
+            raise
         saved = self._record_stream(call, status, kept, events, fault)
         if not saved:  # an unsaved stream ends in a failure
             abort(request)
@@ -424,4 +432,4 @@ async def _prepared(call: Call) -> None:
     recorded; a step waiting on a module still loading is waited for, the loop serving."""
     while (left := take_steps(call.preparing(), math.inf)) is not False:
         if left is not True:
-            await left
+            await asyncio.shield(left)  # the load is the gateway's: never cancelled with a call
