@@ -10,7 +10,8 @@ lines:
    in a process of their own, as the provider and ``otel-replay record`` do for a real
    run (``benchmarks._server``); stub and gateway take turns in slices.
 2. Per run: the wall time of one ``codex exec "say hi"`` straight at the stub, under
-   ``otel-replay record`` and under ``otel-replay replay --mode strict`` (median).
+   ``otel-replay record`` and under ``otel-replay replay --mode strict`` (median), the
+   three taking turns in every round.
 
 Step 1 uses the recording step 2 makes.
 """
@@ -119,15 +120,22 @@ def per_run(folder: Path) -> tuple[str, Path]:
             raise SystemExit(done.stderr.decode()[-2000:])
         return time.perf_counter() - started
 
-    with run_stub() as stub:
-        straight = [str(CODEX), "-c", f'openai_base_url="{stub.openai_url}"', *codex[1:]]
-        direct = [timed(straight, env) for _ in range(RUNS)]
-        upstream = ["--upstream-openai", stub.openai_url]
-        record = [*cli, "record", "--cassette", str(cassette), *upstream, "--", *codex]
-        recorded = [timed(record, env) for _ in range(RUNS + 1)][1:]  # the first writes byte code
     offline = {k: v for k, v in env.items() if k != "OPENAI_API_KEY"}
     strict = [*cli, "replay", "--mode", "strict", "--cassette", str(cassette), "--", *codex]
-    replayed = [timed(strict, offline) for _ in range(RUNS + 1)][1:]
+    direct: list[float] = []
+    recorded: list[float] = []
+    replayed: list[float] = []
+    with run_stub() as stub:
+        straight = [str(CODEX), "-c", f'openai_base_url="{stub.openai_url}"', *codex[1:]]
+        upstream = ["--upstream-openai", stub.openai_url]
+        record = [*cli, "record", "--cassette", str(cassette), *upstream, "--", *codex]
+        # the three kinds take turns in every round, so each samples the same moments of
+        # a noisy machine; round 0 writes the byte code and the recording replayed
+        for round_ in range(RUNS + 1):
+            times = (timed(straight, env), timed(record, env), timed(strict, offline))
+            if round_:
+                for kept, took in zip((direct, recorded, replayed), times, strict=True):
+                    kept.append(took)
     median = statistics.median
     line = (
         f"per run (codex exec, median of {RUNS}): direct {median(direct):.2f} s · "
