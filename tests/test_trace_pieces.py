@@ -270,6 +270,10 @@ def test_escaped_quotes_and_backslashes_do_not_hide_a_piece() -> None:
     assert not holds_no_piece(raw)
     assert holds_no_piece(json.dumps({"content": "x" * (MIN_PIECE - 1)}).encode())
     assert not holds_no_piece(json.dumps({"content": "x" * MIN_PIECE}).encode())
+    for ascii_only in (True, False):  # escaped, or written as several bytes each
+        accents = json.dumps({"content": "é€" * (MIN_PIECE // 2)}, ensure_ascii=ascii_only)
+        assert not holds_no_piece(accents.encode())
+    assert not holds_no_piece(b'{"content": "' + b"\xff" * MIN_PIECE + b'"}')  # not UTF-8
 
 
 # --- drafted while the provider works -----------------------------------------------------
