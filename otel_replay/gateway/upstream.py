@@ -94,7 +94,7 @@ class Upstream(Protocol):
     async def aclose(self) -> None: ...
 
 
-_HANDOFF_STEPS = 3  # loop turns for a send to write its request (connection, headers, body)
+_HANDOFF_STEPS = 3  # loop turns let run: for a request with no body to go, between slices of work
 _SLICE = 0.0005
 """Seconds of work beside a call between two looks at the loop: an answer that comes in
 meanwhile waits about that long (and one step) to be passed on."""
