@@ -391,3 +391,33 @@ async def test_an_agent_that_leaves_while_a_module_loads_is_recorded(
         assert response.events[-1].data == "[DONE]"
     else:
         assert (response.status, response.fault) == (0, "timeout")
+
+
+async def test_a_module_that_fails_to_load_costs_the_call_nothing(
+    stub: StubUpstream, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A load the call waits on that fails (logged with the gateway's start) is not the
+    call's failure: the agent gets its answer and the exchange is recorded."""
+    name = "otel_replay_failing_encoder"
+    (tmp_path / f"{name}.py").write_text("import time\n\ntime.sleep(0.5)\nraise RuntimeError\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr("otel_replay.gateway.call._ENCODER", name)
+    record = GatewayServer(_recording(tmp_path, stub.url + "/v1"))
+    await record.start()
+    loading = asyncio.ensure_future(import_meanwhile(name))
+    try:
+        while pending(name) is None:
+            await asyncio.sleep(0.005)
+        url = record.env["OPENAI_BASE_URL"] + "/chat/completions"
+        body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
+        async with aiohttp.ClientSession() as session:
+            answer = await asyncio.wait_for(session.post(url, json=body), 10)
+            assert answer.status == 200
+            assert (await answer.json())["object"] == "chat.completion"
+        with pytest.raises(RuntimeError):
+            await loading
+    finally:
+        summary = await record.stop()
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    assert summary.live == 1
+    assert len(load(tmp_path / "c.json").interactions) == 1

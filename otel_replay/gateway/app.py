@@ -304,8 +304,9 @@ class Gateway:
             body=call.raw,
         )
         try:
-            # the call is prepared while the provider works (or, if that failed, once a
-            # stream's first event is relayed)
+            # the call is prepared while the provider works; what is left when the answer
+            # comes is taken a slice per chunk once a stream's first event is relayed, and
+            # before the exchange is recorded
             upstream = await send_meanwhile(self.upstream, outgoing, call.preparing)
         except NoUpstream as exc:
             return refusal.refuse_unroutable(call, exc)
@@ -431,5 +432,5 @@ async def _prepared(call: Call) -> None:
     """What is left of the call's preparing once its answer is in, done before it is
     recorded; a step waiting on a module still loading is waited for, the loop serving."""
     while (left := take_steps(call.preparing(), math.inf)) is not False:
-        if left is not True:
-            await asyncio.shield(left)  # the load is the gateway's: never cancelled with a call
+        if left is not True:  # the load is the gateway's: neither cancelled with the call
+            await asyncio.wait((left,))  # nor its failure raised here (the step retries it)
