@@ -6,10 +6,12 @@ of the work, and an agent that gives up takes the provider call with it."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
 import logging
 import sys
 import time
+import uuid
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -22,6 +24,7 @@ from otel_replay.core.lazy import import_meanwhile, pending
 from otel_replay.gateway.call import Call
 from otel_replay.gateway.runner import GatewayConfig, GatewayServer, GatewayThread
 from otel_replay.gateway.upstream import HttpUpstream, UpstreamRequest, send_meanwhile
+from otel_replay.reports.run import Summary
 from otel_replay.testing.stub import StubUpstream
 
 
@@ -325,6 +328,7 @@ async def test_a_module_still_loading_is_waited_for_with_the_loop_serving(
     monkeypatch.delitem(sys.modules, name, raising=False)
     loading = asyncio.ensure_future(import_meanwhile(name))
     while pending(name) is None:  # the load begun on its thread
+        assert not loading.done()
         await asyncio.sleep(0.005)
     upstream = HttpUpstream({"openai": provider.url})
     provider.release.set()
@@ -350,6 +354,34 @@ async def test_a_module_still_loading_is_waited_for_with_the_loop_serving(
     monkeypatch.delitem(sys.modules, name)
 
 
+@contextlib.asynccontextmanager
+async def _loading_encoder(
+    stub: StubUpstream,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    source: str,
+    summaries: list[Summary],
+) -> AsyncIterator[tuple[str, asyncio.Future[None]]]:
+    """A recording gateway whose span encoder is a module of ``source``, still loading on
+    the gateway's worker thread: yields its chat completions URL and the load; its
+    summary goes into ``summaries`` once it has stopped."""
+    name = f"otel_replay_encoder_{uuid.uuid4().hex}"  # never met before in this process
+    (tmp_path / f"{name}.py").write_text(source)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr("otel_replay.gateway.call._ENCODER", name)
+    record = GatewayServer(_recording(tmp_path, stub.url + "/v1"))
+    await record.start()
+    loading = asyncio.ensure_future(import_meanwhile(name))
+    try:
+        while pending(name) is None:  # the load begun on its thread
+            assert not loading.done()
+            await asyncio.sleep(0.005)
+        yield record.env["OPENAI_BASE_URL"] + "/chat/completions", loading
+    finally:
+        summaries.append(await record.stop())
+        monkeypatch.delitem(sys.modules, name, raising=False)
+
+
 @pytest.mark.parametrize("stream", [True, False])
 async def test_an_agent_that_leaves_while_a_module_loads_is_recorded(
     stream: bool, stub: StubUpstream, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -357,17 +389,9 @@ async def test_an_agent_that_leaves_while_a_module_loads_is_recorded(
     """The span encoder still loading when the answer is in, the agent leaves: a stream
     it had every event of is recorded whole; a plain call it gave up on, as the timeout
     it saw. Nothing it was given goes unrecorded."""
-    name = f"otel_replay_slow_encoder_{'stream' if stream else 'plain'}"
-    (tmp_path / f"{name}.py").write_text("import time\n\ntime.sleep(1.5)\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr("otel_replay.gateway.call._ENCODER", name)
-    record = GatewayServer(_recording(tmp_path, stub.url + "/v1"))
-    await record.start()
-    loading = asyncio.ensure_future(import_meanwhile(name))
-    try:
-        while pending(name) is None:
-            await asyncio.sleep(0.005)
-        url = record.env["OPENAI_BASE_URL"] + "/chat/completions"
+    source = "import time\n\ntime.sleep(1.5)\n"
+    summaries: list[Summary] = []
+    async with _loading_encoder(stub, tmp_path, monkeypatch, source, summaries) as (url, loading):
         body = {"model": "m", "stream": stream, "messages": [{"role": "user", "content": "hi"}]}
         async with aiohttp.ClientSession() as session:
             if stream:
@@ -380,11 +404,8 @@ async def test_an_agent_that_leaves_while_a_module_loads_is_recorded(
                     await asyncio.wait_for(session.post(url, json=body), 0.5)
         assert not loading.done()  # the agent left while the module was loading
         await loading
-    finally:
-        summary = await record.stop()
-        monkeypatch.delitem(sys.modules, name, raising=False)
     recorded = load(tmp_path / "c.json").interactions
-    assert summary.live == 1 and len(recorded) == 1
+    assert summaries[0].live == 1 and len(recorded) == 1
     response = recorded[0].response
     if stream:
         assert response.fault is None and response.events
@@ -398,17 +419,9 @@ async def test_a_module_that_fails_to_load_costs_the_call_nothing(
 ) -> None:
     """A load the call waits on that fails (logged with the gateway's start) is not the
     call's failure: the agent gets its answer and the exchange is recorded."""
-    name = "otel_replay_failing_encoder"
-    (tmp_path / f"{name}.py").write_text("import time\n\ntime.sleep(0.5)\nraise RuntimeError\n")
-    monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr("otel_replay.gateway.call._ENCODER", name)
-    record = GatewayServer(_recording(tmp_path, stub.url + "/v1"))
-    await record.start()
-    loading = asyncio.ensure_future(import_meanwhile(name))
-    try:
-        while pending(name) is None:
-            await asyncio.sleep(0.005)
-        url = record.env["OPENAI_BASE_URL"] + "/chat/completions"
+    source = "import time\n\ntime.sleep(0.5)\nraise RuntimeError\n"
+    summaries: list[Summary] = []
+    async with _loading_encoder(stub, tmp_path, monkeypatch, source, summaries) as (url, loading):
         body = {"model": "m", "messages": [{"role": "user", "content": "hi"}]}
         async with aiohttp.ClientSession() as session:
             answer = await asyncio.wait_for(session.post(url, json=body), 10)
@@ -416,8 +429,5 @@ async def test_a_module_that_fails_to_load_costs_the_call_nothing(
             assert (await answer.json())["object"] == "chat.completion"
         with pytest.raises(RuntimeError):
             await loading
-    finally:
-        summary = await record.stop()
-        monkeypatch.delitem(sys.modules, name, raising=False)
-    assert summary.live == 1
+    assert summaries[0].live == 1
     assert len(load(tmp_path / "c.json").interactions) == 1
