@@ -187,6 +187,8 @@ def test_the_agent_environment_and_the_upstreams_come_from_the_rows():
         "openai": "http://o",
         "anthropic": "http://a",
         "gemini": "https://generativelanguage.googleapis.com",
+        "vertex": "https://aiplatform.googleapis.com",  # the location's host when forwarded
+        "vertex-anthropic": "https://aiplatform.googleapis.com",
         "bedrock": "https://bedrock-runtime.{region}.amazonaws.com",
         "groq": "http://g",
     }

@@ -226,7 +226,7 @@ def _config(args: argparse.Namespace, mode: str, command: list[str]) -> GatewayC
     from otel_replay.gateway.runner import GatewayConfig
 
     upstreams: dict[str, str | None] = {
-        row.name: getattr(args, f"upstream_{row.name}", None) for row in PROVIDERS
+        row.name: getattr(args, f"upstream_{row.name.replace('-', '_')}", None) for row in PROVIDERS
     }
     upstreams.update(args.upstream)
     return GatewayConfig(

@@ -106,6 +106,9 @@ class OwnKeys:
         row = providers.upstream_spec(upstream)
         if row is None:
             return False
+        if row.minted_credentials:  # a token its SDK minted: the caller's unless ours
+            offered = offered_credential(headers, row.credential_headers)
+            return bool(offered) and offered != ev.PLACEHOLDER_KEY
         if upstream not in self._keys:
             own = [self._env.get(name, "") for name in row.credential_env]
             self._keys[upstream] = tuple(k.encode() for k in own if k and k != ev.PLACEHOLDER_KEY)

@@ -6,7 +6,10 @@ it has bound itself, starts the agent, and only then builds the gateway.
 
 from __future__ import annotations
 
+import json
+import logging
 import os
+import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,6 +20,7 @@ from otel_replay.core import envvars as ev
 from otel_replay.gateway.limits import Limits
 from otel_replay.matching.profiles import RuleSources
 from otel_replay.matching.session_rules import DEFAULT_SOURCES
+from otel_replay.providers import vertex
 from otel_replay.providers.named import NAMED_PREFIX, named_prefix
 from otel_replay.providers.spec import PLACEHOLDER_REGION
 
@@ -32,6 +36,8 @@ __all__ = [
     "run_environment",
     "upstream_bases",
 ]
+
+log = logging.getLogger("otel_replay.gateway")
 
 
 @dataclass(slots=True)
@@ -131,12 +137,61 @@ def agent_environment(
         # official SDKs refuse to start without a key; replay needs none (and a caller
         # holding any key of a provider keeps it: a placeholder beside it could win)
         for row in rows:
-            if not any(caller.get(name) for name in row.credential_env):
-                env.update(dict.fromkeys(row.placeholder_env, ev.PLACEHOLDER_KEY))
+            if any(caller.get(name) for name in row.credential_env):
+                continue
+            env.update(dict.fromkeys(row.placeholder_env, ev.PLACEHOLDER_KEY))
+            minted = row.minted_credentials and ev.GOOGLE_APPLICATION_CREDENTIALS not in env
+            if minted and (mode == "strict" or not _gcloud_login(caller)):
+                placeholder = _placeholder_credentials(url)
+                if placeholder is not None:
+                    env[ev.GOOGLE_APPLICATION_CREDENTIALS] = placeholder
     for row in rows if mode == "strict" else ():
         if row.region_env and not any(caller.get(name) for name in row.region_env):
             env[row.region_env[0]] = PLACEHOLDER_REGION
+    for row in rows:
+        if row.agent_defaults is not None:
+            env.update(row.agent_defaults(caller, mode))
     return env
+
+
+def _gcloud_login(caller: Mapping[str, str]) -> bool:
+    """Whether the caller has Application Default Credentials from ``gcloud auth
+    application-default login`` (auto mode keeps them for the calls it records)."""
+    config = caller.get(ev.CLOUDSDK_CONFIG) or os.path.join(
+        caller.get("HOME") or os.path.expanduser("~"), ".config", "gcloud"
+    )
+    return os.path.isfile(os.path.join(config, "application_default_credentials.json"))
+
+
+def _placeholder_credentials(url: str) -> str | None:
+    """The path of Application Default Credentials whose tokens the gateway at ``url``
+    mints (:func:`~otel_replay.providers.vertex.placeholder_credentials`): a file per
+    gateway address under the temporary directory, holding no secret. None, said in the
+    log, when it cannot be written."""
+    if hasattr(os, "getuid"):
+        owner = str(os.getuid())
+    else:  # Windows
+        import getpass
+
+        owner = getpass.getuser()
+    where = Path(tempfile.gettempdir()) / f"otel-replay-{owner}"
+    name = "google-credentials-" + url.partition("://")[2].replace(":", "-").strip("[]/")
+    path = where / f"{name}.json"
+    text = json.dumps(vertex.placeholder_credentials(url, str(path)), indent=2)
+    staged = path.with_suffix(f".{os.getpid()}.tmp")
+    try:
+        where.mkdir(mode=0o700, exist_ok=True)
+        staged.write_text(text + "\n", encoding="utf-8")
+        os.replace(staged, path)
+    except OSError as exc:
+        log.warning(
+            "otel-replay: could not write placeholder Google credentials (%s): an agent on "
+            "Vertex AI needs credentials of its own to replay (%s)",
+            exc,
+            ev.GOOGLE_APPLICATION_CREDENTIALS,
+        )
+        return None
+    return str(path)
 
 
 def agent_upstreams(named: Iterable[str], session: Session) -> list[str]:

@@ -7,6 +7,8 @@
 - A connectivity probe (Claude Code's ``HEAD /``; any ``HEAD``, which carries no model
   call; a ``GET /``) gets ``200`` with nothing in it. Other paths no provider owns are
   still answered 404 by the gateway, uncounted.
+- The token exchange of the placeholder Google credentials a replay gives an agent on
+  Vertex AI (``POST /_otel_replay/google/token``) gets a placeholder token.
 
 :func:`probe` decides from the method, path and headers alone; the gateway writes the
 answer before routing, so neither reaches an upstream, a cassette or the summary.
@@ -19,9 +21,11 @@ from typing import Literal
 
 from aiohttp import web
 
+from otel_replay.providers import vertex
+
 __all__ = ["Probe", "answer", "probe"]
 
-Probe = Literal["websocket", "connectivity"]
+Probe = Literal["websocket", "connectivity", "token"]
 
 
 def probe(method: str, path: str, headers: Mapping[str, str]) -> Probe | None:
@@ -32,6 +36,8 @@ def probe(method: str, path: str, headers: Mapping[str, str]) -> Probe | None:
         return "websocket"
     if method == "HEAD" or (method == "GET" and path == "/"):
         return "connectivity"
+    if method == "POST" and path == vertex.TOKEN_PATH:
+        return "token"
     return None
 
 
@@ -44,4 +50,6 @@ def answer(kind: Probe) -> web.Response:
             status=426,
             headers={"x-should-retry": "false"},
         )
+    if kind == "token":
+        return web.json_response(vertex.token_answer())
     return web.Response(status=200)

@@ -18,6 +18,7 @@ from otel_replay.core.errors import ReplayMiss
 from otel_replay.core.exchange import JSON
 from otel_replay.gateway.call import Call
 from otel_replay.gateway.upstream import NoUpstream
+from otel_replay.providers import vertex
 from otel_replay.providers.base import Provider
 from otel_replay.providers.placement import Placements, unplaced
 from otel_replay.session.session import Session
@@ -63,8 +64,12 @@ def refuse_misplaced(call: Call) -> web.Response | None:
 def refuse_unplaced(
     session: Session, request: web.Request, headers: Mapping[str, str]
 ) -> web.Response | None:
-    """The refusal of a request no mount claims that carries a provider's credential;
-    None for a stray that is no model call (a health check)."""
+    """The refusal of a request no mount claims that carries a provider's credential, or
+    that google-genai sent to the bare base URL; None for a stray that is no model call
+    (a health check)."""
+    why = vertex.unaddressed(request.method, request.path, headers)
+    if why is not None:
+        return _refused(session, providers.get(vertex.GEMINI_API), request.path, None, why)
     why = unplaced(request.method, request.path, headers)
     if why is None:
         return None

@@ -261,6 +261,8 @@ class HttpUpstream:
     async def send(self, request: UpstreamRequest) -> UpstreamResponse:
         row = providers.upstream_spec(request.provider)
         base = self.bases.get(request.provider) or (row.default_base if row else None)
+        if row is not None and row.regional is not None and base == row.default_base:
+            base = row.regional(request.path)  # the public host serving the path's location
         if not base:
             raise NoUpstream(request.provider)
         target: str | URL

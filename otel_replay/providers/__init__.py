@@ -23,7 +23,7 @@ from collections.abc import Mapping
 
 from otel_replay.core import envvars as ev
 from otel_replay.core.errors import ConfigError
-from otel_replay.providers import azure, bedrock, gemini_request, named
+from otel_replay.providers import azure, bedrock, gemini_request, named, vertex
 from otel_replay.providers.azure import AZURE_PREFIX, azure_endpoint
 from otel_replay.providers.base import OutputView, Provider
 from otel_replay.providers.named import KNOWN, NAMED_PREFIX, named_prefix, named_upstream
@@ -68,6 +68,12 @@ _OPENAI_KEPT = frozenset(
         "x-request-id",
         "openai-processing-ms",
     }
+)
+
+_VERTEX_HOSTS = (
+    "aiplatform.googleapis.com",
+    "*-aiplatform.googleapis.com",
+    "aiplatform.*.rep.googleapis.com",
 )
 
 PROVIDERS: tuple[ProviderSpec, ...] = (
@@ -167,6 +173,48 @@ PROVIDERS: tuple[ProviderSpec, ...] = (
         egress_hosts=("generativelanguage.googleapis.com",),
     ),
     ProviderSpec(
+        name="vertex",
+        api="gcp.gemini",
+        title="Vertex AI (Gemini)",
+        # google-genai with vertexai=True: /v1beta1/ is Vertex AI's alone
+        mounts=(
+            Mount("/v1beta1/", pattern=vertex.GOOGLE_PATH, reads=vertex.vertex_endpoint),
+            Mount("/v1/", pattern=vertex.GOOGLE_PATH, rest=False, reads=vertex.vertex_endpoint),
+        ),
+        base_env=ev.GOOGLE_VERTEX_BASE_URL,
+        default_base=vertex.PUBLIC_BASE,
+        regional=vertex.regional_base,
+        option_help="real Vertex AI endpoint for Gemini (default: the caller's "
+        f"{ev.GOOGLE_VERTEX_BASE_URL}, else the location's public one)",
+        credential_env=(ev.GOOGLE_APPLICATION_CREDENTIALS,),
+        credential_headers=(_BEARER, CredentialHeader("x-goog-api-key")),
+        minted_credentials=True,
+        kept_headers=frozenset({"content-type", "retry-after", "x-should-retry"}),
+        egress_hosts=_VERTEX_HOSTS,
+    ),
+    ProviderSpec(
+        name="vertex-anthropic",
+        api="anthropic",
+        title="Vertex AI (Claude)",
+        # AnthropicVertex, Claude Code on Vertex: publishers/anthropic under /v1/
+        mounts=(
+            Mount("/v1/", pattern=vertex.ANTHROPIC_PATH, rest=False, reads=vertex.vertex_endpoint),
+        ),
+        base_env=ev.ANTHROPIC_VERTEX_BASE_URL,
+        agent_path="/v1",
+        default_base=vertex.PUBLIC_BASE,
+        base_suffixes=("/v1",),
+        regional=vertex.regional_base,
+        option_help="real Vertex AI endpoint for Claude (default: the caller's "
+        f"{ev.ANTHROPIC_VERTEX_BASE_URL}, else the region's public one)",
+        credential_env=(ev.GOOGLE_APPLICATION_CREDENTIALS,),
+        credential_headers=(_BEARER,),
+        minted_credentials=True,
+        agent_defaults=vertex.anthropic_defaults,
+        kept_headers=frozenset({"content-type", "retry-after", "x-should-retry", "request-id"}),
+        egress_hosts=_VERTEX_HOSTS,
+    ),
+    ProviderSpec(
         name="bedrock",
         api="aws.bedrock",
         title="AWS Bedrock Runtime",
@@ -199,8 +247,6 @@ PROVIDERS: tuple[ProviderSpec, ...] = (
 """Every upstream otel-replay speaks to, in the order the agent's environment lists them."""
 
 UNDECLARED_HOSTS: tuple[str, ...] = (
-    "aiplatform.googleapis.com",
-    "*-aiplatform.googleapis.com",
     "api.together.ai",
     "api.cohere.com",
     "api.cohere.ai",
@@ -294,7 +340,8 @@ def match_endpoint(endpoint: str) -> str:
     """An endpoint as matching compares it: the operation it stands for (Azure OpenAI's
     deployments and ``api-version``, Bedrock's model paths, Gemini's model and API version
     left out), without what the request's model carries."""
-    return gemini_request.match_endpoint(bedrock.match_endpoint(azure.match_endpoint(endpoint)))
+    endpoint = bedrock.match_endpoint(azure.match_endpoint(endpoint))
+    return vertex.match_endpoint(gemini_request.match_endpoint(endpoint))
 
 
 def forwarded_headers(upstream: str, headers: Mapping[str, str]) -> dict[str, str]:

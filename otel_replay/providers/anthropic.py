@@ -19,6 +19,7 @@ from otel_replay.core.genai import (
     FINISH_TOOL_CALL,
 )
 from otel_replay.core.memo import by_identity
+from otel_replay.providers import vertex
 from otel_replay.providers.anthropic_stream import messages_body, messages_stream
 from otel_replay.providers.base import OutputView
 from otel_replay.providers.parts import (
@@ -195,7 +196,8 @@ class AnthropicProvider:
     name = "anthropic"
 
     def operation(self, path: str) -> str:
-        return _OPERATIONS.get(strip_prefix(path).partition("?")[0], "other")
+        endpoint = strip_prefix(path).partition("?")[0]
+        return _OPERATIONS.get(endpoint) or vertex.anthropic_operation(endpoint) or "other"
 
     def endpoint(self, operation: str, *, model: str | None = None) -> str:
         return _ENDPOINTS.get(operation, "/v1")
@@ -207,6 +209,8 @@ class AnthropicProvider:
         if not isinstance(body, dict):
             return CanonicalRequest(endpoint=endpoint, params={"body": body})
         model = body.get("model") if isinstance(body.get("model"), str) else None
+        if model is None:  # on Vertex AI the path names it
+            model = vertex.anthropic_model(endpoint)
         system = body.get("system")
         raw_messages = body.get("messages")
         if raw_messages is None:

@@ -42,6 +42,12 @@ __all__ = [
 
 GEMINI_PATH = re.compile(r"/(v1|v1alpha|v1beta)/(models|tunedModels)/([^/:?]+):([A-Za-z]+)")
 """A Gemini API model method: version, collection, model, method."""
+_MODEL_PATH = re.compile(
+    r"/(v1|v1alpha|v1beta|v1beta1)/(?:projects/[^/]+/locations/[^/]+/)?(?:publishers/google/)?"
+    r"(models|tunedModels)/([^/:?]+):([A-Za-z]+)"
+)
+"""The same on the Gemini API or on Vertex AI (``publishers/google/models/...``, after a
+project and location or not), groups alike."""
 
 METHOD_OPERATIONS: Mapping[str, str] = {
     "generateContent": "chat",
@@ -68,12 +74,12 @@ def gemini_endpoint(path: str, query: Mapping[str, str]) -> str:
 
 
 def model_of(path: str) -> str | None:
-    found = GEMINI_PATH.search(path)
+    found = _MODEL_PATH.search(path)
     return found.group(3) if found is not None else None
 
 
 def method_of(path: str) -> str | None:
-    found = GEMINI_PATH.search(path)
+    found = _MODEL_PATH.search(path)
     return found.group(4) if found is not None else None
 
 
@@ -81,8 +87,9 @@ def match_endpoint(endpoint: str) -> str:
     """An endpoint as matching compares it: the method only. The model is compared as the
     model; the API version (``v1`` / ``v1beta``) is the same call; a streamed call is the
     same question as a plain one (the gateway turns one answer into the other). It stays
-    under ``/v1beta/`` so it still reads as Gemini's."""
-    found = GEMINI_PATH.search(endpoint)
+    under ``/v1beta/`` so it still reads as Gemini's, and Vertex AI's form of the same
+    method (any project and location) is the same call too."""
+    found = _MODEL_PATH.search(endpoint)
     if found is None:
         return endpoint
     method = found.group(4)

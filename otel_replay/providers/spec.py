@@ -135,6 +135,20 @@ class ProviderSpec:
     """The AWS service its requests are signed for (SigV4): a live call is re-signed for
     the real endpoint with the gateway's own AWS credentials. ``default_base`` may then
     hold ``{region}``, the region the agent signed for."""
+    regional: Callable[[str], str] | None = None
+    """The public endpoint serving a gateway path, where the caller names no base URL
+    (Vertex AI's host follows the location the path names); else ``default_base``."""
+    agent_defaults: Callable[[Mapping[str, str], str], Mapping[str, str]] | None = None
+    """The variables its SDK needs besides the base URL, from the caller's environment
+    and the mode (a project or location to name in strict replay)."""
+    minted_credentials: bool = False
+    """Its SDK mints short-lived tokens from Google's Application Default Credentials: in
+    replay an agent holding none is given placeholder credentials, and in auto mode any
+    token but the placeholder is the caller's own."""
+
+    def public_base(self, path: str) -> str | None:
+        """Its public endpoint for a gateway path."""
+        return self.regional(path) if self.regional is not None else self.default_base
 
     def join(self, base: str, path: str) -> str:
         """The upstream URL for a gateway path forwarded to ``base``."""

@@ -2,7 +2,8 @@
 
 The prices are one data file, ``prices.json``, with the date they were taken from the
 providers' public pages; a model it does not list is not priced (never guessed). A dated
-snapshot (``gpt-4o-2024-08-06``) is priced as the longest listed name it starts with.
+snapshot (``gpt-4o-2024-08-06``, Vertex AI's ``claude-sonnet-4@20250514``) is priced as the
+longest listed name it starts with.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ def price_of(model: str | None) -> Mapping[str, float] | None:
     if not model:
         return None
     models: dict[str, dict[str, float]] = _table()["models"]
-    name = model.lower().split("/")[-1]
+    name = model.lower().split("/")[-1].replace("@", "-")
     best = max((k for k in models if name == k or name.startswith(k + "-")), key=len, default="")
     return models.get(best)
 

@@ -12,7 +12,8 @@ are computed from the request, so the same request always gets the same answer:
 
 The Gemini API's model methods (``/v1beta/models/{model}:generateContent`` and the
 rest) answer from ``stub_gemini``; AWS Bedrock Runtime's ``/model/{modelId}/...`` paths as
-``stub_bedrock`` says. Azure OpenAI's paths answer like the OpenAI ones:
+``stub_bedrock`` says; Vertex AI's ``.../publishers/{google,anthropic}/models/{model}:{method}``
+paths like the Gemini and Anthropic ones. Azure OpenAI's paths answer like the OpenAI ones:
 ``/openai/deployments/{deployment}/...`` and ``/openai/...`` (both requiring
 ``?api-version=``; the deployment is the default model) and ``/openai/v1/...``; an Azure
 chat stream opens with the prompt-filter chunk Azure sends.
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import threading
 from collections import deque
 from collections.abc import Iterator, Mapping
@@ -39,7 +41,7 @@ from aiohttp import web
 from otel_replay.testing import stub_anthropic, stub_bedrock, stub_gemini, stub_openai
 from otel_replay.testing.stub_turns import Reply, digest, tokens
 
-__all__ = ["Fault", "StubUpstream", "run_stub"]
+__all__ = ["STS_PATH", "Fault", "StubUpstream", "run_stub"]
 
 
 @dataclass(slots=True)
@@ -176,6 +178,18 @@ class StubUpstream:
         body = body if isinstance(body, dict) else {}
         if path.startswith("/model/"):
             return await self._bedrock(request, path, body, fault)
+        if path == STS_PATH:  # Google's token exchange (workload identity federation)
+            return web.json_response(_sts_token(raw))
+        vertex = _VERTEX.fullmatch(path)
+        if vertex is not None:  # Vertex AI: the publisher's own API, the model in the path
+            publisher, model, method = vertex.groups()
+            if publisher == "google":
+                path = f"/v1beta/models/{model}:{method}"
+            elif model == "count-tokens":
+                path, anthropic = "/v1/messages/count_tokens", True
+            else:
+                body.setdefault("model", model)
+                path, anthropic = "/v1/messages", True
         azure = path.startswith("/openai/")
         if azure:
             route, deployment = _azure_route(path, request.query)
@@ -277,6 +291,26 @@ class StubUpstream:
             await response.write(chunk)
         await response.write_eof()
         return response
+
+
+STS_PATH = "/v1/token"
+"""Google's Security Token Service exchange (``https://sts.googleapis.com/v1/token``)."""
+
+
+def _sts_token(raw: bytes) -> dict[str, Any]:
+    """A Google access token for a token exchange, named after its subject token."""
+    return {
+        "access_token": "ya29.stub-" + digest(raw.decode("utf-8", "replace"), 24),
+        "issued_token_type": "urn:ietf:params:oauth:token-type:access_token",
+        "token_type": "Bearer",
+        "expires_in": 3600,
+    }
+
+
+_VERTEX = re.compile(
+    r"/v1(?:beta1)?/(?:projects/[^/]+/locations/[^/]+/)?publishers/(google|anthropic)/models/"
+    r"([^/:]+):([A-Za-z]+)"
+)
 
 
 def _azure_route(path: str, query: Mapping[str, str]) -> tuple[str | None, str | None]:
