@@ -237,6 +237,118 @@ def test_a_client_configured_only_from_the_environment_is_refused_with_the_fix(g
     assert "genai.Client(vertexai=True, project=..., location=...)" in done.stderr
 
 
+_TRACED = textwrap.dedent(
+    """
+    import sys
+    from opentelemetry import trace
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter()))
+    trace.set_tracer_provider(provider)
+    direct = sys.argv[1] if sys.argv[1] != "-" else None  # else the environment's base URL
+    """
+)
+TRACED_GEMINI = _TRACED + textwrap.dedent(
+    """
+    from google import genai
+    from google.genai import types
+    from opentelemetry.instrumentation.google_genai import GoogleGenAiSdkInstrumentor
+
+    GoogleGenAiSdkInstrumentor().instrument()
+    options = types.HttpOptions(base_url=direct) if direct else None
+    client = genai.Client(
+        vertexai=True, project=sys.argv[2], location=sys.argv[3], http_options=options
+    )
+    config = types.GenerateContentConfig(system_instruction="Be brief.")
+    first = client.models.generate_content(model="MODEL", contents="hello", config=config)
+    second = client.models.generate_content(model="MODEL", contents="and again")
+    print(first.text, "|", second.text)
+    provider.shutdown()
+    """
+).replace("MODEL", GEMINI)
+"""Gemini on Vertex AI traced by the Google GenAI instrumentation: argv is the provider's
+URL (``-``: the environment's), the project and the location."""
+TRACED_CLAUDE = _TRACED + textwrap.dedent(
+    """
+    from anthropic import AnthropicVertex
+
+    client = AnthropicVertex(base_url=direct) if direct else AnthropicVertex()
+    question = [{"role": "user", "content": "hello"}]
+    first = client.messages.create(
+        model="MODEL", max_tokens=64, system="Be brief.", messages=question
+    )
+    print(first.content[0].text)
+    provider.shutdown()
+    """
+).replace("MODEL", CLAUDE)
+"""Claude on Vertex AI traced by the Anthropic SDK itself (content captured): argv is the
+provider's URL (``-``: the environment's)."""
+GEMINI_CALL = ("gcp.gemini", GEMINI)
+_CAPTURE = {
+    "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "SPAN_ONLY",
+    "OTEL_SEMCONV_STABILITY_OPT_IN": "gen_ai_latest_experimental",
+    "ANTHROPIC_OPEN_TELEMETRY_TRACES_CONTENT_MODE": "content",
+}
+
+
+@pytest.mark.parametrize(
+    ("source", "suffix", "account", "elsewhere", "built"),
+    [
+        (
+            TRACED_GEMINI,
+            "",
+            ["prod", "us-central1"],
+            ["ci", "europe-west4"],
+            [("gcp.gemini", GEMINI)] * 2,
+        ),
+        (TRACED_CLAUDE, "/v1", [], [], [("anthropic", CLAUDE)]),
+    ],
+    ids=["gemini-genai-instrumentation", "claude-anthropic-sdk-tracing"],
+)
+def test_a_production_trace_of_a_vertex_agent_builds_a_cassette_that_replays(
+    tmp_path, source, suffix, account, elsewhere, built
+):
+    """The agent talks to the provider directly (the stub standing in) and exports its
+    spans to a collector; ``build`` turns them into a cassette, and the unchanged agent
+    replays strictly through the gateway under another account, with no credentials."""
+    script, traces, cassette = tmp_path / "agent.py", tmp_path / "t.jsonl", tmp_path / "c.json"
+    script.write_text(source)
+    claude_account = {"ANTHROPIC_VERTEX_PROJECT_ID": "prod", "CLOUD_ML_REGION": "us-east5"}
+    with run_stub() as stub:
+        config = GatewayConfig(mode="record", cassette=None, traces=traces, grpc_port=None)
+        with GatewayThread(config) as gw:  # a collector: it only receives the spans
+            telemetry = {k: v for k, v in gw.env.items() if k.startswith("OTEL_EXPORTER")}
+            federation = str(_federation(tmp_path, stub.url))
+            env = _environment(
+                tmp_path / "home",
+                GOOGLE_APPLICATION_CREDENTIALS=federation,
+                **_CAPTURE,
+                **claude_account,
+            )
+            production = subprocess.run(
+                [sys.executable, str(script), stub.url + suffix, *account],
+                env={**env, **telemetry},
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            gw.stop()
+    assert production.returncode == 0, production.stderr
+    done = _run(["build", str(traces), "-o", str(cassette)], [], tmp_path, env)
+    assert done.returncode == 0, done.stderr
+    exchanges = load(cassette).interactions
+    assert [(ex.provider, ex.request.model) for ex in exchanges] == built
+    env = _environment(tmp_path / "ci", CI="true", **_CAPTURE)
+    args = ["replay", "--cassette", str(cassette), "--mode", "strict"]
+    done = _run(args, [sys.executable, str(script), "-", *elsewhere], tmp_path / "work", env)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == production.stdout
+    assert f"{len(built)} replayed · 0 live · 0 misses" in done.stderr
+
+
 # -- Claude on Vertex AI (AnthropicVertex) ----------------------------------------------
 
 

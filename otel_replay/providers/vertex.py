@@ -25,10 +25,12 @@ __all__ = [
     "GOOGLE_PATH",
     "PLACEHOLDER_PROJECT",
     "PUBLIC_BASE",
+    "SEMCONV_NAMES",
     "TOKEN_PATH",
     "anthropic_defaults",
     "anthropic_model",
     "anthropic_operation",
+    "api_of",
     "match_endpoint",
     "placeholder_credentials",
     "regional_base",
@@ -127,6 +129,17 @@ def unaddressed(method: str, path: str, headers: Mapping[str, str]) -> str | Non
         "only when genai.Client(vertexai=True, project=..., location=...) is given both in "
         "code (or api_key=...), not from GOOGLE_CLOUD_PROJECT / GOOGLE_CLOUD_LOCATION alone"
     )
+
+
+SEMCONV_NAMES = frozenset({"gcp.vertex_ai", "vertex_ai", "vertexai"})
+"""``gen_ai.provider.name`` / ``gen_ai.system`` values of a call to Vertex AI, whichever
+publisher's model it asked (the Google GenAI instrumentation, the Anthropic SDK's)."""
+
+
+def api_of(model: object) -> str:
+    """The API surface a Vertex AI call to ``model`` speaks: Anthropic's for a Claude
+    model, else Gemini's."""
+    return "anthropic" if isinstance(model, str) and "claude" in model.lower() else GEMINI_API
 
 
 # -- the agent's account and credentials in replay ---------------------------------------

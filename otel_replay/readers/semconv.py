@@ -51,7 +51,8 @@ def read_span(
 def read(span: Span, attrs: Mapping[str, Any], events: Sequence[Event]) -> Exchange | None:
     """The projection of the ``gen_ai.*`` attribute groups (and the deprecated events)."""
     merged = view.with_details(attrs, events)
-    provider = view.provider_name(merged.get(genai.PROVIDER_NAME) or merged.get(genai.SYSTEM))
+    named = merged.get(genai.PROVIDER_NAME) or merged.get(genai.SYSTEM)
+    provider = view.provider_name(named, merged.get(genai.REQUEST_MODEL))
     if provider is None:
         return None
     operation = operation_of(provider, merged, span.name)

@@ -14,6 +14,7 @@ from otel_replay import providers
 from otel_replay.core import genai
 from otel_replay.core.exchange import JSON
 from otel_replay.core.ids import hex_id
+from otel_replay.providers import vertex
 
 Event = tuple[str, Mapping[str, Any], Any]
 """A GenAI event: its name, its attributes and its body (log records) or None."""
@@ -79,11 +80,15 @@ def json_value(value: Any) -> JSON:
     return plain(value)
 
 
-def provider_name(value: Any) -> str | None:
-    """Our provider name for a ``gen_ai.provider.name`` / ``gen_ai.system`` value."""
+def provider_name(value: Any, model: Any = None) -> str | None:
+    """Our provider name for a ``gen_ai.provider.name`` / ``gen_ai.system`` value; Vertex
+    AI's names the API of the publisher of ``model`` (the request's model)."""
     if not isinstance(value, str):
         return None
-    return _PROVIDERS.get(value.strip().lower())
+    name = value.strip().lower()
+    if name in vertex.SEMCONV_NAMES:
+        return vertex.api_of(model)
+    return _PROVIDERS.get(name)
 
 
 def tree(flat: Mapping[str, Any]) -> dict[str, Any]:
