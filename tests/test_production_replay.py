@@ -10,8 +10,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from opentelemetry.sdk.trace import TracerProvider
 from third_party_agents import (
     FINAL_TEXT,
+    AgentResult,
     instrumentor,
     run_anthropic_agent,
     run_openai_agent,
@@ -23,6 +25,7 @@ from otel_replay.gateway.runner import GatewayConfig, GatewayThread
 from otel_replay.pipeline.build import build
 from otel_replay.testing.stub import Fault, StubUpstream, run_stub
 
+SDK_OWN = "anthropic-sdk"
 CASES = [
     ("openinference-openai", "openai", False),
     ("openinference-openai", "openai", True),
@@ -31,6 +34,8 @@ CASES = [
     ("otel-openai-v2", "openai", True),  # content in log events
     ("openllmetry-anthropic", "anthropic", False),
     ("openllmetry-anthropic", "anthropic", True),
+    (SDK_OWN, "anthropic", False),  # the anthropic SDK's own tracing
+    (SDK_OWN, "anthropic", True),
 ]
 
 
@@ -54,10 +59,13 @@ def offline(cassette: Path) -> GatewayConfig:
     )
 
 
-def run_agent(provider: str, env: dict[str, str], stream: bool):  # type: ignore[no-untyped-def]
+def run_agent(
+    provider: str, env: dict[str, str], stream: bool, tracer_provider: TracerProvider | None = None
+) -> AgentResult:
     if provider == "openai":
         return run_openai_agent(env["OPENAI_BASE_URL"], stream=stream)
-    return run_anthropic_agent(env["ANTHROPIC_BASE_URL"], stream=stream)
+    base = env["ANTHROPIC_BASE_URL"]
+    return run_anthropic_agent(base, stream=stream, tracer_provider=tracer_provider)
 
 
 @pytest.mark.parametrize(("instrumentation", "provider", "stream"), CASES)
@@ -67,9 +75,11 @@ def test_trace_from_third_party_instrumentation_replays_offline(
     monkeypatch.setenv("OTEL_SEMCONV_STABILITY_OPT_IN", "gen_ai_latest_experimental")
     capture = "EVENT_ONLY" if stream else "SPAN_ONLY"
     monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", capture)
-    with run_stub() as stub, traced(tmp_path, [instrumentor(instrumentation)]) as out:
+    own = instrumentation == SDK_OWN  # the client traces itself: no instrumentation
+    instrumentors = [] if own else [instrumentor(instrumentation)]
+    with run_stub() as stub, traced(tmp_path, instrumentors) as out:
         live_env = {"OPENAI_BASE_URL": stub.openai_url, "ANTHROPIC_BASE_URL": stub.anthropic_url}
-        production = run_agent(provider, live_env, stream)
+        production = run_agent(provider, live_env, stream, out.tracer_provider if own else None)
     assert production.final_text == FINAL_TEXT
     paths = [p for p in (out.traces, out.logs) if p.exists()]
     cassette = build(paths)

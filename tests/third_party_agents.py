@@ -137,10 +137,18 @@ def _openai_turn(client: openai.OpenAI, messages: list[Any], stream: bool) -> di
 
 
 def run_anthropic_agent(
-    base_url: str, *, stream: bool = False, api_key: str = "sk-ant-test"
+    base_url: str,
+    *,
+    stream: bool = False,
+    api_key: str = "sk-ant-test",
+    tracer_provider: TracerProvider | None = None,
 ) -> AgentResult:
-    """One tool-calling turn with the ``anthropic`` SDK's Messages API."""
+    """One tool-calling turn with the ``anthropic`` SDK's Messages API; with
+    ``tracer_provider``, traced by the SDK itself, content included."""
     client = anthropic.Anthropic(base_url=base_url, api_key=api_key, max_retries=0)
+    if tracer_provider is not None:
+        tracing = {"tracer_provider": tracer_provider, "traces": {"content_mode": "content"}}
+        client = client.with_options(open_telemetry=tracing)
     messages: list[Any] = [{"role": "user", "content": QUESTION}]
     result = AgentResult()
     try:
