@@ -15,8 +15,9 @@ Ignore rules drop what they name first; then components are traversed in ``COMPO
 order and dict keys in sorted order, so the numbering does not depend on the key order of
 the source (a provider body or a span). ``endpoint`` and ``model`` keep their text — a
 model name such as ``gpt-4o-2024-08-06`` carries a date that is not volatile — except that
-the endpoint goes through the mapping the engine is given (the provider surfaces' own view
-of which operation an endpoint stands for). Integral floats become ints (``1.0`` → ``1``),
+each goes through the mapping the engine is given (the provider surfaces' own view of which
+operation an endpoint stands for, and of what names the same model: a Bedrock inference
+profile's ARN or geography does not). Integral floats become ints (``1.0`` → ``1``),
 since a span attribute stores a request's ``1`` as a double. Dicts come out with their
 keys sorted (matching compares canonical JSON, so order carries no meaning).
 
@@ -245,10 +246,15 @@ def _same(endpoint: str) -> str:
     return endpoint
 
 
+def _as_named(endpoint: str, model: str | None) -> str | None:
+    return model
+
+
 class Normalizer:
     """Applies a table of rules to canonical requests.
 
-    ``endpoint`` maps an endpoint to the one matching compares (default: unchanged);
+    ``endpoint`` maps an endpoint to the one matching compares (default: unchanged),
+    ``model`` a request's endpoint and model to the model it compares (default: the model);
     ``provider`` names the provider an endpoint belongs to, for rules scoped by provider
     (default: unknown, so such rules never apply); ``profile`` is the agent profile in
     force, else the first of ``profiles`` whose shape the request has. ``places`` adds the
@@ -262,6 +268,7 @@ class Normalizer:
         rules: Sequence[Rule] = BUILTIN_RULES,
         *,
         endpoint: Callable[[str], str] = _same,
+        model: Callable[[str, str | None], str | None] = _as_named,
         provider: Callable[[str], str | None] | None = None,
         profile: str | None = None,
         profiles: Sequence[Profile] = (),
@@ -269,6 +276,7 @@ class Normalizer:
     ) -> None:
         self.rules = tuple(rules)
         self.endpoint = endpoint
+        self.model = model
         self.provider = provider
         self.profile = profile
         self.profiles = tuple(profiles)
@@ -311,6 +319,7 @@ class Normalizer:
         other = Normalizer(
             self.rules,
             endpoint=self.endpoint,
+            model=self.model,
             provider=self.provider,
             profile=self.profile,
             profiles=self.profiles,
@@ -342,7 +351,7 @@ class Normalizer:
             "messages": request.messages,
             "tools": request.tools,
             "params": request.params,
-            "model": request.model,
+            "model": self.model(request.endpoint, request.model),
             "endpoint": endpoint,
         }
         for steps, when in rules.ignore:

@@ -24,6 +24,7 @@ def matching_rules(sources: RuleSources = DEFAULT_SOURCES) -> Normalizer:
     return Normalizer(
         sources.table(),
         endpoint=providers.match_endpoint,
+        model=providers.match_model,
         provider=_provider_of,
         profiles=sources.profiles,
     )

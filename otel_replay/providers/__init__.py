@@ -47,6 +47,7 @@ __all__ = [
     "get",
     "kept_headers",
     "match_endpoint",
+    "match_model",
     "named_upstream",
     "provider_for",
     "sdk_modules",
@@ -342,6 +343,12 @@ def match_endpoint(endpoint: str) -> str:
     left out), without what the request's model carries."""
     endpoint = bedrock.match_endpoint(azure.match_endpoint(endpoint))
     return vertex.match_endpoint(gemini_request.match_endpoint(endpoint))
+
+
+def match_model(endpoint: str, model: str | None) -> str | None:
+    """A request's model as matching compares it: a Bedrock model without its inference
+    profile's ARN, geography and vendor; any other as it is."""
+    return bedrock.match_model(model) if endpoint.startswith(bedrock.MODEL_PREFIX) else model
 
 
 def forwarded_headers(upstream: str, headers: Mapping[str, str]) -> dict[str, str]:

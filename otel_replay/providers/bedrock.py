@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 from collections.abc import Mapping
 
 from otel_replay.core.exchange import JSON, CanonicalRequest, SSEEvent
@@ -23,7 +24,7 @@ from otel_replay.providers.anthropic import ANTHROPIC
 from otel_replay.providers.base import OutputView
 from otel_replay.providers.parts import as_dict, as_int, dumps, event_payloads, loads_or_none
 
-__all__ = ["BEDROCK", "MODEL_PREFIX", "match_endpoint", "split_path"]
+__all__ = ["BEDROCK", "MODEL_PREFIX", "match_endpoint", "match_model", "split_path"]
 
 MODEL_PREFIX = "/model/"
 _ACTIONS = {
@@ -60,6 +61,28 @@ def match_endpoint(endpoint: str) -> str:
     model carries (so a changed model is a ``model changed`` miss)."""
     model, action = split_path(endpoint)
     return endpoint if model is None else f"{MODEL_PREFIX}{{model}}/{action}"
+
+
+_GEOGRAPHIES = ("us.", "us-gov.", "eu.", "apac.", "jp.", "au.", "ca.", "global.")
+"""Prefixes of cross-region inference profiles (``us.anthropic.claude-…``)."""
+_VENDOR = re.compile(r"[a-z][a-z0-9-]*")
+
+
+def match_model(model: str | None) -> str | None:
+    """A Bedrock model id as matching compares it: the model alone, without an inference
+    profile's ARN (which names the account) or geography, and without the vendor. So
+    ``us.anthropic.claude-…`` called in another account or region is the same model as
+    ``anthropic.claude-…``, and as ``claude-…``, which is how the OpenLLMetry Bedrock
+    instrumentation records it."""
+    if not model:
+        return model
+    name = model.rpartition("/")[2] if model.startswith("arn:") else model
+    for geography in _GEOGRAPHIES:
+        if name.startswith(geography) and name.count(".") >= 2:
+            name = name[len(geography) :]
+            break
+    vendor, dot, rest = name.partition(".")
+    return rest if dot and rest and _VENDOR.fullmatch(vendor) else name
 
 
 def _unwrap_chunks(events: list[SSEEvent]) -> list[SSEEvent]:
