@@ -471,3 +471,36 @@ def test_an_exception_inside_a_stream_replays_as_the_same_error(tmp_path):
         "throttlingException",
     )
     assert (summary.replayed, summary.misses) == (1, [])
+
+
+def test_the_anthropic_sdks_bedrock_client_records_and_replays(tmp_path):
+    """``AnthropicBedrock`` reads ``ANTHROPIC_BEDROCK_BASE_URL``, which the gateway sets
+    beside botocore's variable; it signs with the agent's keys and the gateway re-signs."""
+    from anthropic import AnthropicBedrock
+
+    def ask() -> list[str]:
+        client = AnthropicBedrock(aws_region=REGION, max_retries=0)
+        question = [{"role": "user", "content": "bedrock via anthropic"}]
+        plain = client.messages.create(model=MODEL, max_tokens=32, messages=question)
+        with client.messages.stream(model=MODEL, max_tokens=32, messages=question) as stream:
+            streamed = "".join(stream.text_stream)
+        return [plain.content[0].text, streamed]  # type: ignore[union-attr]
+
+    cassette = tmp_path / "c.json"
+    with pytest.MonkeyPatch.context() as mp, run_stub() as stub:
+        for name, value in ISOLATED.items():
+            mp.setenv(name, value)
+        environ = {**GATEWAY, "AWS_ENDPOINT_URL_BEDROCK_RUNTIME": stub.url}
+        with gateway(GatewayConfig(mode="record", cassette=cassette, environ=environ), AGENT):
+            answers = ask()
+        paths = [r.path for r in stub.received]
+        config = GatewayConfig(mode="strict", cassette=cassette, environ={})
+        with gateway(config, {}) as gw:
+            assert os.environ["ANTHROPIC_BEDROCK_BASE_URL"] == gw.server.url
+            replayed = ask()
+            summary = gw.stop()
+    assert answers == ["stub reply to: bedrock via anthropic"] * 2
+    assert paths == [f"/model/{MODEL}/invoke", f"/model/{MODEL}/invoke-with-response-stream"]
+    assert replayed == answers
+    assert (summary.replayed, summary.live, summary.misses) == (2, 0, [])
+    assert "AKIAAGENT" not in cassette.read_text() and "AKIAGATEWAY" not in cassette.read_text()

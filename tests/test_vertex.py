@@ -1,6 +1,6 @@
 """Vertex AI through the real clients: Gemini with ``google-genai`` (``vertexai=True``),
-Claude with the Anthropic SDK's ``AnthropicVertex`` and with the Claude Code CLI
-(``CLAUDE_CODE_USE_VERTEX``). Each is recorded through ``otel-replay record`` against the
+Claude with the Anthropic SDK's ``AnthropicVertex`` (Claude Code on Vertex AI:
+``test_claude_code_clouds``). Each is recorded through ``otel-replay record`` against the
 stub upstream, authenticated by Google's own auth library (workload identity federation
 whose token exchange the stub serves), then replayed strictly with the stub stopped,
 under another project and location and with no Google credentials at all."""
@@ -19,8 +19,6 @@ from typing import Any
 import aiohttp
 import pytest
 from anthropic import AnthropicVertex, BadRequestError
-from claude_code_runs import PLAIN
-from claude_code_runs import otel_replay as claude_under
 
 from otel_replay import providers
 from otel_replay.cassette.model import load
@@ -425,41 +423,6 @@ def test_auto_mode_forwards_a_claude_miss_only_with_a_token_of_the_callers(claud
     assert text.content[0].text == "stub reply to: a new question"  # type: ignore[union-attr]
     assert forwarded == ["Bearer ya29.own"]
     assert (summary.live, len(summary.misses)) == (1, 1)
-
-
-# -- Claude Code on Vertex AI ------------------------------------------------------------
-
-
-def test_claude_code_on_vertex_records_and_replays_in_another_folder_and_home(tmp_path):
-    on_vertex = {"CLAUDE_CODE_USE_VERTEX": "1"}
-    account = {
-        "CLOUD_ML_REGION": "us-east5",
-        "ANTHROPIC_VERTEX_PROJECT_ID": "rec-project",
-        "CLAUDE_CODE_SKIP_VERTEX_AUTH": "1",  # Claude Code's setting for a gateway in front
-    }
-    cassette = tmp_path / "c.json"
-    with run_stub() as stub:
-        args = ["record", "--cassette", str(cassette), "--upstream-vertex-anthropic"]
-        args.append(stub.url + "/v1")
-        first = claude_under(
-            args, tmp_path / "a" / "proj", tmp_path / "a", "-p", PLAIN, **on_vertex, **account
-        )
-        paths = [r.path for r in stub.received]
-    assert first.returncode == 0, first.stderr
-    assert len(paths) == 1 and paths[0].startswith(
-        "/v1/projects/rec-project/locations/us-east5/publishers/anthropic/models/"
-    )
-    assert paths[0].endswith(":streamRawPredict")
-    strict = ["replay", "--cassette", str(cassette), "--mode", "strict"]
-    again = claude_under(strict, tmp_path / "b" / "work", tmp_path / "b", "-p", PLAIN, **on_vertex)
-    assert again.returncode == 0, again.stderr
-    assert "otel-replay: 1 replayed · 0 live · 0 misses" in again.stderr
-    assert again.stdout == first.stdout
-    changed = claude_under(
-        strict, tmp_path / "c" / "work", tmp_path / "c", "-p", "say hello stub:text", **on_vertex
-    )
-    assert changed.returncode == 1, changed.stderr
-    assert "replay miss: messages changed (hash " in changed.stderr
 
 
 # -- the pieces: where calls go, what the agent is given ---------------------------------

@@ -38,6 +38,10 @@ AWS_SECRET_ACCESS_KEY = "AWS_SECRET_ACCESS_KEY"
 AWS_SESSION_TOKEN = "AWS_SESSION_TOKEN"
 AWS_REGION = "AWS_REGION"
 AWS_DEFAULT_REGION = "AWS_DEFAULT_REGION"
+# Claude Code on Bedrock (``CLAUDE_CODE_USE_BEDROCK``): its base URL, and its setting for a
+# gateway that signs the calls itself.
+ANTHROPIC_BEDROCK_BASE_URL = "ANTHROPIC_BEDROCK_BASE_URL"
+CLAUDE_CODE_SKIP_BEDROCK_AUTH = "CLAUDE_CODE_SKIP_BEDROCK_AUTH"
 # The key given to an agent that has none during replay (the SDKs refuse to start
 # without one); never a credential.
 PLACEHOLDER_KEY = "otel-replay-no-key"

@@ -81,7 +81,8 @@ def upstream_bases(config: GatewayConfig, environ: Mapping[str, str]) -> dict[st
     named = config.named_upstreams()
     bases: dict[str, str] = {}
     for row in providers.PROVIDERS:
-        base = named.get(row.name) or environ.get(row.base_env) or row.default_base
+        own = (environ.get(name) for name in row.base_envs())
+        base = named.get(row.name) or next((url for url in own if url), row.default_base)
         if base:
             bases[row.name] = base
     for name, url in named.items():
@@ -105,7 +106,7 @@ def agent_environment(
     """
     hosts = [name for name in named if providers.spec(name) is None]
     rows = [*providers.PROVIDERS, *(providers.named_upstream(name) for name in hosts)]
-    env = {row.base_env: url + row.agent_path for row in rows}
+    env = {name: url + row.agent_path for row in rows for name in row.base_envs()}
     env[ev.OTEL_REPLAY_URL] = url
     env[ev.OTEL_REPLAY_MODE] = mode
     host = url.rsplit(":", 1)[0]  # http://127.0.0.1 or http://[::1]

@@ -18,13 +18,21 @@ import binascii
 import re
 from collections.abc import Mapping
 
+from otel_replay.core import envvars as ev
 from otel_replay.core.exchange import JSON, CanonicalRequest, SSEEvent
 from otel_replay.providers import bedrock_converse as converse
 from otel_replay.providers.anthropic import ANTHROPIC
 from otel_replay.providers.base import OutputView
 from otel_replay.providers.parts import as_dict, as_int, dumps, event_payloads, loads_or_none
 
-__all__ = ["BEDROCK", "MODEL_PREFIX", "match_endpoint", "match_model", "split_path"]
+__all__ = [
+    "BEDROCK",
+    "MODEL_PREFIX",
+    "claude_code_defaults",
+    "match_endpoint",
+    "match_model",
+    "split_path",
+]
 
 MODEL_PREFIX = "/model/"
 _ACTIONS = {
@@ -61,6 +69,12 @@ def match_endpoint(endpoint: str) -> str:
     model carries (so a changed model is a ``model changed`` miss)."""
     model, action = split_path(endpoint)
     return endpoint if model is None else f"{MODEL_PREFIX}{{model}}/{action}"
+
+
+def claude_code_defaults(caller: Mapping[str, str], mode: str) -> dict[str, str]:
+    """What Claude Code on Bedrock needs in strict replay: told not to sign its calls
+    (nothing goes live, and the caller may hold no AWS credentials)."""
+    return {ev.CLAUDE_CODE_SKIP_BEDROCK_AUTH: "1"} if mode == "strict" else {}
 
 
 _GEOGRAPHIES = ("us.", "us-gov.", "eu.", "apac.", "jp.", "au.", "ca.", "global.")

@@ -103,6 +103,9 @@ class ProviderSpec:
     mounts: tuple[Mount, ...]
     base_env: str
     surface: str = ""
+    also_base_env: tuple[str, ...] = ()
+    """Other variables that clients read for the same base URL (Claude Code on Bedrock
+    reads ``ANTHROPIC_BEDROCK_BASE_URL``): each is given the gateway's URL too."""
     """Where its API surface lives, ``module:attribute`` (once per ``api``)."""
     agent_path: str = ""
     default_base: str | None = None
@@ -149,6 +152,10 @@ class ProviderSpec:
     def public_base(self, path: str) -> str | None:
         """Its public endpoint for a gateway path."""
         return self.regional(path) if self.regional is not None else self.default_base
+
+    def base_envs(self) -> tuple[str, ...]:
+        """Every variable a client reads this upstream's base URL from."""
+        return (self.base_env, *self.also_base_env)
 
     def join(self, base: str, path: str) -> str:
         """The upstream URL for a gateway path forwarded to ``base``."""

@@ -68,15 +68,17 @@ def usage_of(exchange: Exchange) -> dict[str, int]:
 def cost_of(exchange: Exchange) -> float | None:
     """The list price of one model call in the table's currency, or None when its model
     is not in the table or its answer reports no usage."""
-    price = price_of(exchange.request.model)
+    request = exchange.request  # a Bedrock model id priced as the model it names
+    price = price_of(providers.match_model(request.endpoint, request.model))
     usage = usage_of(exchange)
     if price is None or not usage:
         return None
     read = usage.get("cache_read.input_tokens", 0)
     written = usage.get("cache_creation.input_tokens", 0)
     tokens_in = usage.get("input_tokens", 0)
-    # OpenAI counts cached tokens inside input_tokens; Anthropic counts them apart
-    fresh = tokens_in if exchange.provider == "anthropic" else max(0, tokens_in - read)
+    # OpenAI counts cached tokens inside input_tokens; Anthropic and Bedrock count them apart
+    apart = exchange.provider in ("anthropic", "aws.bedrock")
+    fresh = tokens_in if apart else max(0, tokens_in - read)
     cost = fresh * price["input"] + usage.get("output_tokens", 0) * price["output"]
     cost += read * price.get("cached_input", price["input"]) + written * price["input"] * 1.25
     return cost / _PER
