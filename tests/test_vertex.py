@@ -461,6 +461,15 @@ def test_replay_gives_credentials_whose_token_the_gateway_mints(tmp_path):
     assert ev.GOOGLE_APPLICATION_CREDENTIALS in agent_environment(url, None, "auto", {})
 
 
+def test_the_placeholder_credentials_go_when_the_gateway_stops(tmp_path):
+    home = {"HOME": str(tmp_path)}  # no gcloud login: auto mode mints tokens too
+    config = GatewayConfig(mode="auto", cassette=tmp_path / "none.json", environ=home)
+    with GatewayThread(config) as gw:
+        written = Path(gw.env[ev.GOOGLE_APPLICATION_CREDENTIALS])
+        assert json.loads(written.read_text())["token_url"].endswith(vertex.TOKEN_PATH)
+    assert not written.exists()
+
+
 def test_credentials_that_cannot_be_written_are_said_and_not_given(tmp_path, monkeypatch, caplog):
     blocked = tmp_path / "a-file"
     blocked.write_text("")

@@ -6,6 +6,7 @@ it has bound itself, starts the agent, and only then builds the gateway.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -164,11 +165,9 @@ def _gcloud_login(caller: Mapping[str, str]) -> bool:
     return os.path.isfile(os.path.join(config, "application_default_credentials.json"))
 
 
-def _placeholder_credentials(url: str) -> str | None:
-    """The path of Application Default Credentials whose tokens the gateway at ``url``
-    mints (:func:`~otel_replay.providers.vertex.placeholder_credentials`): a file per
-    gateway address under the temporary directory, holding no secret. None, said in the
-    log, when it cannot be written."""
+def _placeholder_path(url: str) -> Path:
+    """Where the placeholder credentials of the gateway at ``url`` are written: a file per
+    gateway address in a directory of the user's own under the temporary directory."""
     if hasattr(os, "getuid"):
         owner = str(os.getuid())
     else:  # Windows
@@ -177,7 +176,23 @@ def _placeholder_credentials(url: str) -> str | None:
         owner = getpass.getuser()
     where = Path(tempfile.gettempdir()) / f"otel-replay-{owner}"
     name = "google-credentials-" + url.partition("://")[2].replace(":", "-").strip("[]/")
-    path = where / f"{name}.json"
+    return where / f"{name}.json"
+
+
+def forget_placeholder_credentials(url: str) -> None:
+    """Remove the placeholder credentials of the gateway at ``url`` (when it stops): its
+    token endpoint is gone with it, so the file could only mislead a later agent."""
+    with contextlib.suppress(OSError):
+        _placeholder_path(url).unlink(missing_ok=True)
+
+
+def _placeholder_credentials(url: str) -> str | None:
+    """The path of Application Default Credentials whose tokens the gateway at ``url``
+    mints (:func:`~otel_replay.providers.vertex.placeholder_credentials`), holding no
+    secret; removed when the gateway stops. None, said in the log, when it cannot be
+    written."""
+    path = _placeholder_path(url)
+    where = path.parent
     text = json.dumps(vertex.placeholder_credentials(url, str(path)), indent=2)
     staged = path.with_suffix(f".{os.getpid()}.tmp")
     try:

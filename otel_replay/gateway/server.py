@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from otel_replay.core.errors import ConfigError
 from otel_replay.gateway.environment import (
     GatewayConfig,
+    forget_placeholder_credentials,
     gateway_url,
     run_environment,
     upstream_bases,
@@ -173,6 +174,7 @@ class GatewayServer:
             self._piped.close()
         if self._runner is not None:
             await self._runner.cleanup()
+            forget_placeholder_credentials(self.url)
 
     async def stop(self, waiting: Listening | None = None) -> Summary:
         """Stop serving and finish the session. ``waiting``: the ports bound before; a
