@@ -130,3 +130,20 @@ def test_each_call_counts_once_and_only_when_no_gateway_call_is_in_its_window():
     watch.reached("anthropic", 30 * s)  # another provider's call does not cover C
     c = (b"C" * 8).hex()
     assert watch.bypassed() == [f"openai call 'chat {c[:4]}' (span {c})"]
+
+
+def test_a_vertex_ai_span_is_the_call_of_its_models_publisher():
+    """``gcp.vertex_ai`` names no API: the span's model says which (a Claude model speaks
+    Anthropic's), so a Vertex AI call is paired with the gateway's calls of that API."""
+    s = 1_000_000_000
+    vertex = {"gen_ai.provider.name": "gcp.vertex_ai", "gen_ai.operation.name": "chat"}
+    watch = BypassWatch()
+    watch.observe(
+        _batch(
+            (b"G" * 8, b"", {**vertex, "gen_ai.request.model": "gemini-2.5-flash"}, s, 2 * s),
+            (b"C" * 8, b"", {**vertex, "gen_ai.request.model": "claude-sonnet-4"}, 3 * s, 4 * s),
+        )
+    )
+    watch.reached("anthropic", int(3.5 * s))
+    g = (b"G" * 8).hex()
+    assert watch.bypassed() == [f"gcp.gemini call 'chat {g[:4]}' (span {g})"]

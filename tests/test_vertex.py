@@ -158,6 +158,19 @@ def _recorded(
     return {"tmp": tmp, "script": script, "cassette": cassette, "done": done, "got": received}
 
 
+def _provider_names(traces: Path) -> list[str]:
+    """``gen_ai.provider.name`` of each recorded call's span in a trace file."""
+    names = []
+    for line in traces.read_text().splitlines():
+        for resource in json.loads(line)["resourceSpans"]:
+            for scope in resource["scopeSpans"]:
+                for span in scope["spans"]:
+                    attrs = {a["key"]: a["value"] for a in span["attributes"]}
+                    if "gen_ai.provider.name" in attrs:
+                        names.append(attrs["gen_ai.provider.name"]["stringValue"])
+    return names
+
+
 @pytest.fixture(scope="module")
 def gemini(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     tmp = tmp_path_factory.mktemp("vertex-gemini")
@@ -187,7 +200,8 @@ def test_gemini_on_vertex_records_through_the_gateway_with_google_auth(gemini):
     for stored in (gemini["cassette"], tmp / "t.jsonl"):  # neither credential reaches disk
         text = stored.read_text()
         assert token not in text and EXPRESS_KEY not in text
-    exchanges = load(gemini["cassette"]).interactions
+    assert _provider_names(tmp / "t.jsonl") == ["gcp.vertex_ai"] * 4  # as semconv names it
+    exchanges = load(gemini["cassette"]).interactions  # built from those spans
     assert {ex.provider for ex in exchanges} == {"gcp.gemini"}
     assert [ex.request.endpoint for ex in exchanges] == [
         f"/v1beta1/publishers/google/models/{GEMINI}:generateContent",
@@ -372,6 +386,7 @@ def test_claude_on_vertex_records_rawpredict_with_the_model_in_the_path(claude):
         "tokens": answers["tokens"],
     }
     assert "ya29." not in claude["cassette"].read_text()
+    assert _provider_names(claude["tmp"] / "t.jsonl") == ["gcp.vertex_ai"] * 3
     exchanges = load(claude["cassette"]).interactions
     assert [(ex.provider, ex.operation) for ex in exchanges] == [
         ("anthropic", "messages"),

@@ -42,6 +42,7 @@ __all__ = [
     "Provider",
     "ProviderSpec",
     "Route",
+    "api_named",
     "credential_headers",
     "egress_hosts",
     "get",
@@ -300,11 +301,28 @@ def semconv_names() -> dict[str, str]:
     return names
 
 
+_NAMES = semconv_names()
+
+
+def api_named(value: object, model: object = None) -> str | None:
+    """The API surface a ``gen_ai.provider.name`` / ``gen_ai.system`` value names, None
+    for a value that names none: Vertex AI's speaks the API of the publisher of
+    ``model`` (the request's model)."""
+    if not isinstance(value, str):
+        return None
+    name = value.strip().lower()
+    if name in vertex.SEMCONV_NAMES:
+        return vertex.api_of(model)
+    return _NAMES.get(name)
+
+
 def semconv_name(api: str, endpoint: str) -> str:
-    """``gen_ai.provider.name`` of an exchange: its API surface, or for a named upstream's
-    endpoint (``/u/NAME/...``) that host's name."""
+    """``gen_ai.provider.name`` of an exchange: its API surface; for a call to Vertex AI
+    ``gcp.vertex_ai``; for a named upstream's endpoint (``/u/NAME/...``) that host's name."""
     prefix = named_prefix(endpoint)
-    return named.semconv_name(prefix[len(NAMED_PREFIX) :]) if prefix else api
+    if prefix:
+        return named.semconv_name(prefix[len(NAMED_PREFIX) :])
+    return vertex.SEMCONV_NAME if vertex.is_vertex(endpoint) else api
 
 
 def surface_name(provider_name: str, endpoint: str) -> str:
@@ -314,7 +332,9 @@ def surface_name(provider_name: str, endpoint: str) -> str:
         return provider_name
     if named_prefix(endpoint):
         return named_upstream(named_prefix(endpoint)[len(NAMED_PREFIX) :]).api
-    return semconv_names().get(provider_name.lower(), provider_name)
+    if provider_name.lower() in vertex.SEMCONV_NAMES:
+        return vertex.api_at(endpoint)
+    return _NAMES.get(provider_name.lower(), provider_name)
 
 
 def sdk_modules() -> frozenset[str]:

@@ -25,12 +25,15 @@ __all__ = [
     "GOOGLE_PATH",
     "PLACEHOLDER_PROJECT",
     "PUBLIC_BASE",
+    "SEMCONV_NAME",
     "SEMCONV_NAMES",
     "TOKEN_PATH",
     "anthropic_defaults",
     "anthropic_model",
     "anthropic_operation",
+    "api_at",
     "api_of",
+    "is_vertex",
     "match_endpoint",
     "placeholder_credentials",
     "regional_base",
@@ -131,9 +134,23 @@ def unaddressed(method: str, path: str, headers: Mapping[str, str]) -> str | Non
     )
 
 
-SEMCONV_NAMES = frozenset({"gcp.vertex_ai", "vertex_ai", "vertexai"})
+SEMCONV_NAME = "gcp.vertex_ai"
+"""``gen_ai.provider.name`` of a call to Vertex AI (a recorded call's span says it)."""
+SEMCONV_NAMES = frozenset({SEMCONV_NAME, "vertex_ai", "vertexai"})
 """``gen_ai.provider.name`` / ``gen_ai.system`` values of a call to Vertex AI, whichever
 publisher's model it asked (the Google GenAI instrumentation, the Anthropic SDK's)."""
+_RECORDED = re.compile(r"/v1(?:beta1)?/publishers/(?:google|anthropic)/models/[^/:?]+:")
+
+
+def is_vertex(endpoint: str) -> bool:
+    """Whether an endpoint (as received or as recorded) is a model method on Vertex AI."""
+    return _RECORDED.match(vertex_endpoint(endpoint, {})) is not None
+
+
+def api_at(endpoint: str) -> str:
+    """The API surface a Vertex AI endpoint speaks: Anthropic's for Claude's methods, else
+    Gemini's."""
+    return "anthropic" if anthropic_operation(endpoint) is not None else GEMINI_API
 
 
 def api_of(model: object) -> str:

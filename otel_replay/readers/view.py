@@ -14,12 +14,9 @@ from otel_replay import providers
 from otel_replay.core import genai
 from otel_replay.core.exchange import JSON
 from otel_replay.core.ids import hex_id
-from otel_replay.providers import vertex
 
 Event = tuple[str, Mapping[str, Any], Any]
 """A GenAI event: its name, its attributes and its body (log records) or None."""
-
-_PROVIDERS = providers.semconv_names()
 
 
 # --- small value helpers ----------------------------------------------------------------
@@ -83,12 +80,7 @@ def json_value(value: Any) -> JSON:
 def provider_name(value: Any, model: Any = None) -> str | None:
     """Our provider name for a ``gen_ai.provider.name`` / ``gen_ai.system`` value; Vertex
     AI's names the API of the publisher of ``model`` (the request's model)."""
-    if not isinstance(value, str):
-        return None
-    name = value.strip().lower()
-    if name in vertex.SEMCONV_NAMES:
-        return vertex.api_of(model)
-    return _PROVIDERS.get(name)
+    return providers.api_named(value, model)
 
 
 def tree(flat: Mapping[str, Any]) -> dict[str, Any]:

@@ -64,7 +64,6 @@ class BypassWatch:
         self._lock = threading.Lock()
         self._spans: list[ModelSpan] = []
         self._calls: list[tuple[str, int]] = []
-        self._apis = providers.semconv_names()
         if store is not None:
             store.observers.append(self._batch)
 
@@ -117,9 +116,9 @@ class BypassWatch:
 
     def _api(self, attrs: Mapping[str, Any]) -> str | None:
         for key in (genai.PROVIDER_NAME, genai.SYSTEM):
-            value = attrs.get(key)
-            if isinstance(value, str) and value.lower() in self._apis:
-                return self._apis[value.lower()]
+            api = providers.api_named(attrs.get(key), attrs.get(genai.REQUEST_MODEL))
+            if api is not None:
+                return api
         return None
 
     # -- at the end ---------------------------------------------------------------------
