@@ -144,6 +144,8 @@ _RECORDED = re.compile(r"/v1(?:beta1)?/publishers/(?:google|anthropic)/models/[^
 
 def is_vertex(endpoint: str) -> bool:
     """Whether an endpoint (as received or as recorded) is a model method on Vertex AI."""
+    if "/publishers/" not in endpoint:  # every other call's span: no regex on its way
+        return False
     return _RECORDED.match(vertex_endpoint(endpoint, {})) is not None
 
 
