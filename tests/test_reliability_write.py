@@ -127,14 +127,13 @@ resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
 sys.argv[0] = "otel-replay"
 runpy.run_module("otel_replay", run_name="__main__", alter_sys=True)
 """
-FILE_LIMIT = 36_000  # about 14 of the 40 exchanges' spans
-
 # Goes on after a failed call, as an agent with its own error handling does.
 TOLERANT_AGENT = """
+import sys
 import openai
 client = openai.OpenAI(max_retries=0)
 ok = failed = 0
-for i in range(40):
+for i in range(int(sys.argv[1])):
     try:
         client.chat.completions.create(
             model="gpt-4o-mini", messages=[{"role": "user", "content": f"call {i}"}])
@@ -148,8 +147,20 @@ if failed:
 """
 
 
+@pytest.mark.parametrize(
+    ("file_limit", "calls"),
+    [
+        # room for about 14 of the spans, never enough to set any aside: each span is
+        # written before its answer
+        (36_000, 40),
+        # room set aside for the first spans (their answers go first), then too little
+        # left to set aside: the spans are written first again, until one cannot be
+        (150_000, 80),
+    ],
+    ids=["no-room-aside", "room-aside-then-none"],
+)
 def test_disk_full_while_recording_stops_loudly_and_keeps_what_was_saved(
-    tmp_path: Path,
+    tmp_path: Path, file_limit: int, calls: int
 ) -> None:
     agent = tmp_path / "tolerant.py"
     agent.write_text(TOLERANT_AGENT)
@@ -157,8 +168,9 @@ def test_disk_full_while_recording_stops_loudly_and_keeps_what_was_saved(
     with run_stub() as stub:
         record = ["record", "--cassette", str(cassette), "--traces", str(traces)]
         record += ["--upstream-openai", stub.openai_url, "--", sys.executable, str(agent)]
+        record += [str(calls)]
         proc = subprocess.run(
-            [sys.executable, "-c", LIMITED_CLI, str(FILE_LIMIT), *record],
+            [sys.executable, "-c", LIMITED_CLI, str(file_limit), *record],
             env={**os.environ, "OPENAI_API_KEY": OPENAI_KEY},
             capture_output=True,
             text=True,
@@ -168,11 +180,11 @@ def test_disk_full_while_recording_stops_loudly_and_keeps_what_was_saved(
     assert proc.returncode == 1, err
     assert "Traceback" not in err, err
     saved = _contents(cassette)
-    assert 0 < len(saved) < 40
+    assert 0 < len(saved) < calls
     assert saved == [f"call {i}" for i in range(len(saved))]
     # every answer the agent got was saved: the call in flight when the disk filled got
     # a failure, as did every later one, in the provider's format
-    ok, failed = len(saved), 40 - len(saved)
+    ok, failed = len(saved), calls - len(saved)
     assert f"ok={ok} failed={failed}" in proc.stdout, proc.stdout
     assert "Error code: 507 - otel-replay: " in proc.stdout
     assert "File too large" in proc.stdout

@@ -342,14 +342,23 @@ class Gateway:
         except asyncio.CancelledError:  # the agent gave up while a module loaded
             self._record(call, Response(status=0, fault="timeout"))
             raise
-        body = redacted_body(call.session.redactor, data)
-        live = Response(status=upstream.status, headers=kept, body=body)
-        if not self._record(call, live, short=call.short and holds_no_piece(data)):
-            failure = call.session.write_failure or "the exchange could not be written"
-            return not_saved(call.provider, f"answer not saved, recording stopped: {failure}")
-        return web.Response(
+        answer = web.Response(
             status=upstream.status, body=data, headers=passthrough(upstream.headers)
         )
+        first = call.session.room_to_record(len(call.raw) + len(data))
+        try:
+            if first:  # its span cannot fail for want of room: the agent has its answer first
+                await deliver(answer, request)
+        finally:
+            # recorded with nothing awaited once the answer is sent, so before the agent's
+            # next request is read, and even when the agent has left meanwhile
+            body = redacted_body(call.session.redactor, data)
+            live = Response(status=upstream.status, headers=kept, body=body)
+            saved = self._record(call, live, short=call.short and holds_no_piece(data))
+        if not saved and not first:
+            failure = call.session.write_failure or "the exchange could not be written"
+            return not_saved(call.provider, f"answer not saved, recording stopped: {failure}")
+        return answer
 
     async def _forward_stream(
         self,
@@ -383,15 +392,26 @@ class Gateway:
             held[:] = call.codec.encode(events[-1])
         else:
             events.extend(relay.close())
-        # recorded before the stream's end: the agent has every event already, and its
-        # next call then does not queue behind this recording
         try:
             await _prepared(call)
         except asyncio.CancelledError:  # the agent left while a module loaded: recorded still
             self._record_stream(call, status, kept, events, fault)
             raise
+        if fault is None and call.session.room_to_record(len(call.raw) + relay.size):
+            # its span cannot fail for want of room: the agent has the stream's end first,
+            # and it is recorded with nothing awaited after that (or once the agent left)
+            try:
+                with contextlib.suppress(ConnectionResetError):
+                    if held:
+                        await stream.write(bytes(held))
+                    await stream.write_eof()
+            finally:
+                self._record_stream(call, status, kept, events, fault)
+            return stream
+        # else recorded before the stream's end (the agent has every event but the last),
+        # so that a stream which could not be saved ends in a failure
         saved = self._record_stream(call, status, kept, events, fault)
-        if not saved:  # an unsaved stream ends in a failure
+        if not saved:
             abort(request)
             return stream
         with contextlib.suppress(ConnectionResetError):

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 import orjson
 
+from otel_replay.core import diskspace
 from otel_replay.otlp import clean_parts
 from otel_replay.otlp.clean_parts import CleanParts
 from otel_replay.redaction.headers import HEADER_ATTRIBUTE_PREFIXES, scrub_header_attributes
@@ -39,6 +40,7 @@ if TYPE_CHECKING:  # protobuf is imported with the first line written, not at st
 log = logging.getLogger("otel_replay")
 
 _LEARNT = 1024  # shorter strings are checked with their line
+_ASIDE = 8 * 1024 * 1024  # room set aside past a trace file's end at a time (``reserve``)
 
 # How a header attribute's key reads in an OTLP JSON line.
 _HEADER_MARKERS = tuple(f'"key":"{prefix}' for prefix in HEADER_ATTRIBUTE_PREFIXES)
@@ -61,6 +63,35 @@ class _LineFile:
     def __init__(self, path: Path | None) -> None:
         self.path = path
         self._file: BinaryIO | None = None
+        self._aside = 0  # the file's blocks are allocated up to this offset (``reserve``)
+        self._end = 0  # where this writer's last line ended
+
+    def reserve(self, size: int) -> bool:
+        """Whether a line of up to ``size`` bytes has room set aside for it, past the end
+        of the file and within the file-size limit, so that appending it cannot fail for
+        lack of space; room for several such lines is set aside when there is too little.
+        False when none can be had (the disk is full, the file cannot be opened, the file
+        system sets no room aside): the line's append is then the only test. No path
+        means nothing is written: True."""
+        if self.path is None:
+            return True
+        try:
+            if self._file is None:
+                self._file = self._open(self.path)
+            fd = self._file.fileno()
+            end = os.fstat(fd).st_size
+        except OSError:
+            return False
+        if end + size <= self._aside:
+            return True
+        length = max(_ASIDE, 2 * size)
+        limit = diskspace.size_limit()
+        if limit is not None:
+            length = min(length, limit - end)
+        if length < size or not diskspace.set_aside(fd, end, length):
+            return False
+        self._aside = end + length
+        return True
 
     def append(self, line: bytes) -> None:
         """Write one whole line or, raising ``OSError``, none of it: a write cut short
@@ -79,6 +110,7 @@ class _LineFile:
             with contextlib.suppress(OSError):
                 os.ftruncate(fd, start)
             raise
+        self._end = start + len(line)
 
     @staticmethod
     def _open(path: Path) -> BinaryIO:
@@ -96,6 +128,13 @@ class _LineFile:
 
     def close(self) -> None:
         if self._file is not None:
+            fd = self._file.fileno()
+            # the room set aside and not used is given back, when no other writer has
+            # appended since this one's last line (a truncation then cuts nothing)
+            with contextlib.suppress(OSError):
+                if self._aside and os.fstat(fd).st_size == self._end:
+                    os.ftruncate(fd, self._end)
+            self._aside = 0
             self._file.close()
             self._file = None
 
@@ -222,6 +261,12 @@ class TraceStore:
             if len(text) >= _LEARNT:
                 self._parts.learn(orjson.dumps(text).decode("utf-8"))
                 yield
+
+    def room_for_traces(self, size: int) -> bool:
+        """Whether a line of up to ``size`` bytes appended to the traces file cannot fail
+        for lack of space (see ``_LineFile.reserve``); False once the store has stopped."""
+        with self._lock:
+            return self.failure is None and self._traces.reserve(size)
 
     def append_traces(self, line: bytes | None) -> bool:
         """Store a line from ``traces_line`` (otel-replay's own spans: not counted as

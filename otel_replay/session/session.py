@@ -46,6 +46,9 @@ if TYPE_CHECKING:  # the span draft imports protobuf: loaded when a run records
 
 log = logging.getLogger("otel_replay")
 _WHY_SPANS = 20  # misses whose span carries their why
+# A span's line is at most this many times the bytes of its request and answer, plus this
+# much: each is held a few times over (exact body, GenAI attributes), each escaped once.
+_LINE_GROWTH, _LINE_SLACK = 16, 64 * 1024
 
 
 class Session:
@@ -200,6 +203,14 @@ class Session:
         yield
         yield from self.store.learning(draft.texts())
         return draft
+
+    def room_to_record(self, received: int) -> bool:
+        """Whether the span of a live exchange of ``received`` bytes (its request and
+        answer as they came) surely finds room in the trace file, set aside ahead; the
+        gateway then gives the agent its answer before the span is written, since the
+        write cannot fail for want of space. False: the span is written first, and an
+        answer it cannot save reaches the agent as a failure."""
+        return self.store.room_for_traces(_LINE_GROWTH * received + _LINE_SLACK)
 
     def recorded(
         self,

@@ -1,0 +1,68 @@
+"""Disk space set aside ahead of writes, so that a write into it cannot fail for lack of
+room.
+
+A recording gateway answers a call before its line is written only when the line has
+room set aside already (``otlp.store``): blocks allocated past the end of the trace file
+with ``fallocate(FALLOC_FL_KEEP_SIZE)``, which leaves the file's size (and so its lines)
+as they are, and within the process's file-size limit. Where the system cannot set room
+aside (no ``fallocate``, a file system without it), nothing is promised and the caller
+writes before it answers.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import errno
+import logging
+import os
+import resource
+import sys
+from collections.abc import Callable
+
+__all__ = ["set_aside", "size_limit"]
+
+log = logging.getLogger("otel_replay")
+
+_KEEP_SIZE = 0x01  # FALLOC_FL_KEEP_SIZE: allocate past the end, the size unchanged
+_UNSUPPORTED = frozenset({errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL, errno.ENODEV})
+
+_Fallocate = Callable[[int, int, int, int], int]
+
+
+def _load() -> _Fallocate | None:
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+        call = libc.fallocate64 if hasattr(libc, "fallocate64") else libc.fallocate
+    except (OSError, AttributeError):
+        return None
+    call.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64]
+    call.restype = ctypes.c_int
+    return call
+
+
+_fallocate: _Fallocate | None = _load()
+
+
+def set_aside(fd: int, offset: int, length: int) -> bool:
+    """Allocate ``length`` bytes of ``fd``'s file from ``offset`` on without changing its
+    size; False when the room cannot be had (the disk is full, a quota, a file system or
+    platform without the call: then never tried again)."""
+    global _fallocate
+    if _fallocate is None or length <= 0:
+        return False
+    if _fallocate(fd, _KEEP_SIZE, offset, length) == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in _UNSUPPORTED:
+        log.debug("fallocate is not supported here (%s)", os.strerror(code))
+        _fallocate = None
+    return False
+
+
+def size_limit() -> int | None:
+    """The process's file-size limit (``RLIMIT_FSIZE``, soft) in bytes, or None."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_FSIZE)
+    return None if soft == resource.RLIM_INFINITY else soft
