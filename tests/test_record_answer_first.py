@@ -1,8 +1,9 @@
-"""A recorded answer reaches the agent before its span is written only where the span is
-sure to find room: space set aside past the trace file's end (``fallocate``), within the
-file-size limit. Elsewhere the span is written first, so that an answer which could not
-be saved reaches the agent as a failure. Real peers: the official SDKs against the stub
-upstream, through a record-mode gateway."""
+"""A recorded plain answer reaches the agent before its span is written only where the
+span is sure to find room: space set aside past the trace file's end (``fallocate``),
+within the file-size limit. Elsewhere the span is written first, so that an answer which
+could not be saved reaches the agent as a failure; a stream's span is written before its
+end. Real peers: the official SDKs against the stub upstream, through a record-mode
+gateway."""
 
 from __future__ import annotations
 
@@ -108,24 +109,32 @@ def _record_one(
     return held.seen
 
 
-@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
-def test_with_room_set_aside_the_agent_has_its_answer_before_the_span_is_written(
-    tmp_path: Path, stub: StubUpstream, monkeypatch: pytest.MonkeyPatch, stream: bool
+def test_with_room_set_aside_a_plain_answer_reaches_the_agent_before_its_span_is_written(
+    tmp_path: Path, stub: StubUpstream, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    seen = _record_one(tmp_path, stub, monkeypatch, stream=stream, wait=30)
+    seen = _record_one(tmp_path, stub, monkeypatch, stream=False, wait=30)
     assert seen == [True], "the span was written only once the agent had its answer"
 
 
-@pytest.mark.parametrize("stream", [False, True], ids=["plain", "stream"])
 def test_without_room_set_aside_the_span_is_written_before_the_answer(
-    tmp_path: Path, stub: StubUpstream, monkeypatch: pytest.MonkeyPatch, stream: bool
+    tmp_path: Path, stub: StubUpstream, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A file system that sets no room aside (or a full disk): the span is written while
     the agent still waits, so an answer that could not be saved would reach it as a
     failure (``test_reliability_write``)."""
     monkeypatch.setattr(diskspace, "set_aside", lambda fd, offset, length: False)
-    seen = _record_one(tmp_path, stub, monkeypatch, stream=stream, wait=1.0)
+    seen = _record_one(tmp_path, stub, monkeypatch, stream=False, wait=1.0)
     assert seen == [False], "the span was written while the agent waited"
+
+
+def test_a_streams_span_is_written_before_its_end_room_or_not(
+    tmp_path: Path, stub: StubUpstream, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The agent has every event of a stream as it comes; its span is written before
+    the stream ends, so that the agent's next call never waits behind it (a stream's
+    span costs more than an agent's turn between two calls)."""
+    seen = _record_one(tmp_path, stub, monkeypatch, stream=True, wait=1.0)
+    assert seen == [False], "the span was written before the stream's end"
 
 
 def test_room_is_set_aside_past_the_end_without_changing_the_file(tmp_path: Path) -> None:

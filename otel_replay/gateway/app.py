@@ -392,26 +392,16 @@ class Gateway:
             held[:] = call.codec.encode(events[-1])
         else:
             events.extend(relay.close())
+        # recorded before the stream's end: the agent has every event already, and its
+        # next call then does not queue behind this recording (for a stream of many
+        # events it costs more than an agent's own turn between two calls)
         try:
             await _prepared(call)
         except asyncio.CancelledError:  # the agent left while a module loaded: recorded still
             self._record_stream(call, status, kept, events, fault)
             raise
-        if fault is None and call.session.room_to_record(len(call.raw) + relay.size):
-            # its span cannot fail for want of room: the agent has the stream's end first,
-            # and it is recorded with nothing awaited after that (or once the agent left)
-            try:
-                with contextlib.suppress(ConnectionResetError):
-                    if held:
-                        await stream.write(bytes(held))
-                    await stream.write_eof()
-            finally:
-                self._record_stream(call, status, kept, events, fault)
-            return stream
-        # else recorded before the stream's end (the agent has every event but the last),
-        # so that a stream which could not be saved ends in a failure
         saved = self._record_stream(call, status, kept, events, fault)
-        if not saved:
+        if not saved:  # an unsaved stream ends in a failure
             abort(request)
             return stream
         with contextlib.suppress(ConnectionResetError):

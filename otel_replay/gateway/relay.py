@@ -68,7 +68,6 @@ class StreamRelay:
         self.events: list[SSEEvent] = []
         self.held = bytearray()  # the event still arriving: the agent gets events whole
         self.over: OverLimit | None = None
-        self.size = 0  # bytes read from the upstream
         self._started = time.monotonic()
 
     def now(self) -> float:
@@ -87,7 +86,6 @@ class StreamRelay:
         held = self.held
         first = True
         async for chunk in chunks:
-            self.size += len(chunk)
             # the first event is passed on before the rest of its chunk is decoded (the
             # decoder, fed in two parts, finds the same events: where to cut is a guess)
             cut = chunk.find(b"\n\n") + 2 if first else 0
