@@ -2,7 +2,9 @@
 run (the CLI pinned in tests/clients, installed by ``make clients``).
 
 One tool turn (two model calls) against the stub upstream, ``RUNS`` times each: bare
-(Claude Code straight to the stub), recorded through otel-replay, replayed strictly. It
+(Claude Code straight to the stub), through a bare aiohttp proxy in front of the stub
+(what any proxy built on aiohttp adds: the floor under record), recorded through
+otel-replay, replayed strictly. It
 prints the wall time of the whole run (bare: Claude Code alone, telemetry off) and, for
 the run's first and second model calls each, the duration and time to first token Claude
 Code itself reports in its ``api_request`` events (for the bare figures a second run
@@ -21,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from benchmarks._common import installed_env
+from benchmarks._common import Server, installed_env
 from otel_replay.testing.stub import run_stub
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -72,8 +74,9 @@ def main(runs: int) -> None:
     (folder / "note.txt").write_text("the answer is 42\n")
     env = installed_env(folder / "pycache", _environment(folder / "home"))
     cassette = folder / "c.json"
-    wall: dict[str, list[float]] = {"bare": [], "record": [], "replay": []}
-    calls: dict[str, list[list[tuple[float, float]]]] = {"bare": [], "record": [], "replay": []}
+    kinds = ("bare", "proxy", "record", "replay")
+    wall: dict[str, list[float]] = {kind: [] for kind in kinds}
+    calls: dict[str, list[list[tuple[float, float]]]] = {kind: [] for kind in kinds}
 
     def timed(kind: str, i: int, *args: str) -> float:
         traces = folder / f"{kind}{i}.jsonl"
@@ -83,9 +86,10 @@ def main(runs: int) -> None:
         return took
 
     strict = ["--mode", "strict", "--cassette", str(cassette)]
-    with run_stub() as stub:
+    with run_stub() as stub, Server(kind="proxy", upstream=stub.url) as proxy:
         quiet = {**env, "ANTHROPIC_BASE_URL": stub.url, "CLAUDE_CODE_ENABLE_TELEMETRY": "0"}
         direct = ["env", f"ANTHROPIC_BASE_URL={stub.url}", str(CLAUDE), *TURN]
+        proxied = ["env", f"ANTHROPIC_BASE_URL={proxy.url}", str(CLAUDE), *TURN]
         upstream = ["--upstream-anthropic", stub.url]
         # the three kinds take turns in every round, so each samples the same moments of
         # a noisy machine (the replays play round -1's recording)
@@ -93,6 +97,10 @@ def main(runs: int) -> None:
             wall["bare"].append(_run([str(CLAUDE), *TURN], folder, quiet))
             # the model calls straight to the stub, the telemetry to a gateway
             timed("bare", i, "record", "--cassette", str(folder / "bare.json"), "--", *direct)
+            # the same, its model calls through the bare proxy (its wall time too)
+            wall["proxy"].append(
+                timed("proxy", i, "record", "--cassette", str(folder / "p.json"), "--", *proxied)
+            )
             recording = cassette if i < 0 else folder / f"record{i}.json"
             record = ["record", "--cassette", str(recording), *upstream]
             wall["record"].append(timed("record", i, *record, "--", str(CLAUDE), *TURN))

@@ -5,10 +5,11 @@ lines:
 
 1. Per model call: the first request of a Codex recording (about 75 KB: instructions,
    tools, environment context), with fresh UUIDs each time so no exact-body shortcut
-   applies, posted sequentially to the stub upstream directly, through the gateway
-   recording, and to the gateway replaying strictly (p50). The stub and each gateway run
+   applies, posted sequentially to the stub upstream directly, through a bare aiohttp
+   proxy (what any proxy built on aiohttp adds: the floor under record), through the
+   gateway recording, and to the gateway replaying strictly (p50). The stub and each gateway run
    in a process of their own, as the provider and ``otel-replay record`` do for a real
-   run (``benchmarks._server``); stub and gateway take turns in slices.
+   run (``benchmarks._server``); stub, proxy and gateway take turns in slices.
 2. Per run: the wall time of one ``codex exec "say hi"`` straight at the stub, under
    ``otel-replay record`` and under ``otel-replay replay --mode strict`` (median), the
    three taking turns in every round.
@@ -67,25 +68,25 @@ def _p50_ms(port: int, body: Any) -> float:
     return statistics.median(_post(port, _fresh(body)) for _ in range(CALLS)) * 1000
 
 
-def _turns(ports: tuple[int, int], body: Any) -> tuple[float, float]:
-    """p50 of each of two servers, sent ``CALLS`` requests each in slices taking turns."""
+def _turns(ports: tuple[int, ...], body: Any) -> list[float]:
+    """p50 of each server, sent ``CALLS`` requests each in slices taking turns."""
     for port in ports:
         _post(port, _fresh(body))
-    times: tuple[list[float], list[float]] = ([], [])
+    times: list[list[float]] = [[] for _ in ports]
     for _ in range(SLICES):
         for port, kept in zip(ports, times, strict=True):
             kept.extend(_post(port, _fresh(body)) for _ in range(CALLS // SLICES))
-    return statistics.median(times[0]) * 1000, statistics.median(times[1]) * 1000
+    return [statistics.median(kept) * 1000 for kept in times]
 
 
 def per_call(cassette: Path, folder: Path) -> str:
     body = load(cassette).interactions[0].raw_request
-    with Server(kind="stub") as stub:
+    with Server(kind="stub") as stub, Server(kind="proxy", upstream=stub.url) as proxy:
         recording = Server(
             kind="gateway", mode="record", cassette=folder / "c.json", upstream=stub.url
         )
         with recording as gateway:
-            direct, record = _turns((stub.port, gateway.port), body)
+            direct, proxied, record = _turns((stub.port, proxy.port, gateway.port), body)
     recorded = load(folder / "c.json")
     many = Cassette(interactions=recorded.interactions[:1] * (CALLS + 2), source=recorded.source)
     dump(many, folder / "r.json")
@@ -94,7 +95,8 @@ def per_call(cassette: Path, folder: Path) -> str:
     size = len(_fresh(body)) // 1000
     return (
         f"per call ({size} KB request, p50 of {CALLS}): stub {direct:.1f} ms · "
-        f"record {record:.1f} ms · replay {replay:.1f} ms"
+        f"bare aiohttp proxy {proxied:.1f} ms · record {record:.1f} ms · "
+        f"replay {replay:.1f} ms"
     )
 
 
