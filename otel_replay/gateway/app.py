@@ -50,6 +50,7 @@ from otel_replay.gateway.relay import (
 )
 from otel_replay.gateway.upstream import (
     HOP_BY_HOP,
+    STREAM_GRACE,
     NoUpstream,
     Upstream,
     UpstreamRequest,
@@ -307,7 +308,8 @@ class Gateway:
             # the call is prepared while the provider works; what is left when the answer
             # comes is taken a slice per chunk once a stream's first event is relayed, and
             # before the exchange is recorded
-            upstream = await send_meanwhile(self.upstream, outgoing, call.preparing)
+            grace = STREAM_GRACE if call.may_stream else 0.0
+            upstream = await send_meanwhile(self.upstream, outgoing, call.preparing, grace)
         except NoUpstream as exc:
             return refusal.refuse_unroutable(call, exc)
         except UpstreamError as exc:
