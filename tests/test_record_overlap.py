@@ -109,49 +109,6 @@ async def test_the_work_runs_while_the_provider_holds_the_call(provider: Provide
     assert len(seen_during_work) == 1
 
 
-async def test_an_answer_within_the_grace_comes_before_any_work(provider: Provider) -> None:
-    """A streamed call's work waits out its grace: an upstream that answers within it
-    (one on this machine) has its answer passed on before a step is taken."""
-    upstream = HttpUpstream({"openai": provider.url})
-    provider.release.set()
-    begun: list[bool] = []
-
-    def work() -> Iterator[None]:
-        begun.append(True)
-        yield
-
-    try:
-        answer = await asyncio.wait_for(
-            send_meanwhile(upstream, _request(b'{"stream":true}'), work, grace=60), 30
-        )
-        assert answer.status == 200
-        assert begun == [], "no step was taken before the answer"
-        assert b"echo" in await _read(answer.chunks)
-    finally:
-        await upstream.aclose()
-
-
-async def test_past_the_grace_the_work_runs_while_the_provider_holds_the_call(
-    provider: Provider,
-) -> None:
-    upstream = HttpUpstream({"openai": provider.url})
-    seen_during_work: list[bool] = []
-
-    def work() -> Iterator[None]:
-        seen_during_work.append(provider.received.is_set())
-        provider.release.set()  # the provider answers only once the work has run
-        yield
-
-    try:
-        answer = await asyncio.wait_for(
-            send_meanwhile(upstream, _request(b'{"stream":true}'), work, grace=0.01), 10
-        )
-        assert answer.status == 200
-    finally:
-        await upstream.aclose()
-    assert seen_during_work == [True]
-
-
 async def test_a_fault_in_the_work_leaves_the_answer_alone(
     provider: Provider, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -268,12 +225,10 @@ async def test_a_streamed_call_is_prepared_while_its_provider_works(
     loop = asyncio.get_running_loop()
 
     def prepared_then_answered(call: Call) -> Iterator[None]:  # on the gateway's thread
-        first = call._steps is None  # later calls take what is left of the same steps
-        if first:
+        if call._steps is None:
             held.append(not provider.release.is_set())
         yield from preparing(call)
-        if first:
-            loop.call_soon_threadsafe(provider.release.set)
+        loop.call_soon_threadsafe(provider.release.set)
 
     monkeypatch.setattr(Call, "preparing", prepared_then_answered)
     config = _recording(tmp_path, provider.url)

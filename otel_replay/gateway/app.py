@@ -50,7 +50,6 @@ from otel_replay.gateway.relay import (
 )
 from otel_replay.gateway.upstream import (
     HOP_BY_HOP,
-    STREAM_GRACE,
     NoUpstream,
     Upstream,
     UpstreamRequest,
@@ -308,8 +307,7 @@ class Gateway:
             # the call is prepared while the provider works; what is left when the answer
             # comes is taken a slice per chunk once a stream's first event is relayed, and
             # before the exchange is recorded
-            grace = STREAM_GRACE if call.may_stream else 0.0
-            upstream = await send_meanwhile(self.upstream, outgoing, call.preparing, grace)
+            upstream = await send_meanwhile(self.upstream, outgoing, call.preparing)
         except NoUpstream as exc:
             return refusal.refuse_unroutable(call, exc)
         except UpstreamError as exc:

@@ -196,15 +196,6 @@ class Call:
         self.asks_stream = self.provider.wants_stream(self.parsed, self.path, self.request.query)
 
     @property
-    def may_stream(self) -> bool:
-        """Whether the call may ask for a streamed answer, told without reading a body
-        left to be read (its text names ``stream``, or its path asks for one)."""
-        if self.reader is None:
-            return self.asks_stream
-        query = self.request.query
-        return b'"stream"' in self.raw or self.provider.wants_stream(None, self.path, query)
-
-    @property
     def upstream(self) -> str:
         """The upstream it is forwarded to: the provider's, or e.g. ``"azure"``."""
         return self.route.upstream

@@ -99,12 +99,6 @@ _SLICE = 0.0005
 """Seconds of work beside a call between two looks at the loop: an answer that comes in
 meanwhile waits about that long (and one step) to be passed on."""
 _FAULT = "work meanwhile failed; it is done again later"
-STREAM_GRACE = 0.003
-"""Seconds the work beside a streamed call waits after the request is on its way: a
-stream that begins within it (an upstream on this machine, a stub) has its first event
-relayed at once and the work taken between its chunks, while a provider's usual wait, a
-hundred milliseconds and more, still hides it. (A plain call's work starts at once: left
-until its answer came, it would hold the agent's next call instead.)"""
 
 
 def take_steps(steps: Iterator[object], seconds: float = _SLICE) -> bool | asyncio.Future[Any]:
@@ -127,24 +121,20 @@ def take_steps(steps: Iterator[object], seconds: float = _SLICE) -> bool | async
 
 
 async def send_meanwhile(
-    upstream: Upstream,
-    request: UpstreamRequest,
-    work: Callable[[], Iterable[object]] | None,
-    grace: float = 0.0,
+    upstream: Upstream, request: UpstreamRequest, work: Callable[[], Iterable[object]] | None
 ) -> UpstreamResponse:
     """``upstream.send(request)``, taking ``work``'s steps once the request is on its way:
     the gateway's own work on a call overlaps the provider's instead of adding to it. The
     loop runs between slices of steps, and the steps still left once the answer is in
     are left to whoever needs their result, so a long piece of work (a new coding-agent
-    request, redacted on a run's first call) never holds a stream's first event. The
-    steps begin once the send has taken ``grace`` seconds, if it has not ended by then."""
+    request, redacted on a run's first call) never holds a stream's first event."""
     if work is None:
         return await upstream.send(request)
     sent = request.sent = asyncio.get_running_loop().create_future() if request.body else None
     sending = asyncio.ensure_future(upstream.send(request))
     try:
         await _on_its_way(sending, sent)
-        await _beside(sending, work, grace)
+        await _beside(sending, work)
         return await sending
     except BaseException:  # cancelled before the answer came: the send goes too
         if not sending.done():
@@ -179,16 +169,10 @@ def _settle(sent: asyncio.Future[None], _: object = None) -> None:
 
 
 async def _beside(
-    sending: asyncio.Future[UpstreamResponse],
-    work: Callable[[], Iterable[object]],
-    grace: float,
+    sending: asyncio.Future[UpstreamResponse], work: Callable[[], Iterable[object]]
 ) -> None:
     """``work``'s steps until they end or ``sending`` is done, the loop let run every
-    ``_SLICE``; begun once ``sending`` has taken ``grace``."""
-    if grace > 0:
-        await asyncio.wait((sending,), timeout=grace)
-        if sending.done():
-            return
+    ``_SLICE``."""
     try:
         steps = iter(work())
     except Exception:
