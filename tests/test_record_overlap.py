@@ -225,10 +225,14 @@ async def test_a_streamed_call_is_prepared_while_its_provider_works(
     loop = asyncio.get_running_loop()
 
     def prepared_then_answered(call: Call) -> Iterator[None]:  # on the gateway's thread
-        if call._steps is None:
+        # released once per call: a later ``preparing()`` takes what is left of the same
+        # steps, and releasing again could reach the next call's provider early
+        first = call._steps is None
+        if first:
             held.append(not provider.release.is_set())
         yield from preparing(call)
-        loop.call_soon_threadsafe(provider.release.set)
+        if first:
+            loop.call_soon_threadsafe(provider.release.set)
 
     monkeypatch.setattr(Call, "preparing", prepared_then_answered)
     config = _recording(tmp_path, provider.url)
