@@ -186,3 +186,16 @@ def test_no_room_is_promised_past_the_file_size_limit(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["True", "False", "True", "False"]
+
+
+def test_a_file_that_cannot_have_room_set_aside_leaves_others_alone(tmp_path: Path) -> None:
+    """A file that refuses ``fallocate`` (a device: ENODEV, as a file system without it
+    answers EOPNOTSUPP) is refused room for itself alone; a trace file elsewhere still
+    gets room."""
+    device = os.open(os.devnull, os.O_WRONLY)
+    try:
+        assert not diskspace.set_aside(device, 0, 4096)
+    finally:
+        os.close(device)
+    with TraceStore(tmp_path / "t.jsonl") as store:
+        assert store.room_for_traces(4096)

@@ -25,7 +25,6 @@ __all__ = ["set_aside", "size_limit"]
 log = logging.getLogger("otel_replay")
 
 _KEEP_SIZE = 0x01  # FALLOC_FL_KEEP_SIZE: allocate past the end, the size unchanged
-_UNSUPPORTED = frozenset({errno.EOPNOTSUPP, errno.ENOSYS, errno.EINVAL, errno.ENODEV})
 
 _Fallocate = Callable[[int, int, int, int], int]
 
@@ -48,15 +47,15 @@ _fallocate: _Fallocate | None = _load()
 
 def set_aside(fd: int, offset: int, length: int) -> bool:
     """Allocate ``length`` bytes of ``fd``'s file from ``offset`` on without changing its
-    size; False when the room cannot be had (the disk is full, a quota, a file system or
-    platform without the call: then never tried again)."""
+    size; False when the room cannot be had (the disk is full, a quota, a file system
+    without the call; a kernel without it: then never tried again in this process)."""
     global _fallocate
     if _fallocate is None or length <= 0:
         return False
     if _fallocate(fd, _KEEP_SIZE, offset, length) == 0:
         return True
     code = ctypes.get_errno()
-    if code in _UNSUPPORTED:
+    if code == errno.ENOSYS:
         log.debug("fallocate is not supported here (%s)", os.strerror(code))
         _fallocate = None
     return False
