@@ -132,10 +132,16 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=10)
     parser.add_argument("--window", type=int, help="calls per round (100; coding: 25)")
     args = parser.parse_args()
-    missing = [t for t in args.trees if not (t / "otel_replay" / "__init__.py").exists()]
+    trees = source_trees(parser, args.trees)
+    asyncio.run(run(trees, args.shape, args.rounds, args.window))
+
+
+def source_trees(parser: argparse.ArgumentParser, trees: list[Path]) -> list[Path]:
+    """``trees`` resolved; the parser's usage error for any that is no source tree."""
+    missing = [t for t in trees if not (t / "otel_replay" / "__init__.py").exists()]
     if missing:
         parser.error(f"not a source tree of otel-replay: {', '.join(map(str, missing))}")
-    asyncio.run(run([t.resolve() for t in args.trees], args.shape, args.rounds, args.window))
+    return [t.resolve() for t in trees]
 
 
 if __name__ == "__main__":

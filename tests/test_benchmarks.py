@@ -9,6 +9,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results.md"
 EXPECTED_ROWS = {
@@ -59,28 +61,41 @@ def test_an_unknown_benchmark_is_named() -> None:
     assert "unknown benchmark nope; choose from replay, streaming" in done.stderr
 
 
-def test_the_ab_comparison_runs_each_tree_and_refuses_what_is_not_one(tmp_path: Path) -> None:
+def _benchmark(module: str, *args: str, timeout: int = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", f"benchmarks.{module}", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def test_the_ab_comparison_runs_each_tree() -> None:
     """``python -m benchmarks.ab`` (comparing source trees in one session) keeps working:
-    each shape runs end to end for two trees, and a path that is no source tree is named."""
+    each shape runs end to end for two trees."""
     for shape in ("small", "stream", "coding"):
         args = ["--shape", shape, "--rounds", "1", "--window", "5", str(ROOT), str(ROOT)]
-        done = subprocess.run(
-            [sys.executable, "-m", "benchmarks.ab", *args],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+        done = _benchmark("ab", *args)
         assert done.returncode == 0, done.stderr[-3000:]
         lines = [line for line in done.stdout.splitlines() if line.startswith(f"  {ROOT}:")]
         assert len(lines) == 2, done.stdout
         assert all(re.search(r"\d+\.\d{3} ms added .* CPU \d+\.\d\d ms per call", x) for x in lines)
-    refused = subprocess.run(
-        [sys.executable, "-m", "benchmarks.ab", str(tmp_path)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+
+
+def test_the_first_calls_comparison_runs_each_tree() -> None:
+    """``python -m benchmarks.first_calls`` (a run's first calls, a gateway started afresh
+    per round and tree) keeps working: both calls timed for the proxy and each tree."""
+    done = _benchmark("first_calls", "--rounds", "1", str(ROOT), str(ROOT))
+    assert done.returncode == 0, done.stderr[-3000:]
+    timed = re.compile(r": call 1 \d+\.\d\d / \d+\.\d\d ms · call 2 \d+\.\d\d / \d+\.\d\d ms$")
+    lines = [line for line in done.stdout.splitlines() if timed.search(line)]
+    names = [line.split(":")[0].strip() for line in lines]
+    assert names == ["bare aiohttp proxy", str(ROOT), str(ROOT)], done.stdout
+
+
+@pytest.mark.parametrize("module", ["ab", "first_calls"])
+def test_a_comparison_names_a_path_that_is_no_source_tree(module: str, tmp_path: Path) -> None:
+    refused = _benchmark(module, str(tmp_path), timeout=60)
     assert refused.returncode == 2
     assert f"not a source tree of otel-replay: {tmp_path}" in refused.stderr
