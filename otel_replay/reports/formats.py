@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from otel_replay.core.errors import ConfigError, OtelReplayError
+from otel_replay.core.gcpause import paused_gc
 from otel_replay.reports import write_json
 from otel_replay.reports.misses import Miss
 from otel_replay.reports.run import Block, Summary, run_report, suite_report
@@ -68,9 +69,10 @@ def write_run_report(
     from otel_replay.reports.page import run_markdown, run_page
     from otel_replay.reports.spantree import load_spans
 
-    nodes = load_spans([traces], on_error=lambda _exc: None) if traces is not None else []
-    doc = run_report(summary, misses)
-    text = run_page(nodes, doc) if kind == "html" else run_markdown(nodes, doc, traces)
+    with paused_gc():  # as ``otel-replay report``: the spans hold no garbage cycles
+        nodes = load_spans([traces], on_error=lambda _exc: None) if traces is not None else []
+        doc = run_report(summary, misses)
+        text = run_page(nodes, doc) if kind == "html" else run_markdown(nodes, doc, traces)
     write_text(path, text, redact)
 
 
