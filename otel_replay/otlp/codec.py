@@ -314,14 +314,31 @@ def count_metric_points(request: ExportMetricsServiceRequest) -> int:
 # --- validation (OTLP partial success) ----------------------------------------------------
 
 
+_ZEROS = {8: bytes(8), 16: bytes(16)}
+
+
 def _id_problem(field: str, value: bytes, size: int, *, required: bool) -> str | None:
     if not value:
         return f"missing {field}" if required else None
     if len(value) != size:
         return f"{field} is {len(value)} bytes, not {size}"
-    if value == bytes(size):
+    if value == _ZEROS[size]:
         return f"{field} is all zeros"
     return None
+
+
+def _plainly_valid(span: Span) -> bool:
+    """Whether a span without links has ids of the right length, none all zeros: what
+    nearly every span is, told without ``span_problem``'s wording."""
+    trace, own, parent = span.trace_id, span.span_id, span.parent_span_id
+    return (
+        len(trace) == 16
+        and trace != _ZEROS[16]
+        and len(own) == 8
+        and own != _ZEROS[8]
+        and (not parent or (len(parent) == 8 and parent != _ZEROS[8]))
+        and not span.links
+    )
 
 
 def span_problem(span: Span) -> str | None:
@@ -344,7 +361,12 @@ def drop_invalid_spans(request: ExportTraceServiceRequest) -> tuple[int, str]:
     rejected, reason = 0, ""
     for rs in request.resource_spans:
         for ss in rs.scope_spans:
-            bad = [(i, p) for i, s in enumerate(ss.spans) if (p := span_problem(s))]
+            spans = ss.spans
+            bad = [
+                (i, p)
+                for i, s in enumerate(spans)
+                if not _plainly_valid(s) and (p := span_problem(s))
+            ]
             for i, problem in reversed(bad):
                 del ss.spans[i]
                 reason = problem

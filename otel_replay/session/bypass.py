@@ -96,8 +96,10 @@ class BypassWatch:
         found: list[ModelSpan] = []
         for resource in request.resource_spans:
             for scope in resource.scope_spans:
-                # one pass over the scope's bytes, rather than over every attribute
-                if _MARK not in scope.SerializeToString():
+                # one pass over the scope's bytes, rather than over every attribute: a
+                # scope naming no provider holds no span that names one
+                data = scope.SerializeToString()
+                if _MARK not in data or not any(key in data for key in _PROVIDER_KEYS):
                     continue
                 for span in scope.spans:
                     data = span.SerializeToString()
