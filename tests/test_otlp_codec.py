@@ -364,3 +364,42 @@ def test_corrupt_protobuf_file_names_the_file(tmp_path: Path) -> None:
     errors: list[TraceFormatError] = []
     assert list(otlp_files.iter_trace_requests(path, on_error=errors.append)) == []
     assert errors[0].source == str(path)
+
+
+def _id_strategy(size: int) -> st.SearchStrategy[bytes]:
+    return st.one_of(
+        st.just(b""),
+        st.just(bytes(size)),
+        st.binary(min_size=size, max_size=size),
+        st.binary(min_size=1, max_size=size + 2),
+    )
+
+
+def _id_ok(value: bytes, size: int, required: bool) -> bool:
+    if not value:
+        return not required
+    return len(value) == size and any(value)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    _id_strategy(16),
+    _id_strategy(8),
+    _id_strategy(8),
+    st.lists(st.tuples(_id_strategy(16), _id_strategy(8)), max_size=2),
+)
+def test_a_span_is_rejected_exactly_when_an_id_is_malformed(
+    trace: bytes, own: bytes, parent: bytes, links: list[tuple[bytes, bytes]]
+) -> None:
+    """The check that passes a plainly valid span at once agrees with the rules the
+    rejection words: ids of 16 and 8 bytes, none all zeros, a parent's and the links' too."""
+    span = Span(trace_id=trace, span_id=own, parent_span_id=parent, name="s")
+    for link_trace, link_span in links:
+        span.links.add(trace_id=link_trace, span_id=link_span)
+    valid = (
+        _id_ok(trace, 16, True)
+        and _id_ok(own, 8, True)
+        and _id_ok(parent, 8, False)
+        and all(_id_ok(t, 16, True) and _id_ok(s, 8, True) for t, s in links)
+    )
+    assert (codec.span_problem(span) is None) is valid

@@ -327,22 +327,18 @@ def _id_problem(field: str, value: bytes, size: int, *, required: bool) -> str |
     return None
 
 
-def _plainly_valid(span: Span) -> bool:
-    """Whether a span without links has ids of the right length, none all zeros: what
-    nearly every span is, told without ``span_problem``'s wording."""
+def span_problem(span: Span) -> str | None:
+    """Why a span must be rejected (malformed ids on it or its links), or None."""
     trace, own, parent = span.trace_id, span.span_id, span.parent_span_id
-    return (
+    if (  # what nearly every span is: told at once, without the wording below
         len(trace) == 16
         and trace != _ZEROS[16]
         and len(own) == 8
         and own != _ZEROS[8]
         and (not parent or (len(parent) == 8 and parent != _ZEROS[8]))
         and not span.links
-    )
-
-
-def span_problem(span: Span) -> str | None:
-    """Why a span must be rejected (malformed ids on it or its links), or None."""
+    ):
+        return None
     problem = (
         _id_problem("traceId", span.trace_id, 16, required=True)
         or _id_problem("spanId", span.span_id, 8, required=True)
@@ -361,12 +357,7 @@ def drop_invalid_spans(request: ExportTraceServiceRequest) -> tuple[int, str]:
     rejected, reason = 0, ""
     for rs in request.resource_spans:
         for ss in rs.scope_spans:
-            spans = ss.spans
-            bad = [
-                (i, p)
-                for i, s in enumerate(spans)
-                if not _plainly_valid(s) and (p := span_problem(s))
-            ]
+            bad = [(i, p) for i, s in enumerate(ss.spans) if (p := span_problem(s))]
             for i, problem in reversed(bad):
                 del ss.spans[i]
                 reason = problem
