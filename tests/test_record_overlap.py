@@ -435,3 +435,39 @@ async def test_a_module_that_fails_to_load_costs_the_call_nothing(
             await loading
     assert summaries[0].live == 1
     assert len(load(tmp_path / "c.json").interactions) == 1
+
+
+@pytest.mark.parametrize("mode", ["record", "off"])
+async def test_a_recording_gateway_builds_its_piece_check_off_the_loop_as_it_starts(
+    mode: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run's first recorded call checks its body for pieces (``holds_no_piece``), whose
+    automaton RE2 builds as text first needs it: a recording gateway builds it as it
+    starts, once, on a worker thread rather than on its loop; a gateway that does not
+    record leaves it alone."""
+    import threading
+
+    from otel_replay.spans import pieces
+
+    warm, warmed = pieces.warm, []
+
+    def noted() -> None:
+        warmed.append(threading.current_thread())
+        warm()
+
+    monkeypatch.setattr(pieces, "warm", noted)
+    cassette = tmp_path / "c.json" if mode == "record" else None
+    config = GatewayConfig(mode=mode, cassette=cassette, traces=tmp_path / "t.jsonl")
+    gateway = GatewayServer(config)
+    await gateway.start()
+    try:
+        assert gateway._warming is not None
+        await gateway._warming
+    finally:
+        await gateway.stop()
+    if mode == "off":
+        assert warmed == []
+        return
+    assert len(warmed) == 1 and warmed[0] is not threading.current_thread()
+    raw = b'{"text": "' + b"x" * pieces.MIN_PIECE + b'"}'
+    assert not pieces.holds_no_piece(raw) and pieces.holds_no_piece(raw[:-12] + b'"}')

@@ -121,7 +121,6 @@ class GatewayServer:
 
         from aiohttp import web
 
-        from otel_replay.core.lazy import import_meanwhile
         from otel_replay.gateway.sniff import OnDemand, SniffingSite, serve_piped
 
         if listening is not None and listening.grpc is not None:
@@ -156,10 +155,23 @@ class GatewayServer:
             *(("otel_replay.pipeline.build",) if self.session.records else ()),
         ]
         if later:
-            self._warming = asyncio.ensure_future(import_meanwhile(*later))
+            self._warming = asyncio.ensure_future(self._warm(later))
         if listening is None and self.config.grpc_port is not None:
             self.grpc_port = await self._start_grpc(self.config.host, self.config.grpc_port)
         self.env = run_environment(self.config, self.session, self.port, self.grpc_port)
+
+    async def _warm(self, later: list[str]) -> None:
+        """Load ``later`` and, when recording, build the automaton of the first call's
+        check for pieces, on a worker thread while the gateway serves."""
+        import asyncio
+
+        from otel_replay.core.lazy import import_meanwhile
+
+        await import_meanwhile(*later)
+        if self.session.records:
+            from otel_replay.spans import pieces
+
+            await asyncio.get_running_loop().run_in_executor(None, pieces.warm)
 
     async def _close(self) -> None:
         import asyncio

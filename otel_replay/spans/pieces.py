@@ -77,6 +77,14 @@ def _long_run() -> Any:
 _LONG_RUN = _long_run()
 
 
+def warm() -> None:
+    """Build the states of ``holds_no_piece``'s automaton now, off the gateway's loop (RE2
+    releases the interpreter lock while it searches): RE2 builds them as a text first needs
+    them, one per unit counted, 1-2 ms on a run's first request, which an answer coming in
+    meanwhile would wait for."""
+    _LONG_RUN.search(b"x" * MIN_PIECE)
+
+
 _SECRET_KEYS: dict[str, bool] = {}
 _MAX_KEYS = 4096  # keys remembered; beyond, the memory starts afresh
 
