@@ -8,7 +8,10 @@ the same client sends it sequentially (the real pattern) to the bare server and 
 gateway replaying the recording strictly: once with fresh volatile values, once byte for
 byte as recorded. The two sessions run turn by turn together (each turn goes to both
 before the next goes to either), so both sample the same moments of a noisy machine.
-Sizes compare the cassette and trace file with the session's unique content (each
+The first request a replaying gateway serves after it starts is compared with the same
+turn once it is warm, and, for reference, a bare server started alongside it likewise:
+what any fresh Python process pays on its first request. Sizes compare the cassette and
+trace file with the session's unique content (each
 distinct message, tool, system prompt and answer counted once).
 """
 
@@ -143,14 +146,19 @@ async def run(results: Results) -> None:
             thrice = folder / "thrice.json"
             dump(replace(once, interactions=once.interactions * 3), thrice)
             fresh_gw, fresh_bare, exact_gw, exact_bare, firsts, seconds = [], [], [], [], [], []
-            wall_gw, wall_bare = [], []
+            wall_gw, wall_bare, bare_firsts, bare_seconds = [], [], [], []
             for r in range(ROUNDS):
                 warm = [compact(b) for b in session_bodies(_stamp(r), str(uuid.uuid4()))]
                 live = [compact(b) for b in session_bodies(_stamp(r + 7), str(uuid.uuid4()))]
-                with Server(kind="gateway", mode="strict", cassette=thrice) as gateway:
+                with (
+                    Server(kind="gateway", mode="strict", cassette=thrice) as gateway,
+                    Server(kind="bare", body=body_file) as fresh,  # the floor: a process's first
+                ):
                     firsts.append((await send_each(gateway.url, warm))[0])
+                    bare_firsts.append((await send_each(fresh.url, warm))[0])
                     g, b = await send_turns([gateway.url, bare.url], live)
                     seconds.append(g[0])
+                    bare_seconds.append((await send_each(fresh.url, live[:1]))[0])
                     ge, be = await send_turns([gateway.url, bare.url], recorded_bytes)
                 for summary in [gateway.final.get("summary", {})]:
                     if summary.get("misses"):
@@ -181,6 +189,15 @@ async def run(results: Results) -> None:
         first,
         "<= 2x",
         first <= 2,
+    )
+    floor = statistics.median(f / s for f, s in zip(bare_firsts, bare_seconds, strict=True))
+    results.add(
+        "10 session",
+        "reference: a bare aiohttp server's first request after start vs once warm",
+        ms(statistics.median(bare_firsts)),
+        ms(statistics.median(bare_seconds)),
+        floor,
+        "reference",
     )
     unique = unique_content(recorded, answer)
     for what, size, goal in (("cassette", sizes[0], 1.5), ("trace file", sizes[1], 3.0)):

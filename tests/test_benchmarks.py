@@ -23,7 +23,7 @@ EXPECTED_ROWS = {
     "7 vcrpy": 2,
     "8 redaction": 3,
     "9 report": 2,
-    "10 session": 8,
+    "10 session": 9,
     "11 start-up": 1,
     "12 small calls": 2,
     "13 loading": 2,
