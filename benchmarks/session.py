@@ -11,8 +11,8 @@ before the next goes to either), so both sample the same moments of a noisy mach
 The first request a replaying gateway serves after it starts is compared with the same
 turn once it is warm, and, for reference, a bare server started alongside it likewise:
 what any fresh Python process pays on its first request. Sizes compare the cassette and
-trace file with the session's unique content (each
-distinct message, tool, system prompt and answer counted once).
+trace file with the session's unique content (each distinct message, tool, system prompt
+and answer counted once).
 """
 
 from __future__ import annotations
@@ -152,7 +152,7 @@ async def run(results: Results) -> None:
                 live = [compact(b) for b in session_bodies(_stamp(r + 7), str(uuid.uuid4()))]
                 with (
                     Server(kind="gateway", mode="strict", cassette=thrice) as gateway,
-                    Server(kind="bare", body=body_file) as fresh,  # the floor: a process's first
+                    Server(kind="bare", body=body_file) as fresh,  # started afresh too: the floor
                 ):
                     firsts.append((await send_each(gateway.url, warm))[0])
                     bare_firsts.append((await send_each(fresh.url, warm))[0])
