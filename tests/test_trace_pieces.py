@@ -368,3 +368,43 @@ def test_a_draft_of_another_request_is_not_used() -> None:
     draft = RequestDraft(one.request, one.raw_request, Ledger())
     made = exchange_to_trace_json(other, ledger=Ledger(), draft=draft)
     assert made == exchange_to_trace_json(other, ledger=Ledger())
+
+
+shared_pool = st.lists(
+    st.dictionaries(st.sampled_from(["content", "text", "password", "x"]), values, max_size=3),
+    min_size=1,
+    max_size=4,
+)
+
+
+def _walked(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[tuple[Any, ...], str]]:
+    """The definition: every long string with its path, but under a key naming a secret."""
+    if isinstance(value, str):
+        return [(path, value)] if len(value) >= MIN_PIECE else []
+    found = []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(item, str) and pieces_module._names_secret(key):
+                continue
+            found += _walked(item, (*path, key))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found += _walked(item, (*path, index))
+    return found
+
+
+@settings(max_examples=150, deadline=None)
+@given(shared_pool, st.lists(st.lists(st.integers(0, 3), max_size=5), min_size=1, max_size=4))
+def test_an_object_met_again_holds_the_strings_a_fresh_walk_finds(
+    pool: list[dict[str, Any]], picks: list[list[int]]
+) -> None:
+    """``long_strings`` walks an object in a list once and remembers what it holds: the
+    same objects met again, at other places, in other lists, nested or not, give the
+    strings and paths the definition gives."""
+    bodies = []
+    for n, chosen in enumerate(picks):
+        items = [pool[i % len(pool)] for i in chosen]
+        bodies.append({"messages": items, "nested": [{"content": items}], "n": n})
+    for _ in range(2):  # the second time every object is remembered
+        for body in bodies:
+            assert pieces_module.long_strings(body) == _walked(body)

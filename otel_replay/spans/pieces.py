@@ -30,6 +30,7 @@ from typing import Any
 import re2
 
 from otel_replay.core.exchange import JSON
+from otel_replay.core.memo import IdentityMemo
 from otel_replay.redaction.redact import PATTERNS_ONLY
 from otel_replay.spans.attributes import PIECE_MARKER
 
@@ -110,7 +111,12 @@ _WALKED = (str, dict, list)  # what may hold a piece (exact types: values parsed
 
 def long_strings(value: JSON) -> Found:
     """Every string of ``value`` long enough to be a piece, but for those under a key
-    that names a secret (exact types: values parsed from JSON)."""
+    that names a secret (exact types: values parsed from JSON).
+
+    An object in a list (a message, a tool, a content block) is walked once per object:
+    a conversation resends its earlier messages as the very same objects every turn
+    (``core.memo``), so a request costs a walk of what is new in it and a lookup for the
+    rest."""
     found: Found = []
     _find(value, (), found)
     return found
@@ -129,8 +135,20 @@ def _find(value: JSON, path: Path, found: Found) -> None:
                 _find(item, (*path, key), found)
     elif type(value) is list:
         for index, item in enumerate(value):
-            if type(item) in _WALKED:
+            if type(item) is dict:
+                found.extend(((*path, index, *inner), text) for inner, text in _in_item(item))
+            elif type(item) in _WALKED:
                 _find(item, (*path, index), found)
+
+
+def _strings_of(item: dict[str, JSON]) -> Found:
+    found: Found = []
+    _find(item, (), found)
+    return found
+
+
+_in_item = IdentityMemo(_strings_of, 1 << 14)
+"""The long strings of an object met in a list, where in it each is: per object."""
 
 
 def substituted(value: JSON, changes: list[tuple[Path, str]]) -> JSON:
