@@ -165,7 +165,8 @@ def recorded_places(source: Mapping[str, Any]) -> tuple[str, str] | None:
 
 def mentions(request: CanonicalRequest, places: Iterable[str]) -> bool:
     """Whether ``request`` names one of ``places`` (the working or home directory)."""
-    needles = [p for p in places if len(p) > 1]
+    # as the canonical text holds them: a Windows path's backslashes escaped
+    needles = [canonical_json(p)[1:-1] for p in places if len(p) > 1]
     if not needles:
         return False
     for name in ("system", "messages", "tools", "params"):
