@@ -408,3 +408,51 @@ def test_an_object_met_again_holds_the_strings_a_fresh_walk_finds(
     for _ in range(2):  # the second time every object is remembered
         for body in bodies:
             assert pieces_module.long_strings(body) == _walked(body)
+
+
+odd_leaves = st.sampled_from([float("nan"), float("inf"), 1e16, 2**70, 0.1, "\ud800", True])
+"""What orjson writes otherwise than the standard library, or refuses."""
+draft_pool = st.lists(
+    st.dictionaries(
+        st.sampled_from(["content", "text", "password", "x"]),
+        values | odd_leaves | st.lists(longs | odd_leaves, max_size=2),
+        max_size=3,
+    ),
+    min_size=1,
+    max_size=5,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    draft_pool,
+    st.lists(
+        st.tuples(st.lists(st.integers(0, 4), max_size=6), st.lists(st.booleans(), max_size=12)),
+        min_size=1,
+        max_size=4,
+    ),
+)
+def test_a_drafted_text_joined_from_its_objects_is_the_text_written_whole(
+    pool: list[dict[str, Any]], turns: list[tuple[list[int], list[bool]]]
+) -> None:
+    """A draft writes an object met again in a list once (every long string a marker,
+    or none in it) and joins its items' texts: the texts are those the value written
+    whole gives, for any of its strings known, objects shared between requests and
+    places, and values orjson writes otherwise than the standard library (or refuses)."""
+    from otel_replay.spans.draft import _template_text, marked_text
+
+    for _ in range(2):  # the second time every object is remembered
+        for chosen, known_flags in turns:
+            items = [pool[i % len(pool)] for i in chosen]
+            for value in (items, {"model": "m", "messages": items, "tools": [*items, "x"]}):
+                found = pieces_module.long_strings(value)
+                flags = known_flags or [False]
+                known = [
+                    pieces_module.piece_id(text) if flags[n % len(flags)] else None
+                    for n, (_, text) in enumerate(found)
+                ]
+                whole = codec.value_text(Ledger.marked(value, found, known))
+                assert marked_text(value, found, known) == whole
+                refs = [[list(path), pieces_module.piece_id(text)] for path, text in found]
+                templated = codec.value_text(pieces_module.templated(value, refs))
+                assert _template_text(value, found, refs) == templated

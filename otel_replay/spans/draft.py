@@ -7,16 +7,36 @@ encoded, for a coding agent's request hundreds of kilobytes. :class:`RequestDraf
 that while the provider works; ``spans.encode`` then only places each long string
 against the trace file (``spans.pieces``) and takes a drafted text wherever the placing
 comes out as it did for the draft, so the span is the one it would have made at once.
+
+A conversation resends its earlier messages as the very same objects every turn
+(``core.memo``), and once the trace file holds their long strings each reads as markers
+only. The text of such an object, and of one with no long string, is written once per
+object; a list's text is its items' texts between commas, so a draft writes what is new
+in its request and joins the rest.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 from otel_replay.core import genai
 from otel_replay.core.exchange import JSON, CanonicalRequest, Exchange
+from otel_replay.core.jsontext import orjson_text
+from otel_replay.core.memo import IdentityMemo
 from otel_replay.otlp import codec
-from otel_replay.spans.pieces import Found, Ledger, long_strings, templated
+from otel_replay.spans.attributes import PIECE_MARKER
+from otel_replay.spans.pieces import (
+    Found,
+    Ledger,
+    item_strings,
+    long_strings,
+    piece_id,
+    substituted,
+    templated,
+)
 
-__all__ = ["RequestDraft", "contents"]
+__all__ = ["RequestDraft", "contents", "marked_text"]
 
 
 def contents(request: CanonicalRequest) -> list[tuple[str, JSON]]:
@@ -57,16 +77,12 @@ class RequestDraft:
         for attribute, value in contents(request):
             found = long_strings(value)
             known = fork.place_inline(attribute, found)
-            self.contents[attribute] = (
-                found,
-                known,
-                codec.value_text(Ledger.marked(value, found, known)),
-            )
+            self.contents[attribute] = (found, known, marked_text(value, found, known))
             self.ids.update(fork.named(found))
         self.body_found = long_strings(body)
         self.ids.update(fork.named(self.body_found))
         refs = [[list(path), self.ids[text]] for path, text in self.body_found]
-        self.template = codec.value_text(templated(body, refs)) if refs else ""
+        self.template = _template_text(body, self.body_found, refs) if refs else ""
         self.refs = codec.value_text(refs) if refs else ""
         self.body_text = None if refs else codec.value_text(body)
 
@@ -78,3 +94,86 @@ class RequestDraft:
     def of(self, ex: Exchange) -> RequestDraft | None:
         """This draft, when it is of ``ex``'s request."""
         return self if ex.request is self.request and ex.raw_request is self.body else None
+
+
+def marked_text(value: JSON, found: Found, known: list[str | None]) -> str:
+    """``codec.value_text(Ledger.marked(value, found, known))``: ``value`` with each string
+    found whose piece is ``known`` as its marker, an object of a list that reads as markers
+    only (or holds no long string) written once per object."""
+    text = _composed(value, found, known, 0, len(found), 0)
+    return codec.value_text(Ledger.marked(value, found, known)) if text is None else text
+
+
+def _template_text(body: JSON, found: Found, refs: list[list[Any]]) -> str:
+    """``codec.value_text(templated(body, refs))``, as ``marked_text`` writes it."""
+    known = [piece for _, piece in refs]
+    text = _composed(body, found, known, 0, len(found), 0)
+    return codec.value_text(templated(body, refs)) if text is None else text
+
+
+def _all_marked(item: dict[str, JSON]) -> str | None:
+    changes = [(inner, PIECE_MARKER + piece_id(text)) for inner, text in item_strings(item)]
+    return codec.orjson_value_text(substituted(item, changes))
+
+
+def _size(text: str | None) -> int:
+    return len(text) if text else 0
+
+
+_TEXTS = 32 * 1024 * 1024  # characters of texts each memo below holds at most
+_marked_item = IdentityMemo(_all_marked, 1 << 14, weigh=_size, budget=_TEXTS)
+"""The text of an object met in a list, every long string in it as its marker: per object
+(a piece is named by its text, so its marker is the same whatever the file holds)."""
+_plain_item = IdentityMemo(codec.orjson_value_text, 1 << 14, weigh=_size, budget=_TEXTS)
+"""The text of an object met in a list that holds no long string: per object."""
+
+
+def _composed(
+    value: JSON, found: Found, known: Sequence[str | None], lo: int, hi: int, depth: int
+) -> str | None:
+    """The marked text of ``value``, whose strings found are ``found[lo:hi]`` (their paths
+    from ``depth`` on lead into it); None where orjson would not write it."""
+    if lo == hi:
+        return codec.orjson_value_text(value)
+    kind = type(value)
+    if kind is not list and not (kind is dict and depth == 0):
+        return _composed_one(value, found, known, lo, hi, depth)
+    parts: list[str] = []
+    j = lo
+    keys: Any = range(len(value)) if kind is list else value
+    for key in keys:
+        item = value[key]
+        k = j
+        while k < hi and found[k][0][depth] == key:
+            k += 1
+        listed = kind is list and type(item) is dict  # an object met again as itself
+        if k == j:
+            text = _plain_item(item) if listed else codec.orjson_value_text(item)
+        elif listed and all(known[x] for x in range(j, k)):
+            text = _marked_item(item)
+        else:
+            text = _composed(item, found, known, j, k, depth + 1)
+        if text is None:
+            return None
+        if kind is dict:
+            name = orjson_text(key)
+            if name is None:
+                return None
+            text = f"{name.decode()}:{text}"
+        parts.append(text)
+        j = k
+    if j != hi:  # not in the walk's order: the whole value is written as it is
+        return None
+    return f"[{','.join(parts)}]" if kind is list else f"{{{','.join(parts)}}}"
+
+
+def _composed_one(
+    value: JSON, found: Found, known: Sequence[str | None], lo: int, hi: int, depth: int
+) -> str | None:
+    """The marked text of ``value`` written as a whole."""
+    changes = [
+        (found[x][0][depth:], PIECE_MARKER + piece)
+        for x in range(lo, hi)
+        if (piece := known[x]) is not None
+    ]
+    return codec.orjson_value_text(substituted(value, changes))

@@ -39,6 +39,7 @@ __all__ = [
     "Found",
     "Ledger",
     "holds_no_piece",
+    "item_strings",
     "long_strings",
     "piece_id",
     "substituted",
@@ -136,7 +137,7 @@ def _find(value: JSON, path: Path, found: Found) -> None:
     elif type(value) is list:
         for index, item in enumerate(value):
             if type(item) is dict:
-                found.extend(((*path, index, *inner), text) for inner, text in _in_item(item))
+                found.extend(((*path, index, *inner), text) for inner, text in item_strings(item))
             elif type(item) in _WALKED:
                 _find(item, (*path, index), found)
 
@@ -147,7 +148,7 @@ def _strings_of(item: dict[str, JSON]) -> Found:
     return found
 
 
-_in_item = IdentityMemo(_strings_of, 1 << 14)
+item_strings = IdentityMemo(_strings_of, 1 << 14)
 """The long strings of an object met in a list, where in it each is: per object."""
 
 
