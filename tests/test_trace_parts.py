@@ -31,7 +31,7 @@ B64_SECRET = base64.b64encode(f"key {SECRET}".encode()).decode()
 # values, quotes and escapes, encodings, placeholders, non-ASCII, a lone surrogate.
 PIECES = [
     *('",', '"}', '"]', '"', "\\", '\\"', ",", "}", "]", "{", "[", ":", "=", " ", "\n"),
-    *('":', '\\":', '": "', "\\u00", "\\n", "\\\\"),
+    *('":', '\\":', '": "', "\\u00", "\\n", "\\\\", '\\"},{\\"', "},{"),
     *("password", "api_key", "_token", "secret", "Bearer ", "Basic ", "?key=", "&token="),
     *("abcdefgh12345678", "A1b2C3d4" * 5, "sk-", "sk-proj-", SECRET, "ghp_", "AKIA", "eyJ"),
     *("://u:", "@h", "%73k-", "\\u0073k-", B64_SECRET, "c2st", "[REDACTED:jwt]"),

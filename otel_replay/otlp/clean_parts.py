@@ -8,8 +8,8 @@ pass would change nothing" — while reading only the parts of a line it has not
 before.
 
 Why the parts can be checked one by one. A line is cut at its *joints*: a quote followed
-by ``,``, ``}`` or ``]`` (the end of a JSON string, at any level of nesting). No match of
-the redactor holds a joint or starts inside one:
+by ``,``, ``}`` or ``]`` (the end of a JSON string, at any level of nesting), or a longer
+string holding one. No match of the redactor holds a joint or starts inside one:
 
 - every secret shape starts with a letter or ``-``, ``_``, ``:``, ``?``, ``&``, ``[``;
   a shape holds a quote only between a secret's name and its value, and there it is
@@ -32,7 +32,12 @@ from collections.abc import Callable
 
 __all__ = ["JOINT_CHARS", "CleanParts"]
 
-JOINTS = ('",', '"}', '"]')
+JOINTS = ('\\"},{\\"', '"}', '",', '"]')
+"""Cut at in turn: a part not known clean is cut again at the next. First between two
+objects of a list held in a string value (a message, a tool of a GenAI attribute, or of
+a body's template: a conversation's earlier messages, met again, each stay one part),
+a joint with what surrounds it."""
+_GLUE = '",'  # the parts left to check are joined at a joint, and checked in one pass
 JOINT_CHARS = '",}]'
 """A secret value holding one of these could run across a joint."""
 _UNBOUNDED = "-----BEGIN"  # a private key's pattern runs to the end of the text
@@ -81,7 +86,7 @@ class CleanParts:
         self._collect(text, 0, unseen, leaves)
         if not leaves:
             return True
-        probe = JOINTS[0].join(leaves)
+        probe = _GLUE.join(leaves)
         if self._redact_text(probe) != probe:
             return False
         self._remember(unseen)
