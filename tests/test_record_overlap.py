@@ -471,3 +471,100 @@ async def test_a_recording_gateway_builds_its_piece_check_off_the_loop_as_it_sta
     assert len(warmed) == 1 and warmed[0] is not threading.current_thread()
     raw = b'{"text": "' + b"x" * pieces.MIN_PIECE + b'"}'
     assert not pieces.holds_no_piece(raw) and pieces.holds_no_piece(raw[:-12] + b'"}')
+
+
+SECRET = "sk-proj-" + "A1b2C3d4" * 5
+
+
+def _new_conversation(stream: bool) -> dict[str, object]:
+    """A request whose items are all new to the gateway, 20 KB and more of them."""
+    words = " ".join(f"word{i}" for i in range(4000))
+    return {
+        "model": "m",
+        "stream": stream,
+        "messages": [
+            {"role": "system", "content": f"{words} key {SECRET}"},
+            {"role": "user", "content": words[::-1]},
+        ],
+    }
+
+
+async def test_a_new_conversation_is_redacted_aside_while_its_stream_starts(
+    stub_thread: StubUpstream, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """A new conversation's items (a run's first request) are redacted on a worker
+    thread: the first event reaches the agent while the worker still holds them, and the
+    recording made at the stream's end waits for it, its secret redacted."""
+    import threading
+
+    from otel_replay.redaction.redact import Redactor
+
+    release, workers = threading.Event(), []
+    json_of = Redactor.json
+
+    def held_aside(self: Redactor, value: object, **kw: object) -> object:
+        if "executor" in threading.current_thread().name:  # the gateway loop's executor
+            workers.append(threading.current_thread().name)
+            assert release.wait(10)
+        return json_of(self, value, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(Redactor, "json", held_aside)
+    config = _recording(tmp_path, stub_thread.url)
+    loop = asyncio.get_running_loop()
+    with GatewayThread(config) as gateway:
+        url = gateway.env["OPENAI_BASE_URL"] + "/chat/completions"
+        async with aiohttp.ClientSession() as session:
+            answer = await asyncio.wait_for(session.post(url, json=_new_conversation(True)), 10)
+            first = await asyncio.wait_for(answer.content.readline(), 10)
+            held = not release.is_set() and bool(workers)
+            release.set()
+            rest = await asyncio.wait_for(answer.read(), 10)
+        await loop.run_in_executor(None, gateway.stop)
+    assert first.startswith(b"data: ") and b"[DONE]" in rest
+    assert held  # the first event came while the worker held the items
+    text = (tmp_path / "c.json").read_text()
+    assert SECRET not in text and "[REDACTED" in text
+    (recorded,) = load(tmp_path / "c.json").interactions
+    assert recorded.response.events
+
+
+def test_redacting_aside_gives_the_redaction_done_in_place(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a loop, without one, and with a worker that fails (its items are redacted in
+    place), a new conversation's body comes out redacted as the whole body would be."""
+    import json
+
+    from otel_replay.gateway import bodies as bodies_module
+    from otel_replay.gateway.bodies import Bodies
+    from otel_replay.gateway.call import redacted_body
+    from otel_replay.redaction.redact import Redactor
+
+    redactor = Redactor()
+    raw = json.dumps(_new_conversation(False)).encode()
+    want = redacted_body(redactor, raw, json.loads(raw))
+    assert SECRET not in json.dumps(want)
+
+    body = Bodies(redactor).read(raw)  # no loop: in place, a step per item
+    assert all(step is None for step in body.redacting())
+    assert body.redacted() == want
+    loop = asyncio.new_event_loop()
+    try:
+        asyncio.set_event_loop(loop)
+
+        async def in_loop(body: bodies_module.Body) -> tuple[object, int]:
+            futures = 0
+            for step in body.redacting():
+                if isinstance(step, asyncio.Future):
+                    futures += 1
+                    await asyncio.wait([step])
+            return body.redacted(), futures
+
+        assert loop.run_until_complete(in_loop(Bodies(redactor).read(raw))) == (want, 1)
+
+        def failing(items: object, redactor: object) -> None:
+            raise RuntimeError("worker fault")
+
+        monkeypatch.setattr(bodies_module, "_clean_all", failing)
+        assert loop.run_until_complete(in_loop(Bodies(redactor).read(raw))) == (want, 1)
+    finally:
+        asyncio.set_event_loop(None)
+        loop.close()

@@ -17,8 +17,10 @@ does; the redactor, normaliser and providers build new values).
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import json
+import logging
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -33,6 +35,8 @@ from otel_replay.session.session import Session
 
 __all__ = ["Bodies", "Body"]
 
+log = logging.getLogger("otel_replay.gateway")
+
 _WS = re.compile(r"[ \t\n\r]*")
 _BLANK = frozenset(" \t\n\r")
 _SCAN: Any = STRICT.scan_once  # type: ignore[attr-defined]  # the C scanner; no NaN
@@ -44,6 +48,8 @@ _COLLECT_AFTER = 1 << 18
 collection walks everything loaded (tens of milliseconds for a long coding session)."""
 _LONG_VALUE = 256
 """A top-level value whose text is this long or longer is remembered like an array item."""
+_ASIDE = 16 * 1024
+"""Characters of new items a body holds from which they are redacted on a worker thread."""
 _PRIME_CHARS = 16 * 1024 * 1024
 """Recorded text written out at most to prime: the whole of a cassette whose interactions
 share their items (format 2), the first recordings of one that repeats them."""
@@ -66,6 +72,30 @@ class _Item:
             self._clean = redactor.json(self.value, size=len(self.text))
             self._cleaned = True
         return self._clean
+
+
+def _clean_all(items: list[_Item], redactor: Redactor) -> None:
+    for item in items:
+        item.clean(redactor)
+
+
+def _cleaned_aside(items: list[_Item], redactor: Redactor) -> asyncio.Future[None] | None:
+    """``items`` redacted on the running loop's default executor; None without a loop.
+    An item is redacted by one thread at a time: the worker, until its future is done
+    (were both to, each writes the same redacted value)."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+    aside = loop.run_in_executor(None, _clean_all, items, redactor)
+    aside.add_done_callback(_retrieved)
+    return aside
+
+
+def _retrieved(done: asyncio.Future[None]) -> None:
+    """A worker's fault is only logged: the items it left are redacted on the loop."""
+    if not done.cancelled() and done.exception() is not None:
+        log.debug("redacting aside failed; done again on the loop", exc_info=done.exception())
 
 
 _Piece = tuple[str, _Item | JSON | list[_Item | JSON]]
@@ -92,16 +122,30 @@ class Body:
             self._cleaned = True
         return self._clean
 
-    def redacting(self) -> Iterator[None]:
+    def redacting(self) -> Iterator[object]:
         """What ``redacted`` does, a step at a time: each remembered item redacted (a
-        step each), then the rest."""
+        step each), then the rest. Items new to the reader of ``_ASIDE`` characters or
+        more in all (a new conversation) are redacted on a worker thread, the step
+        yielding its future until done: the regular expressions release the interpreter
+        lock while they search, and on a run's first request, while their automata are
+        built, one item can take milliseconds, which an answer coming in would wait for
+        on the loop."""
         if self._cleaned:
             return
-        for _, piece in self._pieces or ():
-            for item in piece if isinstance(piece, list) else (piece,):
-                if isinstance(item, _Item) and not item._cleaned:
-                    item.clean(self.redactor)
-                    yield
+        new = [
+            item
+            for _, piece in self._pieces or ()
+            for item in (piece if isinstance(piece, list) else (piece,))
+            if isinstance(item, _Item) and not item._cleaned
+        ]
+        if sum(len(item.text) for item in new) >= _ASIDE:
+            aside = _cleaned_aside(new, self.redactor)
+            while aside is not None and not aside.done():
+                yield aside
+        for item in new:
+            if not item._cleaned:  # what the worker left (it failed, or there is no loop)
+                item.clean(self.redactor)
+                yield None
         self.redacted()
 
     def _redact(self) -> JSON:

@@ -144,8 +144,8 @@ class Reading(Protocol):
 
     def redacted(self) -> JSON: ...
 
-    def redacting(self) -> Iterator[None]:
-        """What ``redacted`` does, a step at a time."""
+    def redacting(self) -> Iterator[object]:
+        """What ``redacted`` does, a step at a time (a step may yield a future it waits on)."""
         ...
 
 
