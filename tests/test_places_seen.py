@@ -11,9 +11,7 @@ from otel_replay.session.places import PlacesSeen
 
 
 def _seen(cwd: str, home: str = "/home/nobody-here") -> PlacesSeen:
-    seen = PlacesSeen()
-    seen.places = (cwd, home)
-    return seen
+    return PlacesSeen((cwd, home))
 
 
 def _request(text: str) -> CanonicalRequest:

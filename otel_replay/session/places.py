@@ -25,11 +25,14 @@ class PlacesSeen:
     """``places``: this machine's working and home directories; ``mentioned``: whether
     a recorded request names one."""
 
-    __slots__ = ("_chars", "_without", "mentioned", "places")
+    __slots__ = ("_as_is", "_bytes", "_chars", "_needles", "_without", "mentioned", "places")
 
-    def __init__(self) -> None:
-        self.places = current_places()
+    def __init__(self, places: tuple[str, str] | None = None) -> None:
+        self.places = current_places() if places is None else places
         self.mentioned = False
+        self._needles = [p for p in self.places if len(p) > 1]  # a root names nothing
+        self._as_is = all(_written_as_is(p) for p in self.places)
+        self._bytes = [p.encode() for p in self._needles] if self._as_is else []
         self._without: set[str] = set()  # pieces searched and found naming no place
         self._chars = 0
 
@@ -41,11 +44,11 @@ class PlacesSeen:
         their pieces with them (the same string objects, whose hashes are kept)."""
         if self.mentioned:
             return
-        places = [p for p in self.places if len(p) > 1]
+        places = self._needles
         if (
             line is None
-            or not all(_written_as_is(p) for p in self.places)
-            or any(p.encode() in line for p in places)
+            or not self._as_is
+            or any(p in line for p in self._bytes)
             or self._named_in(reused, places)
         ):
             self.mentioned = mentions(request, self.places)
