@@ -11,8 +11,6 @@ writes before it answers.
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import errno
 import logging
 import os
@@ -30,10 +28,14 @@ _Fallocate = Callable[[int, int, int, int], int]
 
 
 def _load() -> _Fallocate | None:
+    """The C library's ``fallocate``, looked up in the symbols the interpreter has loaded
+    (it links the C library): ``ctypes.util.find_library`` would run ``ldconfig``."""
     if not sys.platform.startswith("linux"):
         return None
+    import ctypes
+
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+        libc = ctypes.CDLL(None, use_errno=True)
         call = libc.fallocate64 if hasattr(libc, "fallocate64") else libc.fallocate
     except (OSError, AttributeError):
         return None
@@ -42,18 +44,25 @@ def _load() -> _Fallocate | None:
     return call
 
 
-_fallocate: _Fallocate | None = _load()
+_fallocate: _Fallocate | None = None
+_looked_up = False
+"""Whether ``_fallocate`` was looked up: when first needed (``ctypes`` costs milliseconds
+at a command's start, which a replay that writes no trace file never needs)."""
 
 
 def set_aside(fd: int, offset: int, length: int) -> bool:
     """Allocate ``length`` bytes of ``fd``'s file from ``offset`` on without changing its
     size; False when the room cannot be had (the disk is full, a quota, a file system
     without the call; a kernel without it: then never tried again in this process)."""
-    global _fallocate
+    global _fallocate, _looked_up
+    if not _looked_up:
+        _fallocate, _looked_up = _load(), True
     if _fallocate is None or length <= 0:
         return False
     if _fallocate(fd, _KEEP_SIZE, offset, length) == 0:
         return True
+    import ctypes
+
     code = ctypes.get_errno()
     if code == errno.ENOSYS:
         log.debug("fallocate is not supported here (%s)", os.strerror(code))
