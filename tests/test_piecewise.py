@@ -278,3 +278,58 @@ def test_the_reader_tells_a_resent_conversation_from_a_new_body() -> None:
     fresh = [{"role": "user", "content": f"{'other ' * 80}{i}"} for i in range(4)]
     reader.read(json.dumps({"model": "m", "messages": fresh}).encode())
     assert not reader.reusing
+
+
+edits = st.lists(
+    st.tuples(
+        st.sampled_from(["append", "replace_last", "edit_first", "drop_last", "same"]),
+        st.lists(st.integers(0, 5), min_size=1, max_size=3),
+    ),
+    min_size=1,
+    max_size=6,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    pool,
+    st.lists(st.integers(0, 5), min_size=1, max_size=4),
+    edits,
+    st.lists(layout, min_size=7, max_size=7),
+)
+def test_a_conversation_resent_turn_after_turn_reads_as_the_whole_body(
+    items, start, turns, layouts
+):
+    """A conversation resent with its new turn after it (whole, its last message replaced,
+    an earlier one changed, shortened; in changing layouts, with numbers that may go on
+    where the last array ended) reads as the whole body does, and what it repeats in the
+    same layout is the same objects."""
+    reader = Bodies(REDACTOR)
+    messages = [items[i % len(items)] for i in start]
+    numbers = [len(start), 10 * len(start)]
+    previous: tuple[list[object], tuple[bool, bool, str]] | None = None
+    for n, (edit, chosen) in enumerate(turns):
+        new = [items[i % len(items)] for i in chosen]
+        if edit == "append":
+            messages = messages + new
+            numbers = [*numbers, numbers[-1] + 1]
+        elif edit == "replace_last":
+            messages = messages[:-1] + new
+            numbers = [*numbers[:-1], numbers[-1] * 10 + 1]  # 20 -> 201: goes on from 20
+        elif edit == "edit_first":
+            messages = [copy.deepcopy(new[0]), *messages[1:]]
+        elif edit == "drop_last" and len(messages) > 1:
+            messages = messages[:-1]
+            numbers = numbers[:-1] or [0]
+        body = {"model": "m", "messages": messages, "numbers": numbers}
+        spaced, ascii_only, pad = layouts[n]
+        raw = _write(body, spaced, ascii_only, pad)
+        read = reader.read(raw)
+        assert read.value == parse_body(raw) == body
+        assert read.redacted() == redacted_body(REDACTOR, raw)
+        if previous is not None and previous[1] == layouts[n] and edit in ("append", "same"):
+            # the objects read last time, in the same layout, come back as themselves
+            got = read.value["messages"]  # type: ignore[index]
+            for was, now in zip(previous[0], got, strict=False):
+                assert now is was or not isinstance(was, dict | list)
+        previous = (read.value["messages"], layouts[n])  # type: ignore[index]

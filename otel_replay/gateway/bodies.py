@@ -39,6 +39,7 @@ log = logging.getLogger("otel_replay.gateway")
 
 _WS = re.compile(r"[ \t\n\r]*")
 _BLANK = frozenset(" \t\n\r")
+_AFTER_ITEM = frozenset(" \t\n\r,]")  # what may follow an array's item
 _SCAN: Any = STRICT.scan_once  # type: ignore[attr-defined]  # the C scanner; no NaN
 _MAX_CHARS = 32 * 1024 * 1024
 """Text remembered at most (items' text, about as much again in parsed values); past it
@@ -178,6 +179,10 @@ class Bodies:
         self._items: dict[str, _Item] = {}
         self._chars = 0
         self._last: dict[str, list[_Item | JSON]] = {}
+        # per key: the last array's body (ASCII), its start, its end and its last item's
+        # start, and its items' count
+        self._runs: dict[str, tuple[bytes, int, int, int, int]] = {}
+        self._raw: bytes | None = None
         self._met_new = False
         self._reused = 0  # characters of the body being read found remembered
         self.reusing = False
@@ -218,6 +223,7 @@ class Bodies:
                     primed = self._items.get(texts[0]) if texts else None
                     last.append(item if primed is None else primed)
                 self._last[key] = last
+                self._runs.pop(key, None)
 
     def prime(self, bodies: Iterable[JSON]) -> int:
         """Remembers the array items and long top-level values of recorded bodies under
@@ -297,6 +303,7 @@ class Bodies:
         self._reused = 0
         try:
             text = raw.decode("utf-8")
+            self._raw = raw if len(text) == len(raw) else None  # ASCII: offsets agree
             value, pieces = self._read(text)
         except (_Unread, UnicodeDecodeError, ValueError, StopIteration, RecursionError):
             self.reusing = False
@@ -350,30 +357,49 @@ class Bodies:
         return value, pieces
 
     def _array(self, key: str, text: str, i: int, room: int) -> tuple[list[_Item | JSON], int]:
-        """The items of the array at ``text[i]``, and the index after it."""
+        """The items of the array at ``text[i]``, and the index after it. When the array
+        begins with the last one read under ``key``, whole or but for its last item (a
+        conversation resent, its last turn's own message replaced), those items are
+        taken with one comparison of the bodies' bytes (ASCII bodies: no copy)."""
         last = self._last.get(key, ())
         items: list[_Item | JSON] = []
         i = _WS.match(text, i + 1).end()  # type: ignore[union-attr]
         if text.startswith("]", i):
             self._last[key] = items
+            self._runs.pop(key, None)
             return items, i + 1
         match = _WS.match
+        start, ends = i, [0, 0]  # where the last two items read end
+        taken = self._resent(key, text, i)
+        if taken is not None:
+            count, size, inner = taken
+            items.extend(last[:count])
+            self._reused += size
+            ends = [i + inner if inner >= 0 else -1, i + size]
+            i += size
+            taken_first = True
+        else:
+            taken_first = False
         while True:
-            n = len(items)
-            before = last[n] if n < len(last) else None
-            if isinstance(before, _Item) and text.startswith(before.text, i):
-                items.append(before)
-                i += len(before.text)
-                self._reused += len(before.text)
-            elif text.startswith(("{", "["), i):
-                start = i
-                parsed, i = _SCAN(text, i)
-                items.append(self._item(text[start:i], parsed, room - 1))
+            if taken_first:
+                taken_first = False
             else:
-                start = i
-                parsed, i = _SCAN(text, i)
-                _check(parsed, room - 1, self.max_depth)
-                items.append(parsed)
+                n = len(items)
+                before = last[n] if n < len(last) else None
+                if isinstance(before, _Item) and text.startswith(before.text, i):
+                    items.append(before)
+                    i += len(before.text)
+                    self._reused += len(before.text)
+                elif text.startswith(("{", "["), i):
+                    begin = i
+                    parsed, i = _SCAN(text, i)
+                    items.append(self._item(text[begin:i], parsed, room - 1))
+                else:
+                    begin = i
+                    parsed, i = _SCAN(text, i)
+                    _check(parsed, room - 1, self.max_depth)
+                    items.append(parsed)
+                ends = [ends[1], i]
             after = text[i : i + 1]
             if after in _BLANK:
                 i = match(text, i).end()  # type: ignore[union-attr]
@@ -385,8 +411,28 @@ class Bodies:
                 continue
             if after == "]":
                 self._last[key] = items
+                if self._raw is not None and ends[0] >= 0:
+                    self._runs[key] = (self._raw, start, ends[1], ends[0], len(items))
+                else:
+                    self._runs.pop(key, None)
                 return items, i + 1
             raise _Unread
+
+    def _resent(self, key: str, text: str, i: int) -> tuple[int, int, int] | None:
+        """(items, characters, where the last item but one of them ends: -1 when not
+        known) of the last array under ``key`` that the array at ``i`` begins with,
+        whole or but for its last item; None when neither (or not ASCII)."""
+        run = self._runs.get(key)
+        if run is None or self._raw is None:
+            return None
+        raw, start, end, but_last, count = run
+        view = memoryview(raw)
+        for stop, items, inner in ((end, count, but_last - start), (but_last, count - 1, -1)):
+            size = stop - start
+            if items > 0 and self._raw.startswith(view[start:stop], i):
+                if text[i + size : i + size + 1] in _AFTER_ITEM:  # the item ends there
+                    return items, size, inner
+        return None
 
     def _item(self, text: str, parsed: JSON, room: int) -> _Item:
         found = self._items.get(text)
@@ -402,6 +448,7 @@ class Bodies:
         if self._chars + len(text) > _MAX_CHARS:
             self._items.clear()
             self._last.clear()
+            self._runs.clear()
             self._chars = 0
         self._items[text] = item
         self._chars += len(text)
