@@ -22,7 +22,7 @@ import gc
 import json
 import logging
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -377,29 +377,10 @@ class Bodies:
             self._reused += size
             ends = [i + inner if inner >= 0 else -1, i + size]
             i += size
-            taken_first = True
         else:
-            taken_first = False
+            i = self._next_item(text, i, room, items, last)
+            ends[1] = i
         while True:
-            if taken_first:
-                taken_first = False
-            else:
-                n = len(items)
-                before = last[n] if n < len(last) else None
-                if isinstance(before, _Item) and text.startswith(before.text, i):
-                    items.append(before)
-                    i += len(before.text)
-                    self._reused += len(before.text)
-                elif text.startswith(("{", "["), i):
-                    begin = i
-                    parsed, i = _SCAN(text, i)
-                    items.append(self._item(text[begin:i], parsed, room - 1))
-                else:
-                    begin = i
-                    parsed, i = _SCAN(text, i)
-                    _check(parsed, room - 1, self.max_depth)
-                    items.append(parsed)
-                ends = [ends[1], i]
             after = text[i : i + 1]
             if after in _BLANK:
                 i = match(text, i).end()  # type: ignore[union-attr]
@@ -408,6 +389,8 @@ class Bodies:
                 i += 1
                 if text[i : i + 1] in _BLANK:
                     i = match(text, i).end()  # type: ignore[union-attr]
+                i = self._next_item(text, i, room, items, last)
+                ends = [ends[1], i]
                 continue
             if after == "]":
                 self._last[key] = items
@@ -417,6 +400,26 @@ class Bodies:
                     self._runs.pop(key, None)
                 return items, i + 1
             raise _Unread
+
+    def _next_item(
+        self, text: str, i: int, room: int, items: list[_Item | JSON], last: Sequence[_Item | JSON]
+    ) -> int:
+        """Reads the item at ``text[i]`` into ``items`` (the one the last array had at that
+        place, when its text is there); the index after it."""
+        n = len(items)
+        before = last[n] if n < len(last) else None
+        if isinstance(before, _Item) and text.startswith(before.text, i):
+            items.append(before)
+            self._reused += len(before.text)
+            return i + len(before.text)
+        begin = i
+        parsed, i = _SCAN(text, i)
+        if text.startswith(("{", "["), begin):
+            items.append(self._item(text[begin:i], parsed, room - 1))
+        else:
+            _check(parsed, room - 1, self.max_depth)
+            items.append(parsed)
+        return i
 
     def _resent(self, key: str, text: str, i: int) -> tuple[int, int, int] | None:
         """(items, characters, where the last item but one of them ends: -1 when not
