@@ -73,6 +73,7 @@ def main(runs: int) -> None:
     folder = Path(tempfile.mkdtemp(prefix="otel-replay-bench-"))
     (folder / "note.txt").write_text("the answer is 42\n")
     env = installed_env(folder / "pycache", _environment(folder / "home"))
+    env["PYTHONPATH"] = str(ROOT)  # this tree's package, not the one installed
     cassette = folder / "c.json"
     kinds = ("bare", "proxy", "record", "replay")
     wall: dict[str, list[float]] = {kind: [] for kind in kinds}

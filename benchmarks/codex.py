@@ -107,6 +107,7 @@ def per_run(folder: Path) -> tuple[str, Path]:
     (home / "config.toml").write_text(CONFIG)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "CODEX_"))}
     env = installed_env(folder / "pycache", env)
+    env["PYTHONPATH"] = str(ROOT)  # this tree's package, not the one installed
     env.update(CODEX_HOME=str(home), OPENAI_API_KEY="sk-bench")
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     codex = [str(CODEX), "exec", "--skip-git-repo-check", "say hi"]

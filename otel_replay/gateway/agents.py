@@ -1,11 +1,13 @@
-"""Agents that read no base-URL variable, and the options that point them at the gateway.
+"""The coding-agent CLIs ``record`` / ``replay`` know by name: the upstream each calls, and
+the options that point one reading no base-URL variable at the gateway.
 
 Most agents reach the gateway through the variables of the provider table
 (``OPENAI_BASE_URL``, ``ANTHROPIC_BASE_URL``, …). A coding-agent CLI that ignores them
 gets the same URL as a command-line option instead, put in front of its own arguments by
 :func:`agent_command` when ``record`` / ``replay`` start it. The option overrides the
 setting for that run only: the agent's own configuration files (``CODEX_HOME``) are read
-as usual and never written.
+as usual and never written. The upstream an agent calls is where a recording gateway
+opens a connection while the agent starts (``upstream.HttpUpstream.connect_ahead``).
 
 Adding such an agent is adding a row to ``AGENTS``.
 """
@@ -25,13 +27,15 @@ __all__ = ["AGENTS", "AgentSpec", "agent_command", "agent_for"]
 @dataclass(frozen=True, slots=True)
 class AgentSpec:
     """One agent CLI: the names its executable goes by (without an extension such as
-    ``.js`` or ``.exe``), and per option, the setting and the variable of the agent's
-    environment whose value it takes (``-c openai_base_url="…"``)."""
+    ``.js`` or ``.exe``), the upstream (a ``PROVIDERS`` name) its model calls go to, and
+    per option, the setting and the variable of the agent's environment whose value it
+    takes (``-c openai_base_url="…"``); none for an agent reading the variables."""
 
     name: str
     executables: tuple[str, ...]
-    flag: str
-    settings: tuple[tuple[str, str], ...]
+    upstream: str
+    flag: str = ""
+    settings: tuple[tuple[str, str], ...] = ()
 
     def options(self, env: Mapping[str, str]) -> list[str]:
         """The options giving the agent the gateway's addresses in ``env``."""
@@ -43,11 +47,14 @@ class AgentSpec:
 
 
 AGENTS: tuple[AgentSpec, ...] = (
+    # Claude Code reads ANTHROPIC_BASE_URL
+    AgentSpec(name="claude-code", executables=("claude",), upstream="anthropic"),
     # Codex reads no OPENAI_BASE_URL; its built-in provider takes `openai_base_url` (a
     # TOML value, so quoted), given on the command line before the subcommand.
     AgentSpec(
         name="codex",
         executables=("codex",),
+        upstream="openai",
         flag="-c",
         settings=(("openai_base_url", ev.OPENAI_BASE_URL),),
     ),

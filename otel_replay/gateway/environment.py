@@ -91,6 +91,22 @@ def upstream_bases(config: GatewayConfig, environ: Mapping[str, str]) -> dict[st
     return bases
 
 
+def ahead_upstreams(config: GatewayConfig, environ: Mapping[str, str]) -> list[str]:
+    """The upstreams a recording run points at before any call: those named, those whose
+    base the caller's environment sets, and the one a coding-agent CLI it runs calls
+    (``agents.AGENTS``). The others may never be called, so nothing is opened to them."""
+    from otel_replay.gateway.agents import agent_for
+
+    names = list(config.named_upstreams())
+    for row in providers.PROVIDERS:
+        if any(environ.get(name) for name in row.base_envs()):
+            names.append(row.name)
+    agent = agent_for(config.command)
+    if agent is not None:
+        names.append(agent.upstream)
+    return list(dict.fromkeys(names))
+
+
 def agent_environment(
     url: str,
     grpc_port: int | None,

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from otel_replay.core.errors import ConfigError
 from otel_replay.gateway.environment import (
     GatewayConfig,
+    ahead_upstreams,
     forget_placeholder_credentials,
     gateway_url,
     run_environment,
@@ -75,6 +76,7 @@ class GatewayServer:
         self._grpc_target: int | None = None  # where gRPC on the HTTP port is piped
         self._on_demand: OnDemand | None = None  # the receiver, started when first needed
         self._warming: asyncio.Future[None] | None = None  # the span encoder, loading
+        self._ahead: asyncio.Future[None] | None = None  # connections opened to the upstreams
         self.port = 0
         self.grpc_port: int | None = None
         self.env: dict[str, str] = {}
@@ -156,6 +158,10 @@ class GatewayServer:
         ]
         if later:
             self._warming = asyncio.ensure_future(self._warm(later))
+        connect_ahead = getattr(self.upstream, "connect_ahead", None)  # a test's may have none
+        if self.session.records and connect_ahead is not None:
+            names = ahead_upstreams(self.config, self.caller_env)
+            self._ahead = asyncio.ensure_future(connect_ahead(names))
         if listening is None and self.config.grpc_port is not None:
             self.grpc_port = await self._start_grpc(self.config.host, self.config.grpc_port)
         self.env = run_environment(self.config, self.session, self.port, self.grpc_port)
@@ -178,6 +184,9 @@ class GatewayServer:
 
         if self._warming is not None:  # a failed load is logged with the task, not raised
             await asyncio.wait([self._warming])
+        if self._ahead is not None and not self._ahead.done():  # a host slow to answer
+            self._ahead.cancel()
+            await asyncio.wait([self._ahead])
         if self._on_demand is not None:
             await self._on_demand.settled()
         if self._grpc is not None:

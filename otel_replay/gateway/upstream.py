@@ -291,6 +291,42 @@ class HttpUpstream:
             close=response,
         )
 
+    async def connect_ahead(self, names: Iterable[str]) -> None:
+        """Open a connection to the host of each of the upstreams ``names`` (its TCP and TLS
+        handshakes) and leave it in the pool, where the first call to it finds it: that
+        call then waits for none of it. An upstream signed per region or reached through
+        a proxy is left to its first call, and a host that cannot be reached is only
+        logged (its call fails on its own, as it would have)."""
+        origins: dict[tuple[str, str | None, int | None], URL] = {}
+        for name in names:
+            base = self.bases.get(name)
+            row = providers.upstream_spec(name)
+            if not base or "{" in base or (row is not None and row.signing_name):
+                continue
+            if self._proxy(base) is None:
+                url = URL(base)
+                origins.setdefault((url.scheme, url.host, url.port), url.origin())
+        if origins:
+            client = self._client()
+            await asyncio.gather(*(self._connect(client, url) for url in origins.values()))
+
+    async def _connect(self, client: aiohttp.ClientSession, url: URL) -> None:
+        connector = client.connector
+        if connector is None:  # closed meanwhile: the gateway is stopping
+            return
+        try:
+            # the key the pool files it under is the one a call to this origin looks up
+            request = aiohttp.ClientRequest(
+                "POST", url, loop=asyncio.get_running_loop(), session=client
+            )
+            connection = await connector.connect(request, [], self._timeout)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # its first call meets the same fault
+            log.debug("no connection ahead to %s: %s", url, exc)
+            return
+        connection.release()
+
     async def aclose(self) -> None:
         if self._session is not None:
             await self._session.close()
