@@ -4,7 +4,9 @@ run (the CLI pinned in tests/clients, installed by ``make clients``).
 One tool turn (two model calls) against the stub upstream, ``RUNS`` times each: bare
 (Claude Code straight to the stub), through a bare aiohttp proxy in front of the stub
 (what any proxy built on aiohttp adds: the floor under record), recorded through
-otel-replay, replayed strictly. It
+otel-replay, replayed strictly (in the directory and HOME it was recorded in, and, as CI
+replays a recording made on a developer's machine, in another directory with another
+HOME). It
 prints the wall time of the whole run (bare: Claude Code alone, telemetry off) and, for
 the run's first and second model calls each, the duration and time to first token Claude
 Code itself reports in its ``api_request`` events (for the bare figures a second run
@@ -75,15 +77,23 @@ def main(runs: int) -> None:
     env = installed_env(folder / "pycache", _environment(folder / "home"))
     env["PYTHONPATH"] = str(ROOT)  # this tree's package, not the one installed
     cassette = folder / "c.json"
-    kinds = ("bare", "proxy", "record", "replay")
+    # replayed elsewhere: another directory and HOME, as CI replays a developer's recording
+    elsewhere = folder / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "note.txt").write_text("the answer is 42\n")
+    env_elsewhere = {**env, "HOME": str(elsewhere / "home")}
+    kinds = ("bare", "proxy", "record", "replay", "replay elsewhere")
     wall: dict[str, list[float]] = {kind: [] for kind in kinds}
     calls: dict[str, list[list[tuple[float, float]]]] = {kind: [] for kind in kinds}
 
-    def timed(kind: str, i: int, *args: str) -> float:
-        traces = folder / f"{kind}{i}.jsonl"
-        took = _run([*CLI, *args[:1], "--traces", str(traces), *args[1:]], folder, env)
+    def timed(
+        kind: str, i: int, *args: str, where: Path = folder, environ: dict[str, str] = env
+    ) -> float:
+        name = kind.replace(" ", "-")
+        traces = folder / f"{name}{i}.jsonl"
+        took = _run([*CLI, *args[:1], "--traces", str(traces), *args[1:]], where, environ)
         if i >= 0:  # round -1 writes the byte code, as installing a package does
-            calls[kind].append(_calls(folder / f"{kind}{i}.logs.jsonl"))
+            calls[kind].append(_calls(folder / f"{name}{i}.logs.jsonl"))
         return took
 
     strict = ["--mode", "strict", "--cassette", str(cassette)]
@@ -107,6 +117,9 @@ def main(runs: int) -> None:
             wall["record"].append(timed("record", i, *record, "--", str(CLAUDE), *TURN))
             replay = ["replay", *strict, "--", str(CLAUDE), *TURN]
             wall["replay"].append(timed("replay", i, *replay))
+            wall["replay elsewhere"].append(
+                timed("replay elsewhere", i, *replay, where=elsewhere, environ=env_elsewhere)
+            )
     for kind in wall:
         del wall[kind][0]  # round -1
         # a run's first call (the tool request) and its second (the answer) differ
@@ -119,7 +132,7 @@ def main(runs: int) -> None:
                 f"{name} {statistics.median(durations):5.1f} ms (first token "
                 f"{statistics.median(ttfts):4.1f})"
             )
-        print(f"{kind:7s} run p50 {statistics.median(wall[kind]):5.2f} s · " + " · ".join(parts))
+        print(f"{kind:16s} run p50 {statistics.median(wall[kind]):5.2f} s · " + " · ".join(parts))
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
-"""``python -m benchmarks.first_calls [--cassette C] [--rounds N] TREE...``: a run's first
-calls, recorded by a gateway just started, for several source trees in one session.
+"""``python -m benchmarks.first_calls [--cassette C] [--rounds N] [--replay] TREE...``: a
+run's first calls, recorded by a gateway just started, for several source trees in one session.
 
 A coding agent's run is short: its first call meets a gateway that has served nothing
 yet (cold code, redaction automata without states), and its second the first call's
@@ -9,6 +9,10 @@ floor under record) and then a record-mode gateway run from each tree (the trees
 alternating between rounds) are started afresh, and sent the same calls in order, a
 fresh session id in each, each call streamed and read to its end; for each call it prints
 the median over rounds of the time to the first chunk and to the stream's end.
+
+With ``--replay``, each round starts a gateway from each tree replaying ``--cassette``
+strictly (run from the tree's directory, as a replay elsewhere than the recording's
+directories is: CI's), compared with the stub read directly.
 
 The calls are a recording's requests (``--cassette``: e.g. one ``benchmarks.claude_code``
 makes of the real Claude Code CLI, whose requests are 76-80 KB), or by default the first
@@ -60,8 +64,15 @@ def _calls(cassette: Path | None) -> list[tuple[str, dict[str, Any]]]:
 
 
 def _fresh(body: dict[str, Any]) -> bytes:
-    """The body with a session id of its own, as every run of an agent has."""
-    marked = {**body, "metadata": {"user_id": json.dumps({"session_id": str(uuid.uuid4())})}}
+    """The body with a session id of its own, as every run of an agent has (inside the
+    ``user_id`` JSON a recorded Claude Code request holds, its other fields kept, so the
+    agent profile still recognises it)."""
+    try:
+        user = json.loads(body["metadata"]["user_id"])
+    except (KeyError, TypeError, ValueError):
+        user = {}
+    user = {**(user if isinstance(user, dict) else {}), "session_id": str(uuid.uuid4())}
+    marked = {**body, "metadata": {"user_id": json.dumps(user)}}
     if "messages" in body and "system" not in body:  # Chat Completions takes no metadata
         marked = {**body, "user": str(uuid.uuid4())}
     return json.dumps(marked, separators=(",", ":")).encode()
@@ -88,7 +99,7 @@ async def _run(server: Server, calls: list[tuple[str, dict[str, Any]]]) -> list[
     return timings
 
 
-async def run(trees: list[Path], cassette: Path | None, rounds: int) -> None:
+async def run(trees: list[Path], cassette: Path | None, rounds: int, replay: bool) -> None:
     calls = _calls(cassette)
     kinds: list[Path | None] = [None, *trees]
     seen: dict[Path | None, list[list[float]]] = {kind: [] for kind in kinds}
@@ -98,7 +109,13 @@ async def run(trees: list[Path], cassette: Path | None, rounds: int) -> None:
             order = trees if round_ % 2 == 0 else trees[::-1]
             for n, kind in enumerate([None, *order]):
                 spec: dict[str, Any] = {"kind": "proxy", "upstream": stub.url}
-                if kind is not None:
+                if kind is None and replay:
+                    timings = await _run(stub, calls)
+                    seen[kind].append(timings)
+                    continue
+                if kind is not None and replay:
+                    spec = {"kind": "gateway", "mode": "strict", "cassette": cassette}
+                elif kind is not None:
                     spec = {
                         "kind": "gateway",
                         "mode": "record",
@@ -108,14 +125,16 @@ async def run(trees: list[Path], cassette: Path | None, rounds: int) -> None:
                     }
                 with Server(tree=kind, **spec) as server:
                     seen[kind].append(await _run(server, calls))
-    print(f"record, a run's first {len(calls)} calls, {rounds} rounds: p50 first chunk / end")
+    mode = "replay" if replay else "record"
+    print(f"{mode}, a run's first {len(calls)} calls, {rounds} rounds: p50 first chunk / end")
+    floor = "the stub read directly" if replay else "bare aiohttp proxy"
     for kind in kinds:
         medians = [statistics.median(column) for column in zip(*seen[kind], strict=True)]
         parts = [
             f"call {i + 1} {medians[2 * i]:.2f} / {medians[2 * i + 1]:.2f} ms"
             for i in range(len(calls))
         ]
-        print(f"  {'bare aiohttp proxy' if kind is None else kind}: " + " · ".join(parts))
+        print(f"  {floor if kind is None else kind}: " + " · ".join(parts))
 
 
 def main() -> None:
@@ -123,8 +142,15 @@ def main() -> None:
     parser.add_argument("trees", nargs="+", type=Path, help="source trees to compare")
     parser.add_argument("--cassette", type=Path, help="take the calls from this recording")
     parser.add_argument("--rounds", type=int, default=12)
+    parser.add_argument(
+        "--replay",
+        action="store_true",
+        help="replay --cassette strictly instead, against the stub read directly",
+    )
     args = parser.parse_args()
-    asyncio.run(run(source_trees(parser, args.trees), args.cassette, args.rounds))
+    if args.replay and args.cassette is None:
+        parser.error("--replay needs --cassette (the recording to replay)")
+    asyncio.run(run(source_trees(parser, args.trees), args.cassette, args.rounds, args.replay))
 
 
 if __name__ == "__main__":

@@ -6,7 +6,9 @@ asyncio, aiohttp and gRPC are imported when a server starts.
 
 from __future__ import annotations
 
+import logging
 import os
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from otel_replay.core.errors import ConfigError
@@ -31,6 +33,8 @@ if TYPE_CHECKING:
     from otel_replay.otlp.grpc import GrpcReceiver
 
 __all__ = ["GatewayServer", "open_session"]
+
+log = logging.getLogger("otel_replay.gateway")
 
 _DRAIN_TICKS = 1_000  # at most ~1 s for connections waiting at the end to be accepted
 
@@ -77,6 +81,7 @@ class GatewayServer:
         self._on_demand: OnDemand | None = None  # the receiver, started when first needed
         self._warming: asyncio.Future[None] | None = None  # the span encoder, loading
         self._ahead: asyncio.Future[None] | None = None  # connections opened to the upstreams
+        self._matching: asyncio.Future[None] | None = None  # the live rules, applied ahead
         self.port = 0
         self.grpc_port: int | None = None
         self.env: dict[str, str] = {}
@@ -93,7 +98,17 @@ class GatewayServer:
         requests; returns the previous one. Call on the gateway's loop."""
         previous = self.gateway.session
         self.gateway.session = session
+        if session is not previous:
+            self._match_ahead(session)
         return previous
+
+    def _match_ahead(self, session: Session) -> None:
+        """``session.warming`` on the loop, a step at a time between the calls served."""
+        import asyncio
+
+        if self._matching is not None:
+            self._matching.cancel()
+        self._matching = asyncio.ensure_future(_steps(session.warming()))
 
     @property
     def url(self) -> str:
@@ -162,6 +177,7 @@ class GatewayServer:
         if self.session.records and connect_ahead is not None:
             names = ahead_upstreams(self.config, self.caller_env)
             self._ahead = asyncio.ensure_future(connect_ahead(names))
+        self._match_ahead(self.session)
         if listening is None and self.config.grpc_port is not None:
             self.grpc_port = await self._start_grpc(self.config.host, self.config.grpc_port)
         self.env = run_environment(self.config, self.session, self.port, self.grpc_port)
@@ -184,9 +200,10 @@ class GatewayServer:
 
         if self._warming is not None:  # a failed load is logged with the task, not raised
             await asyncio.wait([self._warming])
-        if self._ahead is not None and not self._ahead.done():  # a host slow to answer
-            self._ahead.cancel()
-            await asyncio.wait([self._ahead])
+        for aside in (self._ahead, self._matching):  # a host slow to answer, a long cassette
+            if aside is not None and not aside.done():
+                aside.cancel()
+                await asyncio.wait([aside])
         if self._on_demand is not None:
             await self._on_demand.settled()
         if self._grpc is not None:
@@ -216,3 +233,15 @@ class GatewayServer:
         if self._on_demand is not None and self._on_demand.failure is not None:
             summary.write_errors.append(self._on_demand.failure)
         return summary
+
+
+async def _steps(steps: Iterator[None]) -> None:
+    """Runs ``steps``, letting the loop serve between two. A fault is only logged: the
+    call that meets the same recording raises it where it is answered."""
+    import asyncio
+
+    try:
+        for _ in steps:
+            await asyncio.sleep(0)
+    except Exception:
+        log.debug("applying the live rules ahead failed", exc_info=True)

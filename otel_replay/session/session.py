@@ -20,6 +20,7 @@ from otel_replay.cassette.recordings import Recordings
 from otel_replay.core.errors import CassetteError, ConfigError, ReplayMiss
 from otel_replay.core.exchange import CanonicalRequest, Exchange
 from otel_replay.matching.matcher import Matcher
+from otel_replay.matching.normalize import current_places
 from otel_replay.matching.profiles import RuleSources
 from otel_replay.matching.session_rules import DEFAULT_SOURCES, cassette_rules
 from otel_replay.matching.session_rules import matching_rules as matching_rules
@@ -140,6 +141,25 @@ class Session:
     def prepare(self) -> None:
         """Build what the first request would otherwise wait for (the index)."""
         _ = self.matcher
+
+    def warming(self) -> Iterator[None]:
+        """The live rules' work on the recorded requests, done ahead of the calls a
+        recording at a time (a step each). A cassette recorded in other directories (on
+        another machine, in another checkout) is indexed by rules naming those; the live
+        requests are matched by rules naming this run's, whose memo of each item's
+        normalised form starts empty, so a run's first call would walk every recorded item
+        again. Here the run's calls find it done: they carry the recorded item objects
+        (``gateway.bodies``), which the memo knows by identity. Nothing when the
+        directories are the same (the memo is shared) or nothing is replayed."""
+        recorded_by = self._by
+        if recorded_by is None or recorded_by.places == current_places():
+            return
+        if self.mode == "record":
+            return
+        normalize = self.normalizer.normalize
+        for exchange in self.cassette.interactions:
+            normalize(exchange.request)
+            yield
 
     def exact_hit(self, provider: str, path: str, body: Any) -> int | None:
         """The recording a body identical to a recorded one replays (None: ``matcher``)."""
