@@ -84,7 +84,6 @@ class StubUpstream:
         self.received: list[Received] = []
         self.faults: deque[Fault] = deque()
         self.scripted: deque[list[dict[str, Any]]] = deque()
-        self.connections = 0
         self.release_last_event: asyncio.Event | None = None
         self._runner: web.AppRunner | None = None
         self.port = 0
