@@ -31,19 +31,19 @@ TOOLS = [
 ]
 
 
-def _ask(client: openai.OpenAI, here: Path) -> str:
+def _ask(client: openai.OpenAI, here: Path, file: str = "app") -> str:
     reply = client.chat.completions.create(
         model="gpt-4o-mini",
         messages=[
             {"role": "system", "content": SYSTEM},
-            {"role": "user", "content": f"review {here}/src/app.py"},
+            {"role": "user", "content": f"review {here}/src/{file}.py"},
         ],
         tools=TOOLS,  # type: ignore[arg-type]
     )
     return reply.choices[0].message.content or ""
 
 
-def _record(folder: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, str]:
+def _record(folder: Path, monkeypatch: pytest.MonkeyPatch, asks: int = 1) -> tuple[Path, str]:
     monkeypatch.chdir(folder)
     monkeypatch.setenv("HOME", str(folder.parent))
     cassette = folder / "c.json"
@@ -52,6 +52,8 @@ def _record(folder: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, str]:
         with GatewayThread(config) as gw:
             client = openai.OpenAI(base_url=gw.env["OPENAI_BASE_URL"], api_key="k", max_retries=0)
             answer = _ask(client, folder)
+            for n in range(1, asks):
+                _ask(client, folder, f"module_{n}")
     places = load(cassette).source["rules"]["places"]
     assert places == {"cwd": str(folder), "home": str(folder.parent)}
     return cassette, answer
@@ -106,3 +108,20 @@ def test_in_the_recording_directories_nothing_is_applied_ahead(
     assert list(Session(mode="record", cassette=folder / "new.json").warming()) == []
     monkeypatch.chdir(tmp_path)  # elsewhere: a step for its one recording
     assert len(list(Session(mode="strict", cassette=cassette).warming())) == 1
+
+
+def test_a_large_cassette_is_applied_ahead_for_its_first_recordings_only(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The memo of normalised items starts afresh when full: filling it ahead with every
+    recording of a large cassette would drop the first ones, which a run meets first."""
+    from otel_replay.session import session as module
+
+    folder = tmp_path / "alice" / "proj"
+    folder.mkdir(parents=True)
+    cassette, _ = _record(folder, monkeypatch, asks=3)
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(module, "_AHEAD_ITEMS", 6)
+    # the first recording brings 5 items, each later one its own user message: a sixth,
+    # then a seventh
+    assert len(list(Session(mode="strict", cassette=cassette).warming())) == 2

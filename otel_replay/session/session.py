@@ -47,6 +47,7 @@ if TYPE_CHECKING:  # the span draft imports protobuf: loaded when a run records
 
 log = logging.getLogger("otel_replay")
 _WHY_SPANS = 20  # misses whose span carries their why
+_AHEAD_ITEMS = 2048  # recorded items a replay elsewhere normalises ahead, at most (see warming)
 # A span's line is at most this many times the bytes of its request and answer, plus this
 # much: each is held a few times over (exact body, GenAI attributes), each escaped once.
 _LINE_GROWTH, _LINE_SLACK = 16, 64 * 1024
@@ -150,15 +151,24 @@ class Session:
         normalised form starts empty, so a run's first call would walk every recorded item
         again. Here the run's calls find it done: they carry the recorded item objects
         (``gateway.bodies``), which the memo knows by identity. Nothing when the
-        directories are the same (the memo is shared) or nothing is replayed."""
+        directories are the same (the memo is shared) or nothing is replayed; the first
+        recordings only, of a cassette holding more items than ``_AHEAD_ITEMS``, so that
+        the memo, which starts afresh when full, keeps them for the calls."""
         recorded_by = self._by
         if recorded_by is None or recorded_by.places == current_places():
             return
         if self.mode == "record":
             return
         normalize = self.normalizer.normalize
+        items: set[int] = set()  # the recorded objects, alive with the cassette
         for exchange in self.cassette.interactions:
-            normalize(exchange.request)
+            request = exchange.request
+            for part in (request.system, request.messages, request.tools):
+                if isinstance(part, list):
+                    items.update(map(id, part))
+            if len(items) > _AHEAD_ITEMS:
+                return
+            normalize(request)
             yield
 
     def exact_hit(self, provider: str, path: str, body: Any) -> int | None:
