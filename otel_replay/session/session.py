@@ -154,10 +154,8 @@ class Session:
         directories are the same (the memo is shared) or nothing is replayed; the first
         recordings only, of a cassette holding more items than ``_AHEAD_ITEMS``, so that
         the memo, which starts afresh when full, keeps them for the calls."""
-        recorded_by = self._by
+        recorded_by = self._by  # None in record mode: its cassette starts empty
         if recorded_by is None or recorded_by.places == current_places():
-            return
-        if self.mode == "record":
             return
         normalize = self.normalizer.normalize
         items: set[int] = set()  # the recorded objects, alive with the cassette
