@@ -120,7 +120,8 @@ class Server:
         assert self.proc is not None and self.proc.stdin is not None
         self.proc.stdin.close()
         assert self.proc.stdout is not None
-        out = self.proc.stdout.read()
+        with self.proc.stdout:
+            out = self.proc.stdout.read()
         self.proc.wait(timeout=300)
         if out.strip():
             self.final = json.loads(out.strip().splitlines()[-1])
@@ -285,13 +286,17 @@ async def send_each(url: str, bodies: list[bytes]) -> list[float]:
 
 async def send_turns(urls: list[str], bodies: list[bytes]) -> list[list[float]]:
     """``send_each`` for each of ``urls`` at once, turn by turn: each body goes to every
-    url before the next body goes to any (first to each in turn), so the sessions sample
-    the same moments of a noisy machine; the latencies of each url's session."""
+    url, in their order, before the next body goes to any, so the sessions sample the same
+    moments of a noisy machine; the latencies of each url's session.
+
+    The order stays the same at every turn, so each request comes right after another
+    server's, as an agent's next request finds a server that has been idle meanwhile: a
+    server's second request in a row is about 0.3 ms faster here (a process already
+    awake), and turns taking turns at going first gave each turn to one side's favour."""
     latencies: list[list[float]] = [[] for _ in urls]
     async with client_session() as session:
-        for turn, data in enumerate(bodies):
-            order = list(enumerate(urls))
-            for i, url in order[turn % len(order) :] + order[: turn % len(order)]:
+        for data in bodies:
+            for i, url in enumerate(urls):
                 started = time.perf_counter()
                 await post(session, url + CHAT, data)
                 latencies[i].append(time.perf_counter() - started)

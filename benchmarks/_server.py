@@ -3,10 +3,14 @@
 ``python -m benchmarks._server SPEC_JSON`` starts one of:
 ``{"kind": "bare", "body": PATH, "stream": PATH}`` — a bare aiohttp handler answering
 every POST with the bytes of ``body`` (or, for a streamed request, ``stream`` as SSE);
-``{"kind": "stub"}`` — the project's stub upstream;
+``{"kind": "stub", "event_delay": SECONDS}`` — the project's stub upstream (``event_delay``:
+the pause between two events of a stream, none by default);
 ``{"kind": "proxy", "upstream": URL}`` — a bare aiohttp proxy forwarding every request to
 ``URL`` and streaming the answer back, on the gateway's loop with its client's settings:
-what any proxy built on aiohttp adds, the floor under the gateway's record mode;
+what any proxy built on aiohttp adds;
+``{"kind": "relay", "upstream": URL}`` — a TCP relay passing bytes both ways, a connection
+to ``URL`` per connection accepted, reading no HTTP at all: what the extra hop alone costs
+on this machine, the floor under any proxy;
 ``{"kind": "gateway", "mode": ..., "cassette": ..., "traces": ..., "upstream": URL,
 "rules": PATH}`` (``rules``: a rule file, as ``--rules`` gives one).
 It prints one JSON line with its ports, serves until stdin closes, then prints the
@@ -89,6 +93,53 @@ async def _proxy(spec: dict[str, Any]) -> tuple[web.AppRunner, int, Any]:
     return runner, port, client
 
 
+class _Pipe(asyncio.Protocol):
+    """One side of a relayed connection: what it reads goes to ``peer`` as it comes."""
+
+    def __init__(self, peer: Any = None) -> None:
+        self.peer = peer  # the other side's transport
+        self.transport: Any = None
+        self.early: list[bytes] = []  # read before the other side's connection was made
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # uvloop's transports are not asyncio.Transport's
+
+    def data_received(self, data: bytes) -> None:
+        if self.peer is None:
+            self.early.append(data)
+        else:
+            self.peer.write(data)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.peer is not None:
+            self.peer.close()
+
+
+async def _relay(spec: dict[str, Any]) -> tuple[asyncio.Server, int]:
+    from urllib.parse import urlsplit
+
+    target = urlsplit(spec["upstream"])
+    loop = asyncio.get_running_loop()
+
+    class Accepted(_Pipe):
+        def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            super().connection_made(transport)
+            self.connecting = asyncio.ensure_future(self._connect())  # held till it is done
+
+        async def _connect(self) -> None:
+            assert self.transport is not None
+            _, onward = await loop.create_connection(
+                lambda: _Pipe(self.transport), target.hostname, target.port
+            )
+            self.peer = onward.transport
+            for data in self.early:
+                self.peer.write(data)
+            self.early.clear()
+
+    server = await loop.create_server(Accepted, "127.0.0.1", 0)
+    return server, server.sockets[0].getsockname()[1]
+
+
 async def _wait_stdin() -> None:
     loop = asyncio.get_running_loop()
     await loop.run_in_executor(None, sys.stdin.read)
@@ -109,10 +160,16 @@ async def main(spec: dict[str, Any]) -> None:
         await client.close()
         await runner.cleanup()
         return
+    if kind == "relay":
+        server, port = await _relay(spec)
+        print(json.dumps({"port": port}), flush=True)
+        await _wait_stdin()
+        server.close()
+        return
     if kind == "stub":
         from otel_replay.testing.stub import StubUpstream
 
-        stub = await StubUpstream().start()
+        stub = await StubUpstream(event_delay=spec.get("event_delay", 0.0)).start()
         print(json.dumps({"port": stub.port}), flush=True)
         await _wait_stdin()
         await stub.stop()
@@ -146,7 +203,7 @@ async def main(spec: dict[str, Any]) -> None:
 
 if __name__ == "__main__":
     SPEC = json.loads(sys.argv[1])
-    if SPEC["kind"] in ("gateway", "proxy"):  # on the loop the CLI gives the gateway
+    if SPEC["kind"] in ("gateway", "proxy", "relay"):  # on the loop the CLI gives the gateway
         from otel_replay.gateway.loop import new_loop
 
         with asyncio.Runner(loop_factory=new_loop) as runner:

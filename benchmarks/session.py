@@ -7,7 +7,8 @@ first recorded live through the gateway (a bare server as the upstream); then, i
 the same client sends it sequentially (the real pattern) to the bare server and to the
 gateway replaying the recording strictly: once with fresh volatile values, once byte for
 byte as recorded. The two sessions run turn by turn together (each turn goes to both
-before the next goes to either), so both sample the same moments of a noisy machine.
+before the next goes to either, the gateway first), so both sample the same moments of a
+noisy machine and each request finds its server idle since the other's.
 The first request a replaying gateway serves after it starts is compared with the same
 turn once it is warm, and, for reference, a bare server started alongside it likewise:
 what any fresh Python process pays on its first request. Sizes compare the cassette and
@@ -38,7 +39,7 @@ from benchmarks._common import (
 from otel_replay.cassette.model import dump, load
 
 TURNS = sized(40, 4)
-ROUNDS = sized(3, 1)
+ROUNDS = sized(7, 1)
 TOOLS = 24
 RECORDED_AT = "2025-01-01T10:00:00Z"
 

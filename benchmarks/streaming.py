@@ -2,7 +2,9 @@
 
 Record: the gateway in record mode passing the stub upstream's stream through, against the
 same client reading the stub directly, and a bare aiohttp proxy streaming the stub's
-answer through (a reference: what any proxy built on aiohttp adds). Replay: the gateway
+answer through (a reference: what any proxy built on aiohttp adds), and a TCP relay
+passing the bytes through unread (a reference: what the extra hop alone costs on this
+machine, the floor under any proxy). Replay: the gateway
 replaying that recording (strict), against a bare aiohttp handler writing the same SSE
 bytes. Every server runs in a subprocess of its own; the client reads chunks as they
 arrive, sending to the servers compared in slices of ten requests taking turns.
@@ -72,23 +74,28 @@ async def _series(urls: list[str], bodies: list[bytes]) -> tuple[list[tuple[floa
 async def run(results: Results) -> None:
     bodies = [compact(chat_body(i, words=QUESTION_WORDS, stream=True)) for i in range(REQUESTS)]
     warm = bodies[:20]
-    rec: dict[str, list[float]] = {k: [] for k in ("stub1", "stubT", "gw1", "gwT", "px1")}
+    rec: dict[str, list[float]] = {k: [] for k in ("stub1", "stubT", "gw1", "gwT", "px1", "rl1")}
     rep: dict[str, list[float]] = {k: [] for k in ("bare1", "bareT", "gw1", "gwT")}
     with tempfile.TemporaryDirectory() as tmp:
         cassette = Path(tmp) / "stream.json"
-        with Server(kind="stub") as stub, Server(kind="proxy", upstream=stub.url) as proxy:
+        with (
+            Server(kind="stub") as stub,
+            Server(kind="proxy", upstream=stub.url) as proxy,
+            Server(kind="relay", upstream=stub.url) as relay,
+        ):
             with Server(
                 kind="gateway", mode="record", cassette=cassette, upstream=stub.url
             ) as gateway:
-                sides = [stub.url, gateway.url, proxy.url]
+                sides = [stub.url, gateway.url, proxy.url, relay.url]
                 await _series(sides[::-1], warm)
                 for _ in range(ROUNDS):
-                    ((s1, sT), (g1, gT), (p1, _)), events = await _series(sides, bodies)
+                    ((s1, sT), (g1, gT), (p1, _), (r1, _)), events = await _series(sides, bodies)
                     rec["stub1"].append(s1)
                     rec["stubT"].append(sT)
                     rec["gw1"].append(g1)
                     rec["gwT"].append(gT)
                     rec["px1"].append(p1)
+                    rec["rl1"].append(r1)
         recorded = load(cassette).interactions
         stream_file = Path(tmp) / "stream.sse"
         events_list = recorded[0].response.events or []
@@ -127,6 +134,15 @@ async def run(results: Results) -> None:
         ms(hop),
         f"gateway {ms(added)}",
         added / hop if hop > 0 else None,
+        "reference",
+    )
+    floor = med(rec["rl1"]) - med(rec["stub1"])
+    results.add(
+        "2 streaming",
+        "reference: a TCP byte relay's added time to first event (relay - stub), any proxy's floor",
+        ms(floor),
+        f"gateway {ms(added)}",
+        added / floor if floor > 0 else None,
         "reference",
     )
     results.add(

@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "benchmarks" / "results.md"
 EXPECTED_ROWS = {
     "1 replay": 4,
-    "2 streaming": 5,
+    "2 streaming": 6,
     "3 record": 6,
     "4 ingest": 2,
     "5 cassette": 3,
@@ -99,3 +99,26 @@ def test_a_comparison_names_a_path_that_is_no_source_tree(module: str, tmp_path:
     refused = _benchmark(module, str(tmp_path), timeout=60)
     assert refused.returncode == 2
     assert f"not a source tree of otel-replay: {tmp_path}" in refused.stderr
+
+
+def test_the_relay_passes_every_byte_both_ways() -> None:
+    """Row 2's floor is a relay of the bytes themselves: the stub's streamed answer comes
+    through it exactly as straight from the stub, the request's body reaching the stub."""
+    import asyncio
+
+    import aiohttp
+
+    from benchmarks._common import CHAT, Server, chat_body, compact
+
+    body = compact(chat_body(7, words=40, stream=True))
+
+    async def fetch(url: str) -> bytes:
+        async with aiohttp.ClientSession() as session:
+            async with session.post(url + CHAT, data=body) as answer:
+                assert answer.status == 200
+                return await answer.read()
+
+    with Server(kind="stub") as stub, Server(kind="relay", upstream=stub.url) as relay:
+        direct, relayed = asyncio.run(fetch(stub.url)), asyncio.run(fetch(relay.url))
+    assert relayed == direct
+    assert relayed.endswith(b"data: [DONE]\n\n") and relayed.count(b"\n\n") > 40
