@@ -132,6 +132,9 @@ async def _relay(spec: dict[str, Any]) -> tuple[asyncio.Server, int]:
                 lambda: _Pipe(self.transport), target.hostname, target.port
             )
             self.peer = onward.transport
+            if self.transport.is_closing():  # the client left while the connection was made
+                self.peer.close()
+                return
             for data in self.early:
                 self.peer.write(data)
             self.early.clear()
