@@ -24,10 +24,19 @@ class Cassette:
 
     ``source`` is free-form provenance: ``command``, ``recorded_at`` (ISO time),
     ``traces`` (trace files), ``otel_replay`` (the version that wrote it), ...
+    ``tools`` holds the tool calls (MCP exchanges, provider ``mcp``): the file keeps them
+    among its interactions, after the model calls; loaded, they are apart, so that
+    everything about model calls reads ``interactions`` alone.
     """
 
     interactions: list[Exchange] = field(default_factory=list)
     source: dict[str, JSON] = field(default_factory=dict)
+    tools: list[Exchange] = field(default_factory=list)
+
+    def written(self) -> list[Exchange]:
+        """Every interaction the file holds, in its order: the model calls, then the
+        tool calls."""
+        return [*self.interactions, *self.tools] if self.tools else self.interactions
 
 
 @dataclass(frozen=True, slots=True)

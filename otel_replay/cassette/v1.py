@@ -339,12 +339,12 @@ class V1Codec:
         return {
             "version": self.version,
             "source": cassette.source,
-            "interactions": [interaction_dict(ex) for ex in cassette.interactions],
+            "interactions": [interaction_dict(ex) for ex in cassette.written()],
         }
 
     def encode(self, cassette: Cassette) -> str:
         encoder = _Encoder()
-        texts = [encoder.interaction(ex) for ex in cassette.interactions]
+        texts = [encoder.interaction(ex) for ex in cassette.written()]
         return "".join(encoder.pieces(cassette.source, texts))
 
     def encoder(self, folder: Path | None = None) -> _Encoder:

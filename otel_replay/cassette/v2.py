@@ -267,7 +267,7 @@ class V2Codec:
 
     def to_json(self, cassette: Cassette) -> dict[str, JSON]:
         encoder = _Encoder(SharedTable(by_identity=True, keep_values=True))
-        items: list[JSON] = [encoder.item(ex) for ex in cassette.interactions]
+        items: list[JSON] = [encoder.item(ex) for ex in cassette.written()]
         values = encoder.table.values
         return {
             "version": self.version,
@@ -278,7 +278,7 @@ class V2Codec:
 
     def encode(self, cassette: Cassette) -> str:
         encoder = _Encoder(SharedTable(by_identity=True))
-        texts = [encoder.interaction(ex) for ex in cassette.interactions]
+        texts = [encoder.interaction(ex) for ex in cassette.written()]
         return "".join(encoder.pieces(cassette.source, texts))
 
     def encoder(self, folder: Path | None = None) -> _Encoder:

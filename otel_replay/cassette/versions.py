@@ -17,6 +17,10 @@ from otel_replay.cassette.v2 import V2
 from otel_replay.core.errors import CassetteError, CassetteVersionError
 from otel_replay.core.exchange import JSON
 
+TOOL_PROVIDER = "mcp"
+"""The provider of a tool call's interaction (``providers.mcp.MCP``): kept in
+``Cassette.tools``."""
+
 __all__ = [
     "CODECS",
     "FORMAT_VERSION",
@@ -107,4 +111,9 @@ def decode(doc: JSON, path: str = "<string>") -> Cassette:
     if not isinstance(doc, dict):
         raise CassetteError(path, "", "expected a JSON object at the top level")
     version, doc = migrate(doc, path)
-    return CODECS[version].decode(doc, path)
+    cassette = CODECS[version].decode(doc, path)
+    if any(ex.provider == TOOL_PROVIDER for ex in cassette.interactions):
+        calls = cassette.interactions
+        cassette.interactions = [ex for ex in calls if ex.provider != TOOL_PROVIDER]
+        cassette.tools = [ex for ex in calls if ex.provider == TOOL_PROVIDER]
+    return cassette

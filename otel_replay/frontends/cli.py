@@ -56,7 +56,25 @@ def _gateway_options(parser: argparse.ArgumentParser) -> None:
         "--report", type=Path, metavar="FILE", help="write a run report (.json, .html, .md)"
     )
     parser.add_argument("--host", default="127.0.0.1", help="bind address (default loopback)")
+    parser.add_argument(
+        "--mcp",
+        action="append",
+        default=[],
+        type=_mcp_server,
+        metavar="NAME=URL",
+        help="an MCP server (Streamable HTTP at URL) the agent reaches at /mcp/NAME "
+        "(OTEL_REPLAY_MCP_<NAME>_URL); repeatable",
+    )
     _rules_option(parser)
+
+
+def _mcp_server(text: str) -> tuple[str, str]:
+    from otel_replay.providers.mcp import parse_server
+
+    try:
+        return parse_server(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _rules_option(parser: argparse.ArgumentParser) -> None:
@@ -148,6 +166,12 @@ def _parser() -> argparse.ArgumentParser:
     _rules_option(show)
 
     sub.add_parser("demo", help="record and replay a built-in agent against a stub upstream")
+    stdio = sub.add_parser(
+        "mcp-stdio",
+        help="in an agent's MCP configuration, in place of a stdio MCP server",
+        usage="otel-replay mcp-stdio NAME -- CMD... (the server's command)",
+    )
+    stdio.add_argument("name", metavar="NAME", help="the server's name in the cassette")
     _report_parsers(sub)
     return parser
 
@@ -209,6 +233,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.command == "report":
                 return reportcmd.report_command(args.traces, args.output)
             return reportcmd.diff_command(args.base, args.new, args.format, args.output)
+        if args.command == "mcp-stdio":
+            from otel_replay.frontends.mcp_stdio import mcp_stdio
+
+            return mcp_stdio(args.name, command)
         if args.command == "demo":
             from otel_replay.testing.demo import run_demo
 
@@ -241,6 +269,7 @@ def _config(args: argparse.Namespace, mode: str, command: list[str]) -> GatewayC
         report=args.report,
         command=command,
         rules=rule_sources(args.cassette, args.rules),
+        mcp=dict(args.mcp),
     )
 
 

@@ -39,6 +39,7 @@ from otel_replay.gateway.call import (
 from otel_replay.gateway.decide import Decision, OwnKeys, decide, lowered, matches
 from otel_replay.gateway.guard import host_guard, read_body
 from otel_replay.gateway.limits import Limits
+from otel_replay.gateway.mcp import McpMount
 from otel_replay.gateway.playback import play
 from otel_replay.gateway.relay import (
     OverLimit,
@@ -88,8 +89,10 @@ class Gateway:
         timing: str = "fast",
         bind_host: str = "127.0.0.1",
         limits: Limits | None = None,
+        mcp: Mapping[str, str] | None = None,
     ) -> None:
         self.session = session
+        self.mcp_servers = dict(mcp or {})  # MCP servers by name, served at /mcp/NAME
         self._bodies: Bodies | None = None
         self.bind_host = bind_host
         self.limits = limits or Limits()
@@ -106,6 +109,7 @@ class Gateway:
         app, guard = web.Application(client_max_size=1024**3), host_guard(self.bind_host)
         store, seconds = (lambda: self.session.store), self.limits.body_timeout
         add_otlp_routes(app, store, read_timeout=seconds, wrap=guard)
+        McpMount(self.mcp_servers, lambda: self.session, seconds).add_routes(app, guard)
         app.router.add_route("*", "/{tail:.*}", guard(self.handle))  # every route guarded
         return app
 

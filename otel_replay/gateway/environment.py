@@ -21,7 +21,7 @@ from otel_replay.core import envvars as ev
 from otel_replay.gateway.limits import Limits
 from otel_replay.matching.profiles import RuleSources
 from otel_replay.matching.session_rules import DEFAULT_SOURCES
-from otel_replay.providers import vertex
+from otel_replay.providers import mcp, vertex
 from otel_replay.providers.named import NAMED_PREFIX, named_prefix
 from otel_replay.providers.spec import PLACEHOLDER_REGION
 
@@ -61,6 +61,8 @@ class GatewayConfig:
     """Base URLs by upstream name (``PROVIDERS``); ``upstream_NAME`` fields are the same."""
     rules: RuleSources = DEFAULT_SOURCES  # the rule files and profiles matching uses
     limits: Limits = field(default_factory=Limits)  # on bodies, upstream answers, nesting
+    mcp: Mapping[str, str] = field(default_factory=dict)
+    """MCP servers by name (``--mcp NAME=URL``), served at ``/mcp/NAME``."""
 
     def named_upstreams(self) -> dict[str, str]:
         """The base URLs the caller named, by upstream."""
@@ -244,10 +246,19 @@ def run_environment(
 ) -> dict[str, str]:
     """The agent's variables for a gateway with ``config`` running ``session`` on ``port``
     (and ``grpc_port``)."""
-    return agent_environment(
-        gateway_url(config.host, port),
+    url = gateway_url(config.host, port)
+    env = agent_environment(
+        url,
         grpc_port,
         config.mode,
         config.caller_environ(),
         named=agent_upstreams(config.named_upstreams(), session),
     )
+    env.update(mcp_environment(url, [*config.mcp, *session.tools.servers]))
+    return env
+
+
+def mcp_environment(url: str, servers: Iterable[str]) -> dict[str, str]:
+    """``OTEL_REPLAY_MCP_<NAME>_URL`` for each MCP server, given or recorded: where the
+    gateway at ``url`` serves it."""
+    return {mcp.env_name(name): url + mcp.server_path(name) for name in dict.fromkeys(servers)}

@@ -73,6 +73,7 @@ class GatewayServer:
             timing=config.timing,
             bind_host=config.host,
             limits=config.limits,
+            mcp=config.mcp,
         )
         self._runner: web.AppRunner | None = None
         self._grpc: GrpcReceiver | None = None

@@ -33,6 +33,9 @@ class Summary:
     live_unpriced: int = 0  # live calls whose model (or usage) is not known
     bypassed: list[str] = field(default_factory=list)
     """Model calls the agent's own spans show that never reached the gateway."""
+    tools_replayed: int = 0  # tool calls (MCP ``tools/call``) answered from the cassette
+    tools_live: int = 0  # tool calls that went to the real server
+    tools_misses: int = 0  # MCP requests that missed (also among ``misses``)
 
     def cost_text(self) -> str | None:
         """``live calls cost $0.0123`` (and how many could not be priced), or None."""
@@ -48,6 +51,8 @@ class Summary:
         line = (
             f"otel-replay: {self.replayed} replayed · {self.live} live · "
             f"{n} {'miss' if n == 1 else 'misses'} · "
+            f"{_tool_calls(self.tools_replayed, 'replayed')}"
+            f"{_tool_calls(self.tools_live, 'live')}"
             f"{spans} {'span' if spans == 1 else 'spans'} received"
         )
         if self.write_errors:
@@ -83,6 +88,11 @@ class Summary:
             "live_cost": self.live_cost,
             "live_unpriced": self.live_unpriced,
             "bypassed": list(self.bypassed),
+            "tools": {
+                "replayed": self.tools_replayed,
+                "live": self.tools_live,
+                "misses": self.tools_misses,
+            },
         }
 
 
@@ -100,7 +110,17 @@ def combined(summaries: Iterable[Summary], mode: str) -> Summary:
             total.live_cost = (total.live_cost or 0.0) + summary.live_cost
         total.live_unpriced += summary.live_unpriced
         total.bypassed.extend(summary.bypassed)
+        total.tools_replayed += summary.tools_replayed
+        total.tools_live += summary.tools_live
+        total.tools_misses += summary.tools_misses
     return total
+
+
+def _tool_calls(count: int, state: str) -> str:
+    """``2 tool calls replayed · `` in the summary line; nothing for none."""
+    if not count:
+        return ""
+    return f"{count} tool {'call' if count == 1 else 'calls'} {state} · "
 
 
 def run_report(summary: Summary, misses: Iterable[Miss]) -> dict[str, Any]:

@@ -39,6 +39,7 @@ from otel_replay.session.modes import RECORDING
 from otel_replay.session.modes import default_mode as default_mode
 from otel_replay.session.places import PlacesSeen
 from otel_replay.session.suite import SuiteWrites, append_or_start
+from otel_replay.session.tools import ToolCalls
 from otel_replay.session.trace_file import RunTraceFile
 from otel_replay.spans.pieces import Ledger
 
@@ -112,6 +113,15 @@ class Session:
         self._settled = threading.Condition(self._lock)
         self._trace_ids: set[str] = set()
         self.places = PlacesSeen()
+        self.tools = ToolCalls(
+            self.cassette.tools,
+            mode=mode,
+            redactor=self.redactor,
+            store=self.store,
+            misses=self.misses,
+            write_spans=self.writes_replayed_spans,
+            records=self.records,
+        )
 
     # -- cassette --------------------------------------------------------------------------
     def recording(self, index: int) -> Exchange:
@@ -345,6 +355,7 @@ class Session:
         self.store.close()
         try:
             self._write_cassette()
+            self.tools.save(self.cassette_path)
             self._write_misses()
             summary = self.summary()
             if self.report_path is not None:
@@ -376,6 +387,9 @@ class Session:
             live_cost=cost if len(self.live) > unpriced else None,
             live_unpriced=unpriced,
             bypassed=self.bypass.bypassed(),
+            tools_replayed=self.tools.counts.replayed,
+            tools_live=self.tools.counts.live,
+            tools_misses=self.tools.counts.misses,
         )
 
     def _write_errors(self) -> list[str]:

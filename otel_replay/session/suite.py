@@ -47,4 +47,5 @@ def append_or_start(
             return
         now = load(target) if target.exists() else Cassette(interactions=[], source={})
         provenance = extended_source(now.source, source)
-        dump(Cassette(interactions=now.interactions + recorded(), source=provenance), target)
+        calls = now.interactions + recorded()
+        dump(Cassette(interactions=calls, source=provenance, tools=now.tools), target)

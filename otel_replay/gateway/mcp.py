@@ -1,0 +1,318 @@
+"""The gateway's MCP mount: MCP server NAME over Streamable HTTP at ``/mcp/NAME``.
+
+Recording (``record``; ``auto`` for a call with no recording, or one a ``live`` rule names)
+passes the traffic through to the server given by ``--mcp NAME=URL``: POST with a JSON or
+SSE answer (relayed event by event), notifications, the ``Mcp-Session-Id`` the server
+issued, GET streams, DELETE; each request with its answer becomes a tool call of the run
+(``session.tools``: a span and a cassette interaction). Replaying answers every request
+from the cassette without the server: the recorded answer, in its recorded form (JSON or
+SSE), readdressed to the request's id, a fresh session id where the server issued one;
+notifications and the client's answers are acknowledged (202), a GET stream is not
+offered (405, as the protocol allows), DELETE ends nothing. A request no recording
+answers is a miss: a JSON-RPC error the client shows, counted in the summary.
+
+``/mcp/NAME/recorded`` takes a request and its answer relayed elsewhere (``otel-replay
+mcp-stdio`` between an agent and a stdio server) and records them the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import uuid
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from aiohttp import ClientError, ClientSession, ClientTimeout, web
+
+from otel_replay.core.errors import ReplayMiss
+from otel_replay.core.exchange import Exchange, Response, SSEEvent
+from otel_replay.gateway.call import parse_traceparent
+from otel_replay.gateway.guard import Guard, read_body
+from otel_replay.gateway.upstream import HOP_BY_HOP
+from otel_replay.providers import mcp as wire
+from otel_replay.session.session import Session
+from otel_replay.session.tools import SpanPlace
+from otel_replay.streams import sse
+
+__all__ = ["McpMount"]
+
+log = logging.getLogger("otel_replay.gateway")
+
+_DROPPED = HOP_BY_HOP | {"host", "content-length", "accept-encoding", "content-encoding"}
+_JSON = "application/json"
+_SSE = "text/event-stream"
+
+
+def _passed(headers: Mapping[str, str]) -> dict[str, str]:
+    return {k: v for k, v in headers.items() if k.lower() not in _DROPPED}
+
+
+class McpMount:
+    """``/mcp/NAME`` on the gateway: ``servers`` maps NAME to the server's URL."""
+
+    def __init__(
+        self, servers: Mapping[str, str], session: Callable[[], Session], body_timeout: float
+    ) -> None:
+        self.servers = dict(servers)
+        self._session = session
+        self._body_timeout = body_timeout
+        self._client: ClientSession | None = None
+
+    def add_routes(self, app: web.Application, guard: Guard) -> None:
+        app.router.add_route("POST", "/mcp/{name}/recorded", guard(self.relayed))
+        app.router.add_route("*", "/mcp/{name}", guard(self.handle))
+        app.on_cleanup.append(self._close)
+
+    async def _close(self, _app: web.Application) -> None:
+        if self._client is not None:
+            await self._client.close()
+
+    def _upstream(self) -> ClientSession:
+        if self._client is None:
+            self._client = ClientSession(
+                timeout=ClientTimeout(total=None, sock_connect=30), auto_decompress=True
+            )
+        return self._client
+
+    # -- dispatch ----------------------------------------------------------------------
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        name = request.match_info["name"]
+        session = self._session()
+        tools = session.tools
+        url = self.servers.get(name)
+        if request.method != "POST":
+            if tools.matches:
+                return _replayed_other(request)
+            if url is None:
+                return _unknown_server(name)
+            return await self._pass(request, url, b"")
+        raw = await read_body(request, self._body_timeout)
+        if not isinstance(raw, bytes):
+            return raw
+        try:
+            message = json.loads(raw)
+        except ValueError as exc:
+            error = wire.error_message(None, f"otel-replay: not JSON: {exc}", -32700)
+            return web.json_response(error, status=400)
+        if wire.kind(message) != "request":  # notifications, the client's answers
+            if tools.matches:
+                return web.Response(status=202, headers=_session_echo(request))
+            if url is None:
+                return _unknown_server(name)
+            return await self._pass(request, url, raw)
+        canonical = wire.canonical(name, message)
+        live = url is not None and (
+            tools.mode == "record" or tools.is_live(canonical)
+        )  # a live rule: always the real server
+        if not live:
+            found = tools.match(canonical)
+            if isinstance(found, int):
+                return await self._replay(request, session, found, message)
+            if tools.mode != "auto" or url is None:
+                return self._miss(request, session, found, message)
+        if url is None:
+            return _unknown_server(name)
+        return await self._record(request, session, url, raw, message)
+
+    # -- replay ------------------------------------------------------------------------
+    async def _replay(
+        self, request: web.Request, session: Session, index: int, message: dict[str, Any]
+    ) -> web.StreamResponse:
+        start_ns = time.time_ns()
+        tools = session.tools
+        recorded = tools.recorded[index]
+        answer = wire.answer_with_id(recorded.response, message.get("id"))
+        headers = {k: v for k, v in answer.headers.items() if k != wire.SESSION_HEADER}
+        issued = wire.SESSION_HEADER in answer.headers
+        if issued and message.get("method") == "initialize":
+            headers[wire.SESSION_HEADER] = uuid.uuid4().hex
+        else:
+            headers.update(_session_echo(request))
+        if answer.events is not None:
+            headers["content-type"] = _SSE
+            body = b"".join(sse.encode(event) for event in answer.events)
+        else:
+            headers.setdefault("content-type", _JSON)
+            body = b"" if answer.body is None else json.dumps(answer.body).encode()
+        response = web.Response(status=answer.status, body=body, headers=headers)
+        await response.prepare(request)
+        await response.write_eof()
+        tools.replayed(index, _span_place(request, message, start_ns))
+        return response
+
+    def _miss(
+        self, request: web.Request, session: Session, miss: ReplayMiss, message: dict[str, Any]
+    ) -> web.Response:
+        session.tools.missed(miss, request.path, message)
+        error = wire.error_message(message.get("id"), str(miss))
+        return web.json_response(error, headers=_session_echo(request))
+
+    # -- record ------------------------------------------------------------------------
+    async def _record(
+        self,
+        request: web.Request,
+        session: Session,
+        url: str,
+        raw: bytes,
+        message: dict[str, Any],
+    ) -> web.StreamResponse:
+        place = _span_place(request, message, time.time_ns())
+        name = request.match_info["name"]
+
+        def answered(status: int, headers: Mapping[str, str], body: bytes, events: Any) -> None:
+            kept = {
+                k.lower(): v
+                for k, v in headers.items()
+                if k.lower() in wire.KEPT_HEADERS and k.lower() != wire.SESSION_HEADER
+            }
+            if any(k.lower() == wire.SESSION_HEADER for k in headers):
+                kept[wire.SESSION_HEADER] = wire.ISSUED
+            parsed: Any = None
+            if events is None and body:
+                try:
+                    parsed = json.loads(body)
+                except ValueError:
+                    parsed = body.decode("utf-8", "replace")
+            response = Response(status=status, headers=kept, body=parsed, events=events)
+            self.record(session, name, message, response, place)
+
+        return await self._pass(request, url, raw, _Answered(message.get("id"), answered))
+
+    @staticmethod
+    def record(
+        session: Session,
+        name: str,
+        message: dict[str, Any],
+        response: Response,
+        place: SpanPlace,
+    ) -> None:
+        """A request to server ``name`` and the answer it got, made live."""
+        exchange = Exchange(
+            provider=wire.MCP,
+            operation=str(message.get("method")),
+            request=wire.canonical(name, message),
+            response=response,
+        )
+        session.tools.made_live(exchange, place)
+
+    async def _pass(
+        self, request: web.Request, url: str, raw: bytes, answered: _Answered | None = None
+    ) -> web.StreamResponse:
+        """Relay ``request`` to ``url`` and its answer back, an SSE answer event by event;
+        ``answered`` is told the answer once it is complete: a JSON one as read, an SSE
+        one as the event carrying the response passes (or at the stream's end)."""
+        client = self._upstream()
+        started = time.monotonic()
+        try:
+            upstream = await client.request(
+                request.method,
+                url,
+                data=raw if request.method == "POST" else None,
+                headers=_passed(request.headers),
+                allow_redirects=False,
+            )
+        except (ClientError, OSError) as exc:
+            detail = f"otel-replay: the MCP server at {url} cannot be reached: {exc}"
+            log.warning("%s", detail)
+            return web.json_response(wire.error_message(None, detail), status=502)
+        async with upstream:
+            headers = _passed(upstream.headers)
+            if not upstream.headers.get("content-type", "").startswith(_SSE):
+                data = await upstream.read()
+                if answered is not None:
+                    answered.tell(upstream.status, upstream.headers, data, None)
+                return web.Response(status=upstream.status, body=data, headers=headers)
+            answer = web.StreamResponse(status=upstream.status, headers=headers)
+            await answer.prepare(request)
+            parser = sse.SSEParser()
+            events: list[SSEEvent] = []
+            async for chunk in upstream.content.iter_any():
+                await answer.write(chunk)
+                if answered is not None and not answered.told:
+                    events.extend(parser.feed(chunk, time.monotonic() - started))
+                    if any(answered.answers(event) for event in events):
+                        answered.tell(upstream.status, upstream.headers, b"", events)
+            if answered is not None and not answered.told:
+                events.extend(parser.close(time.monotonic() - started))
+                answered.tell(upstream.status, upstream.headers, b"", events)
+            await answer.write_eof()
+            return answer
+
+    # -- relayed elsewhere (stdio) -------------------------------------------------------
+    async def relayed(self, request: web.Request) -> web.Response:
+        """A request and its answer relayed by ``mcp-stdio``, recorded as a tool call:
+        ``{"request": MESSAGE, "response": MESSAGE, "start_ns": N}``."""
+        raw = await read_body(request, self._body_timeout)
+        if not isinstance(raw, bytes):
+            return raw
+        try:
+            doc = json.loads(raw)
+            message, answer = doc["request"], doc["response"]
+        except (ValueError, KeyError, TypeError):
+            return web.json_response({"error": "expected request and response"}, status=400)
+        if wire.kind(message) != "request":
+            return web.json_response({"error": "not a request"}, status=400)
+        session = self._session()
+        if session.records or session.tools.mode == "auto":
+            place = _span_place(request, message, int(doc.get("start_ns") or time.time_ns()))
+            place.transport = "pipe"
+            response = Response(status=200, headers={"content-type": _JSON}, body=answer)
+            self.record(session, request.match_info["name"], message, response, place)
+        return web.Response(status=204)
+
+
+class _Answered:
+    """Told once the answer to the request with id ``request_id`` is complete."""
+
+    def __init__(
+        self, request_id: Any, tell: Callable[[int, Mapping[str, str], bytes, Any], None]
+    ) -> None:
+        self.request_id = request_id
+        self._tell = tell
+        self.told = False
+
+    def answers(self, event: SSEEvent) -> bool:
+        return bool(wire.response_id(event.data) == self.request_id)
+
+    def tell(self, status: int, headers: Mapping[str, str], body: bytes, events: Any) -> None:
+        self.told = True
+        self._tell(status, headers, body, events)
+
+
+def _session_echo(request: web.Request) -> dict[str, str]:
+    value = request.headers.get(wire.SESSION_HEADER)
+    return {wire.SESSION_HEADER: value} if value else {}
+
+
+def _replayed_other(request: web.Request) -> web.Response:
+    """GET (a stream the server would open: not offered) or DELETE (nothing to end)."""
+    if request.method == "DELETE":
+        return web.Response(status=200, headers=_session_echo(request))
+    return web.Response(status=405, headers={"allow": "POST, DELETE"})
+
+
+def _unknown_server(name: str) -> web.Response:
+    detail = f"otel-replay: no MCP server {name} was given (--mcp {name}=URL)"
+    return web.json_response(wire.error_message(None, detail), status=404)
+
+
+def _span_place(request: web.Request, message: dict[str, Any], start_ns: int) -> SpanPlace:
+    """Where a tool call's span goes and what it says of the transport."""
+    params = message.get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    carried = meta.get("traceparent") if isinstance(meta, dict) else None
+    trace_id, parent = parse_traceparent(carried or request.headers.get("traceparent"))
+    protocol = request.headers.get("mcp-protocol-version")
+    if protocol is None and isinstance(meta, dict):
+        protocol = meta.get("io.modelcontextprotocol/protocolVersion")
+    if protocol is None and isinstance(params, dict) and message.get("method") == "initialize":
+        protocol = params.get("protocolVersion")
+    return SpanPlace(
+        request_id=message.get("id"),
+        protocol=protocol if isinstance(protocol, str) else None,
+        start_ns=start_ns,
+        trace_id=trace_id,
+        parent=parent,
+    )

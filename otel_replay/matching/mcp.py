@@ -1,0 +1,150 @@
+"""Matching MCP requests against the recorded tool calls.
+
+A request hits the first unused recording with the same server, method, target (tool,
+prompt, resource) and params (``providers.mcp.canonical``: ``_meta`` and the request id
+left out); identical calls consume successive recordings in order, and a method that only
+describes the server (``providers.mcp.REPEATABLE``) answers again from its last recording
+once they are consumed. A miss names the first component that differs, checked in order
+by one small function each: ``server``, ``method``, the target (``tool``, ``prompt``,
+``resource``), ``arguments``.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Sequence
+
+from otel_replay.core.errors import ReplayMiss
+from otel_replay.core.exchange import JSON, CanonicalRequest
+from otel_replay.core.ids import short_hash
+from otel_replay.providers.mcp import REPEATABLE, arguments, server_of, target_label
+
+__all__ = ["ToolMatcher", "call_name", "key_of"]
+
+
+def _text(value: JSON) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def key_of(request: CanonicalRequest) -> str:
+    """The identity of a call: server, target, method and params."""
+    return _text([request.endpoint, request.model, request.params])
+
+
+def _method(request: CanonicalRequest) -> str:
+    return str(request.params.get("method", ""))
+
+
+def call_name(request: CanonicalRequest) -> str:
+    """``weather.get_forecast`` for a call of a tool (prompt, resource), else
+    ``weather tools/list``."""
+    server = server_of(request.endpoint)
+    if request.model is not None:
+        return f"{server}.{request.model}"
+    return f"{server} {_method(request)}"
+
+
+# --- one function per component: the recordings still in the running, or a miss -------
+
+Narrow = Callable[[CanonicalRequest, list[CanonicalRequest], list[int]], list[int] | ReplayMiss]
+
+
+def _server(
+    request: CanonicalRequest, recorded: list[CanonicalRequest], left: list[int]
+) -> list[int] | ReplayMiss:
+    same = [i for i in left if recorded[i].endpoint == request.endpoint]
+    if same:
+        return same
+    server = server_of(request.endpoint)
+    return ReplayMiss(f"no call to the MCP server {server} was recorded", component="server")
+
+
+def _method_(
+    request: CanonicalRequest, recorded: list[CanonicalRequest], left: list[int]
+) -> list[int] | ReplayMiss:
+    same = [i for i in left if _method(recorded[i]) == _method(request)]
+    if same:
+        return same
+    return ReplayMiss(f"{call_name(request)} was not recorded", component="method")
+
+
+def _target(
+    request: CanonicalRequest, recorded: list[CanonicalRequest], left: list[int]
+) -> list[int] | ReplayMiss:
+    same = [i for i in left if recorded[i].model == request.model]
+    if same:
+        return same
+    label = target_label(_method(request))
+    return ReplayMiss(f"{label} {call_name(request)} was not recorded", component=label)
+
+
+def _arguments(
+    request: CanonicalRequest, recorded: list[CanonicalRequest], left: list[int]
+) -> list[int] | ReplayMiss:
+    new = _text(arguments(request))
+    same = [i for i in left if _text(arguments(recorded[i])) == new]
+    if same:
+        return same
+    old = _text(arguments(recorded[left[0]]))
+    label = target_label(_method(request))
+    return ReplayMiss(
+        f"{label} arguments changed for {call_name(request)} "
+        f"(hash {short_hash(old)}→{short_hash(new)})",
+        component="arguments",
+    )
+
+
+_COMPONENTS: tuple[Narrow, ...] = (_server, _method_, _target, _arguments)
+
+
+class ToolMatcher:
+    """The recorded MCP requests, indexed by call; which are used. Thread-safe."""
+
+    def __init__(self, requests: Sequence[CanonicalRequest]) -> None:
+        self.requests: list[CanonicalRequest] = list(requests)
+        self._queues: dict[str, list[int]] = {}
+        for index, request in enumerate(self.requests):
+            self._queues.setdefault(key_of(request), []).append(index)
+        self.used: set[int] = set()
+        self._lock = threading.Lock()
+
+    def match(self, request: CanonicalRequest) -> int:
+        """The recording answering ``request`` (now used); raises ``ReplayMiss``."""
+        key = key_of(request)
+        with self._lock:
+            queue = self._queues.get(key)
+            if queue:
+                for index in queue:
+                    if index not in self.used:
+                        self.used.add(index)
+                        return index
+                if _method(request) in REPEATABLE:
+                    return queue[-1]
+            raise self._why(request, queue)
+
+    def append(self, request: CanonicalRequest) -> int:
+        """A call made live and recorded in this run: a new recording, already used."""
+        with self._lock:
+            index = len(self.requests)
+            self.requests.append(request)
+            self._queues.setdefault(key_of(request), []).append(index)
+            self.used.add(index)
+            return index
+
+    def _why(self, request: CanonicalRequest, queue: list[int] | None) -> ReplayMiss:
+        if queue:  # every identical call is consumed
+            label = target_label(_method(request))
+            what = f"{label} {call_name(request)}" if request.model else call_name(request)
+            return ReplayMiss(
+                f"more calls of {what} than the {len(queue)} recorded",
+                component=label if request.model else "method",
+            )
+        # the unused recordings first: a changed call is compared with the next one due
+        left = sorted(range(len(self.requests)), key=lambda i: i in self.used)
+        for narrow in _COMPONENTS:
+            found = narrow(request, self.requests, left)
+            if isinstance(found, ReplayMiss):
+                return found
+            left = found
+        return ReplayMiss(f"{call_name(request)} was not recorded", component="arguments")

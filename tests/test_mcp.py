@@ -1,0 +1,259 @@
+"""Tools over MCP: an agent (the official ``openai`` SDK + the official ``mcp`` client)
+recorded against a real MCP server over Streamable HTTP through the gateway, then replayed
+strictly with the server and the model upstream both stopped."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from mcp_weather import serving
+
+from otel_replay.cassette.model import Cassette, dumps, load, loads
+from otel_replay.core.exchange import CanonicalRequest, Exchange, Response
+from otel_replay.core.ids import short_hash
+from otel_replay.gateway.agents import agent_command
+from otel_replay.matching.mcp import ToolMatcher
+from otel_replay.providers import mcp as wire
+from otel_replay.testing.stub import run_stub
+
+AGENT = [sys.executable, str(Path(__file__).parent / "mcp_agent.py")]
+CLI = [sys.executable, "-m", "otel_replay"]
+KEY = {"OPENAI_API_KEY": "sk-test-1234567890"}
+
+
+def run(args: list[str], env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*CLI, *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, **(env or {})},
+    )
+
+
+@dataclass
+class Recorded:
+    cassette: Path
+    traces: Path
+    stdout: str
+    stderr: str
+    client: str
+
+
+# the 2026 revision (stateless: discovery, JSON answers) and the 2025 one (initialize,
+# a session id, SSE answers, a GET stream, DELETE), each against the server's own form
+REVISIONS = {"auto": {"stateless": True, "json_response": True}, "legacy": {}}
+
+
+@pytest.fixture(scope="module", params=sorted(REVISIONS))
+def recorded(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Recorded]:
+    client = request.param
+    folder = tmp_path_factory.mktemp(f"mcp-{client}")
+    cassette, traces = folder / "weather.json", folder / "traces.jsonl"
+    with serving(**REVISIONS[client]) as url, run_stub() as stub:
+        rec = run(
+            [
+                "record",
+                "--cassette",
+                str(cassette),
+                "--traces",
+                str(traces),
+                "--upstream-openai",
+                stub.openai_url,
+                "--mcp",
+                f"weather={url}",
+                "--",
+                *AGENT,
+                "Paris",
+            ],
+            {**KEY, "AGENT_MCP_MODE": client},
+        )
+    assert rec.returncode == 0, rec.stderr
+    yield Recorded(cassette, traces, rec.stdout, rec.stderr, client)
+
+
+def test_record_passes_tool_calls_through_and_counts_them(recorded: Recorded) -> None:
+    assert recorded.stdout.splitlines() == [
+        "tools: get_forecast",
+        "tool get_forecast: sunny in Paris for 1 day (call 1)",
+        "model: stub reply to: sunny in Paris for 1 day (call 1)",
+    ]
+    assert "0 replayed · 2 live · 0 misses · 1 tool call live ·" in recorded.stderr
+    cassette = load(recorded.cassette)
+    assert len(cassette.interactions) == 2  # the model calls, apart from the tool calls
+    methods = [ex.operation for ex in cassette.tools]
+    first = "server/discover" if recorded.client == "auto" else "initialize"
+    assert methods == [first, "tools/list", "tools/call"]
+    call = cassette.tools[-1]
+    assert call.request.endpoint == "/mcp/weather"
+    assert call.request.model == "get_forecast"
+    assert call.request.params == {
+        "method": "tools/call",
+        "name": "get_forecast",
+        "arguments": {"city": "Paris"},
+    }
+    if recorded.client == "legacy":  # the session id the server issued is not kept
+        assert cassette.tools[0].response.headers["mcp-session-id"] == "issued"
+        assert cassette.tools[0].response.events is not None
+
+
+def test_strict_replay_with_server_and_upstream_stopped_gives_the_same_result(
+    recorded: Recorded,
+) -> None:
+    rep = run(
+        ["replay", "--cassette", str(recorded.cassette), "--mode", "strict", "--", *AGENT, "Paris"],
+        {"AGENT_MCP_MODE": recorded.client},
+    )
+    assert rep.returncode == 0, rep.stderr
+    assert rep.stdout == recorded.stdout  # the tool's answer included
+    assert "otel-replay: 2 replayed · 0 live · 0 misses · 1 tool call replayed ·" in rep.stderr
+
+
+def test_changed_tool_arguments_miss_naming_the_tool(recorded: Recorded) -> None:
+    rep = run(
+        ["replay", "--cassette", str(recorded.cassette), "--mode", "strict", "--", *AGENT, "Paris"],
+        {"AGENT_MCP_MODE": recorded.client, "AGENT_EXTRA_ARGS": '{"days": 3}'},
+    )
+    assert rep.returncode == 1
+    old = short_hash(json.dumps({"arguments": {"city": "Paris"}}, separators=(",", ":")))
+    new = short_hash(json.dumps({"arguments": {"city": "Paris", "days": 3}}, separators=(",", ":")))
+    message = f"replay miss: tool arguments changed for weather.get_forecast (hash {old}→{new})"
+    assert f"tool error: {message}" in rep.stdout  # the client shows the JSON-RPC error
+    assert f"otel-replay: {message}" in rep.stderr
+    assert "1 replayed · 0 live · 1 miss ·" in rep.stderr
+    misses = json.loads(recorded.cassette.with_name("weather.misses.json").read_text())
+    assert misses["misses"][0]["component"] == "arguments"
+
+
+def test_tool_calls_are_spans_by_the_mcp_conventions(recorded: Recorded) -> None:
+    spans = [
+        span
+        for line in recorded.traces.read_text().splitlines()
+        for rs in json.loads(line)["resourceSpans"]
+        for ss in rs["scopeSpans"]
+        for span in ss["spans"]
+    ]
+    tools = [s for s in spans if s["name"] == "tools/call get_forecast"]
+    assert len(tools) == 1
+    attrs = {a["key"]: next(iter(a["value"].values())) for a in tools[0]["attributes"]}
+    assert attrs["mcp.method.name"] == "tools/call"
+    assert attrs["gen_ai.operation.name"] == "execute_tool"
+    assert attrs["gen_ai.tool.name"] == "get_forecast"
+    assert attrs["jsonrpc.request.id"]
+    assert json.loads(attrs["gen_ai.tool.call.arguments"]) == {"city": "Paris"}
+    result = json.loads(attrs["gen_ai.tool.call.result"])
+    assert result["content"][0]["text"] == "sunny in Paris for 1 day (call 1)"
+    assert "otel_replay.format_version" not in attrs  # never read back as a model call
+
+
+def test_serve_summary_counts_tool_calls(recorded: Recorded) -> None:
+    with subprocess.Popen(
+        [*CLI, "serve", "--cassette", str(recorded.cassette), "--mode", "strict"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    ) as serve:
+        assert serve.stdin is not None and serve.stdout is not None
+        env = json.loads(serve.stdout.readline())["env"]
+        assert env["OTEL_REPLAY_MCP_WEATHER_URL"].endswith("/mcp/weather")
+        agent = subprocess.run(
+            [*AGENT, "Paris"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**os.environ, **env, "AGENT_MCP_MODE": recorded.client},
+        )
+        serve.stdin.close()
+        summary = json.loads(serve.stdout.readline())["summary"]
+    assert agent.returncode == 0, agent.stderr
+    assert agent.stdout == recorded.stdout
+    assert summary["tools"] == {"replayed": 1, "live": 0, "misses": 0}
+
+
+# --- the pure parts ---------------------------------------------------------------------
+
+
+def _call(server: str, method: str, params: dict[str, object], rid: int = 1) -> dict[str, object]:
+    return {"jsonrpc": "2.0", "id": rid, "method": method, "params": params}
+
+
+FORECAST = {"name": "get_forecast", "arguments": {"city": "Paris"}}
+ROWS = [  # one request per row, each differing from the recorded call in one component
+    ("weather", "tools/call", FORECAST, None),
+    ("ticket", "tools/call", FORECAST, "server"),
+    ("weather", "prompts/get", {"name": "get_forecast"}, "method"),
+    ("weather", "tools/call", {**FORECAST, "name": "get_alerts"}, "tool"),
+    ("weather", "tools/call", {**FORECAST, "arguments": {"city": "Lyon"}}, "arguments"),
+]
+
+
+@pytest.mark.parametrize(("server", "method", "params", "component"), ROWS)
+def test_a_miss_names_the_component_that_differs(
+    server: str, method: str, params: dict[str, object], component: str | None
+) -> None:
+    recorded = wire.canonical("weather", _call("weather", "tools/call", FORECAST))
+    matcher = ToolMatcher([recorded])
+    meta = {
+        **params,
+        "_meta": {"progressToken": 7, "traceparent": "00-" + "1" * 32 + "-" + "2" * 16 + "-01"},
+    }
+    request = wire.canonical(server, _call(server, method, meta, rid=99))
+    if component is None:
+        assert matcher.match(request) == 0  # ids and _meta are volatile
+        return
+    with pytest.raises(Exception) as caught:
+        matcher.match(request)
+    assert getattr(caught.value, "component", None) == component
+
+
+def test_identical_calls_are_consumed_in_order_and_listings_repeat() -> None:
+    call = wire.canonical("weather", _call("weather", "tools/call", FORECAST))
+    listing = wire.canonical("weather", _call("weather", "tools/list", {}))
+    matcher = ToolMatcher([listing, call, call])
+    assert [matcher.match(call), matcher.match(call)] == [1, 2]
+    with pytest.raises(Exception, match=r"more calls of tool weather\.get_forecast than the 2"):
+        matcher.match(call)
+    assert [matcher.match(listing), matcher.match(listing)] == [0, 0]
+
+
+def test_cassette_keeps_tool_calls_after_the_model_calls() -> None:
+    request = wire.canonical("weather", _call("weather", "tools/call", FORECAST))
+    answer = {"jsonrpc": "2.0", "id": 1, "result": {"content": []}}
+    tool = Exchange("mcp", "tools/call", request, Response(200, body=answer))
+    model = Exchange("openai", "chat", CanonicalRequest("/v1/chat/completions"), Response(200))
+    text = dumps(Cassette(interactions=[model], source={}, tools=[tool]))
+    assert [item["provider"] for item in json.loads(text)["interactions"]] == ["openai", "mcp"]
+    again = loads(text)
+    assert again.interactions == [model]
+    assert again.tools == [tool]
+    assert loads(dumps(again)) == again
+
+
+def test_coding_agents_get_the_servers_on_their_command_line() -> None:
+    env = {"OTEL_REPLAY_MCP_WEATHER_URL": "http://127.0.0.1:5/mcp/weather"}
+    claude = agent_command(["claude", "-p", "hi"], env)
+    assert claude[:3] == ["claude", "-p", "hi"]
+    assert claude[3] == "--mcp-config"
+    config = json.loads(claude[4])
+    assert config == {
+        "mcpServers": {"weather": {"type": "http", "url": "http://127.0.0.1:5/mcp/weather"}}
+    }
+    codex = agent_command(["codex", "exec", "hi"], env)
+    assert codex == [
+        "codex",
+        "-c",
+        'mcp_servers.weather.url="http://127.0.0.1:5/mcp/weather"',
+        "exec",
+        "hi",
+    ]
+    assert wire.env_name("my-server.v2") == "OTEL_REPLAY_MCP_MY_SERVER_V2_URL"
