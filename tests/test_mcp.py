@@ -180,6 +180,76 @@ def test_serve_summary_counts_tool_calls(recorded: Recorded) -> None:
     assert summary["tools"] == {"replayed": 1, "live": 0, "misses": 0}
 
 
+# --- stdio servers ------------------------------------------------------------------------
+
+SERVER = [sys.executable, str(Path(__file__).parent / "mcp_weather.py")]
+BRIDGE = ["--stdio", *CLI, "mcp-stdio", "weather", "--"]
+
+
+@pytest.mark.parametrize("client", sorted(REVISIONS))
+def test_stdio_server_recorded_through_mcp_stdio_then_replayed_without_it(
+    client: str, tmp_path: Path
+) -> None:
+    cassette = tmp_path / "stdio.json"
+    with run_stub() as stub:
+        rec = run(
+            [
+                "record",
+                "--cassette",
+                str(cassette),
+                "--upstream-openai",
+                stub.openai_url,
+                "--",
+                *AGENT,
+                "Lisbon",
+                *BRIDGE,
+                *SERVER,
+            ],
+            {**KEY, "AGENT_MCP_MODE": client},
+        )
+    assert rec.returncode == 0, rec.stderr
+    assert "tool get_forecast: sunny in Lisbon for 1 day (call 1)" in rec.stdout
+    assert "0 replayed · 2 live · 0 misses · 1 tool call live ·" in rec.stderr
+    tools = load(cassette).tools
+    assert [ex.request.endpoint for ex in tools] == ["/mcp/weather"] * 3
+    assert tools[-1].request.params["arguments"] == {"city": "Lisbon"}
+    # the server's command now fails at once: a replay never starts it
+    failing = [sys.executable, "-c", "raise SystemExit(9)"]
+    rep = run(
+        [
+            "replay",
+            "--cassette",
+            str(cassette),
+            "--mode",
+            "strict",
+            "--",
+            *AGENT,
+            "Lisbon",
+            *BRIDGE,
+            *failing,
+        ],
+        {"AGENT_MCP_MODE": client},
+    )
+    assert rep.returncode == 0, rep.stderr
+    assert rep.stdout == rec.stdout
+    assert "2 replayed · 0 live · 0 misses · 1 tool call replayed ·" in rep.stderr
+
+
+def test_mcp_stdio_outside_a_gateway_runs_the_server_itself() -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_REPLAY_")}
+    echo = [sys.executable, "-c", "import sys; print(sys.stdin.read().upper())"]
+    done = subprocess.run(
+        [*CLI, "mcp-stdio", "weather", "--", *echo],
+        input="ping\n",
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "PING"
+
+
 # --- the pure parts ---------------------------------------------------------------------
 
 
