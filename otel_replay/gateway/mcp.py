@@ -17,6 +17,7 @@ mcp-stdio`` between an agent and a stdio server) and records them the same way.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
@@ -136,6 +137,13 @@ class McpMount:
         else:
             headers.setdefault("content-type", _JSON)
             body = b"" if answer.body is None else json.dumps(answer.body).encode()
+        if message.get("method") in wire.LISTENING:  # open until the client leaves
+            stream = web.StreamResponse(status=answer.status, headers=headers)
+            await stream.prepare(request)
+            await stream.write(body)
+            tools.replayed(index, _span_place(request, message, start_ns))
+            await asyncio.Event().wait()  # cancelled as the client leaves or the gateway stops
+            return stream
         response = web.Response(status=answer.status, body=body, headers=headers)
         await response.prepare(request)
         await response.write_eof()
@@ -178,7 +186,10 @@ class McpMount:
             response = Response(status=status, headers=kept, body=parsed, events=events)
             self.record(session, name, message, response, place)
 
-        return await self._pass(request, url, raw, _Answered(message.get("id"), answered))
+        listens = message.get("method") in wire.LISTENING
+        return await self._pass(
+            request, url, raw, _Answered(message.get("id"), answered, listens=listens)
+        )
 
     @staticmethod
     def record(
@@ -267,14 +278,19 @@ class _Answered:
     """Told once the answer to the request with id ``request_id`` is complete."""
 
     def __init__(
-        self, request_id: Any, tell: Callable[[int, Mapping[str, str], bytes, Any], None]
+        self,
+        request_id: Any,
+        tell: Callable[[int, Mapping[str, str], bytes, Any], None],
+        *,
+        listens: bool = False,
     ) -> None:
         self.request_id = request_id
         self._tell = tell
+        self.listens = listens  # a stream left open: its first event is its answer
         self.told = False
 
     def answers(self, event: SSEEvent) -> bool:
-        return bool(wire.response_id(event.data) == self.request_id)
+        return self.listens or bool(wire.response_id(event.data) == self.request_id)
 
     def tell(self, status: int, headers: Mapping[str, str], body: bytes, events: Any) -> None:
         self.told = True

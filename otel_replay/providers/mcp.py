@@ -25,6 +25,7 @@ from otel_replay.core.exchange import JSON, CanonicalRequest, Response, SSEEvent
 
 __all__ = [
     "KEPT_HEADERS",
+    "LISTENING",
     "MCP",
     "MOUNT",
     "REPEATABLE",
@@ -56,10 +57,19 @@ REPEATABLE = frozenset(
         "prompts/list",
         "resources/list",
         "resources/templates/list",
+        "subscriptions/listen",
     }
 )
 """Methods that describe the server rather than act: once their recordings are consumed,
 the last one answers again (a client reconnecting asks anew)."""
+
+LISTENING = frozenset({"subscriptions/listen"})
+"""Requests answered by a stream that stays open (the 2026 revision's change events):
+recorded once its first event has passed, replayed as the recorded events on a stream
+left open until the client leaves."""
+
+SUBSCRIPTION_META = "io.modelcontextprotocol/subscriptionId"
+"""The ``_meta`` key of a listen stream's events naming the request (its id)."""
 
 VOLATILE_PARAMS = frozenset({"initialize"})
 """Methods whose params say who the client is (name, version, capabilities), not what it
@@ -190,9 +200,16 @@ def _readdressed(event: SSEEvent, request_id: JSON) -> SSEEvent:
         message = json.loads(event.data)
     except ValueError:
         return event
-    if kind(message) != "response":
-        return event
-    data = json.dumps({**message, "id": request_id}, separators=(",", ":"), ensure_ascii=False)
+    if kind(message) == "response":
+        message = {**message, "id": request_id}
+    else:  # a listen stream's event names its request in _meta
+        params = message.get("params") if isinstance(message, dict) else None
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        if not isinstance(meta, dict) or SUBSCRIPTION_META not in meta:
+            return event
+        meta = {**meta, SUBSCRIPTION_META: request_id}
+        message = {**message, "params": {**params, "_meta": meta}}
+    data = json.dumps(message, separators=(",", ":"), ensure_ascii=False)
     return SSEEvent(data=data, event=event.event, t=event.t)
 
 
