@@ -204,7 +204,9 @@ def _readdressed(event: SSEEvent, request_id: JSON) -> SSEEvent:
         message = {**message, "id": request_id}
     else:  # a listen stream's event names its request in _meta
         params = message.get("params") if isinstance(message, dict) else None
-        meta = params.get("_meta") if isinstance(params, dict) else None
+        if not isinstance(params, dict):
+            return event
+        meta = params.get("_meta")
         if not isinstance(meta, dict) or SUBSCRIPTION_META not in meta:
             return event
         meta = {**meta, SUBSCRIPTION_META: request_id}
