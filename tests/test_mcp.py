@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import mcp_weather
 import pytest
 from mcp_weather import serving
 
@@ -20,6 +21,8 @@ from otel_replay.core.exchange import CanonicalRequest, Exchange, Response
 from otel_replay.core.ids import short_hash
 from otel_replay.gateway.agents import agent_command
 from otel_replay.matching.mcp import ToolMatcher
+from otel_replay.matching.rulefile import RuleFileError, parse_rules, to_toml
+from otel_replay.matching.rules import LiveRule, Scope
 from otel_replay.providers import mcp as wire
 from otel_replay.testing.stub import run_stub
 
@@ -178,6 +181,61 @@ def test_serve_summary_counts_tool_calls(recorded: Recorded) -> None:
     assert agent.returncode == 0, agent.stderr
     assert agent.stdout == recorded.stdout
     assert summary["tools"] == {"replayed": 1, "live": 0, "misses": 0}
+
+
+def test_a_live_rule_sends_the_tool_to_the_real_server_even_in_strict_replay(
+    recorded: Recorded, tmp_path: Path
+) -> None:
+    rules = tmp_path / "rules.toml"
+    rules.write_text('[[live]]\nserver = "weather"\ntool = "get_*"\n')
+    before = recorded.cassette.read_text()
+    with serving(**REVISIONS[recorded.client]) as url:
+        rep = run(
+            [
+                "replay",
+                "--cassette",
+                str(recorded.cassette),
+                "--mode",
+                "strict",
+                "--rules",
+                str(rules),
+                "--mcp",
+                f"weather={url}",
+                "--",
+                *AGENT,
+                "Paris",
+            ],
+            {"AGENT_MCP_MODE": recorded.client},
+        )
+        assert mcp_weather.calls == [("Paris", 1)]  # the real server answered
+    assert rep.returncode == 0, rep.stderr
+    assert rep.stdout == recorded.stdout
+    assert "otel-replay: 2 replayed · 0 live · 0 misses · 1 tool call live ·" in rep.stderr
+    assert recorded.cassette.read_text() == before  # a call always live is never kept
+
+
+@pytest.mark.parametrize(
+    ("entry", "error"),
+    [
+        ('server = "weather"\nmodel = "x"', "model does not go with server and tool"),
+        ('tool = ""', "tool must be a non-empty string"),
+        ('server = "weather"\nkind = "x"', "unknown key 'kind'"),
+    ],
+)
+def test_a_bad_tool_live_rule_is_a_one_line_error(entry: str, error: str) -> None:
+    with pytest.raises(RuleFileError, match=error) as caught:
+        parse_rules(f"[[live]]\n{entry}\n", "rules.toml")
+    assert str(caught.value).startswith("rules.toml:")
+    assert "\n" not in str(caught.value)
+
+
+def test_tool_live_rules_scope_tool_calls_only() -> None:
+    rules, _ = parse_rules('[[live]]\nserver = "weather"\n', "rules.toml")
+    (rule,) = rules.rules
+    assert isinstance(rule, LiveRule) and rule.for_tools
+    assert rule.scope == Scope(provider="mcp", endpoint="/mcp/weather")
+    again, _ = parse_rules(to_toml(rules.rules), "again.toml")
+    assert again.rules == rules.rules
 
 
 # --- stdio servers ------------------------------------------------------------------------

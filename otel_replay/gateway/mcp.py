@@ -60,6 +60,9 @@ class McpMount:
         self._session = session
         self._body_timeout = body_timeout
         self._client: ClientSession | None = None
+        self._minted: set[str] = set()  # session ids a replayed initialize issued
+        # (server, minted id) -> the session the real server issued for a live call in it
+        self._server_sessions: dict[tuple[str, str], str | None] = {}
 
     def add_routes(self, app: web.Application, guard: Guard) -> None:
         app.router.add_route("POST", "/mcp/{name}/recorded", guard(self.relayed))
@@ -128,7 +131,8 @@ class McpMount:
         headers = {k: v for k, v in answer.headers.items() if k != wire.SESSION_HEADER}
         issued = wire.SESSION_HEADER in answer.headers
         if issued and message.get("method") == "initialize":
-            headers[wire.SESSION_HEADER] = uuid.uuid4().hex
+            headers[wire.SESSION_HEADER] = minted = uuid.uuid4().hex
+            self._minted.add(minted)
         else:
             headers.update(_session_echo(request))
         if answer.events is not None:
@@ -187,9 +191,41 @@ class McpMount:
             self.record(session, name, message, response, place)
 
         listens = message.get("method") in wire.LISTENING
+        swap = None
+        minted = request.headers.get(wire.SESSION_HEADER)
+        if minted in self._minted:  # a live call in a replayed session: one of the server's
+            assert minted is not None
+            swap = (minted, await self._server_session(name, url, minted, request))
         return await self._pass(
-            request, url, raw, _Answered(message.get("id"), answered, listens=listens)
+            request, url, raw, _Answered(message.get("id"), answered, listens=listens), swap
         )
+
+    async def _server_session(
+        self, name: str, url: str, minted: str, request: web.Request
+    ) -> str | None:
+        """The session the real server issues for replayed session ``minted`` (None: the
+        server keeps none), opened by a handshake of the gateway's own at its first live
+        call."""
+        key = (name, minted)
+        if key in self._server_sessions:
+            return self._server_sessions[key]
+        protocol = request.headers.get("mcp-protocol-version") or wire.HANDSHAKE_VERSION
+        headers = {"accept": f"{_JSON}, {_SSE}", "mcp-protocol-version": protocol}
+        issued: str | None = None
+        try:
+            hello = wire.initialize_request(protocol)
+            async with self._upstream().post(url, json=hello, headers=headers) as answer:
+                await answer.read()
+                issued = answer.headers.get(wire.SESSION_HEADER)
+            if issued:
+                done = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+                headers[wire.SESSION_HEADER] = issued
+                async with self._upstream().post(url, json=done, headers=headers) as answer:
+                    await answer.read()
+        except (ClientError, OSError) as exc:
+            log.warning("otel-replay: no session with the MCP server at %s: %s", url, exc)
+        self._server_sessions[key] = issued
+        return issued
 
     @staticmethod
     def record(
@@ -209,19 +245,30 @@ class McpMount:
         session.tools.made_live(exchange, place)
 
     async def _pass(
-        self, request: web.Request, url: str, raw: bytes, answered: _Answered | None = None
+        self,
+        request: web.Request,
+        url: str,
+        raw: bytes,
+        answered: _Answered | None = None,
+        swap: tuple[str, str | None] | None = None,
     ) -> web.StreamResponse:
         """Relay ``request`` to ``url`` and its answer back, an SSE answer event by event;
         ``answered`` is told the answer once it is complete: a JSON one as read, an SSE
-        one as the event carrying the response passes (or at the stream's end)."""
+        one as the event carrying the response passes (or at the stream's end). ``swap``:
+        the client's session id and the server's, exchanged on the way."""
         client = self._upstream()
         started = time.monotonic()
+        outgoing = _passed(request.headers)
+        if swap is not None:
+            outgoing = {k: v for k, v in outgoing.items() if k.lower() != wire.SESSION_HEADER}
+            if swap[1]:
+                outgoing[wire.SESSION_HEADER] = swap[1]
         try:
             upstream = await client.request(
                 request.method,
                 url,
                 data=raw if request.method == "POST" else None,
-                headers=_passed(request.headers),
+                headers=outgoing,
                 allow_redirects=False,
             )
         except (ClientError, OSError) as exc:
@@ -230,6 +277,9 @@ class McpMount:
             return web.json_response(wire.error_message(None, detail), status=502)
         async with upstream:
             headers = _passed(upstream.headers)
+            if swap is not None:
+                headers = {k: v for k, v in headers.items() if k.lower() != wire.SESSION_HEADER}
+                headers[wire.SESSION_HEADER] = swap[0]
             if not upstream.headers.get("content-type", "").startswith(_SSE):
                 data = await upstream.read()
                 if answered is not None:

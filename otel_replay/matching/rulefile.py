@@ -17,6 +17,10 @@
     [[live]]                         # always answered by the provider in auto mode
     model = "gpt-4o-realtime*"
 
+    [[live]]                         # an MCP tool (or, without tool, a whole server):
+    server = "tickets"               # always the real server, in every mode
+    tool = "create_*"
+
 The same tables may sit under ``[tool.otel-replay]`` in ``pyproject.toml``. ``parse_rules``
 turns the text into rule rows; anything it cannot use is a ``RuleFileError`` whose message
 is one line naming the file, the line and the rule. ``to_toml`` writes rows back in the
@@ -25,6 +29,7 @@ same syntax.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import tomllib
@@ -38,6 +43,7 @@ from otel_replay.matching.ignore import parse_path
 from otel_replay.matching.linear import PatternError, check_linear
 from otel_replay.matching.rules import (
     KEEP,
+    MCP_PROVIDER,
     IgnoreRule,
     LiveRule,
     Rule,
@@ -45,13 +51,24 @@ from otel_replay.matching.rules import (
     VolatileRule,
 )
 
-__all__ = ["PYPROJECT_TABLE", "SCOPE_KEYS", "RuleFile", "RuleFileError", "parse_rules", "to_toml"]
+__all__ = [
+    "PYPROJECT_TABLE",
+    "SCOPE_KEYS",
+    "TOOL_KEYS",
+    "RuleFile",
+    "RuleFileError",
+    "parse_rules",
+    "to_toml",
+]
 
 SCOPE_KEYS = ("provider", "model", "endpoint", "profile")
+TOOL_KEYS = ("server", "tool")
+"""A ``live`` rule's MCP scope: the server (``--mcp NAME=URL``) and the tool, fnmatch
+patterns; as a scope, provider ``mcp``, endpoint ``/mcp/SERVER``, model TOOL."""
 _KEYS = {
     "ignore": ("path", "pattern", *SCOPE_KEYS),
     "volatile": ("kind", "pattern", "numbers", *SCOPE_KEYS),
-    "live": SCOPE_KEYS,
+    "live": (*SCOPE_KEYS, *TOOL_KEYS),
 }
 _KIND = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 _AT_LINE = re.compile(r"\s*\(at line (\d+), column \d+\)$")
@@ -194,8 +211,15 @@ def _volatile(entry: Mapping[str, Any], scope: Scope) -> Rule:
 
 
 def _live(entry: Mapping[str, Any], scope: Scope) -> Rule:
+    server, tool = _text(entry, "server", False), _text(entry, "tool", False)
+    if server is not None or tool is not None:
+        taken = next((k for k in ("provider", "model", "endpoint") if k in entry), None)
+        if taken is not None:
+            raise _Bad(taken, f"{taken} does not go with server and tool (an MCP call's scope)")
+        endpoint = "/mcp/" + (server or "*")
+        scope = dataclasses.replace(scope, provider=MCP_PROVIDER, endpoint=endpoint, model=tool)
     if scope == Scope():
-        raise _Bad(None, f"needs at least one of {', '.join(SCOPE_KEYS)}")
+        raise _Bad(None, f"needs at least one of {', '.join((*SCOPE_KEYS, *TOOL_KEYS))}")
     return LiveRule(scope)
 
 

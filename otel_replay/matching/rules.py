@@ -125,11 +125,21 @@ class IgnoreRule:
     pattern: str | None = None
 
 
+MCP_PROVIDER = "mcp"
+"""The provider of a tool call (an MCP request: ``providers.mcp``)."""
+
+
 @dataclass(frozen=True, slots=True)
 class LiveRule:
-    """Requests within ``scope`` always go to the provider in ``auto`` mode."""
+    """Requests within ``scope`` always go to the provider in ``auto`` mode; a scope of
+    provider ``mcp`` (a tool, a server) sends tool calls to the real server in every mode."""
 
     scope: Scope = ANY
+
+    @property
+    def for_tools(self) -> bool:
+        """Whether it names tool calls (provider ``mcp``) rather than model calls."""
+        return self.scope.provider == MCP_PROVIDER
 
 
 Rule = VolatileRule | IgnoreRule | LiveRule

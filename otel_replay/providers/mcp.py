@@ -33,6 +33,7 @@ __all__ = [
     "canonical",
     "env_name",
     "error_message",
+    "initialize_request",
     "kind",
     "parse_server",
     "response_id",
@@ -77,6 +78,9 @@ asks: matched by method alone."""
 
 KEPT_HEADERS = ("content-type", "mcp-session-id", "mcp-protocol-version")
 """Response headers worth replaying (the session id's value is minted anew on replay)."""
+
+HANDSHAKE_VERSION = "2025-11-25"
+"""The protocol revision the gateway's own handshake asks for when the client named none."""
 
 SESSION_HEADER = "mcp-session-id"
 ISSUED = "issued"  # what a recording keeps of the session id the server issued
@@ -167,6 +171,21 @@ def arguments(request: CanonicalRequest) -> JSON:
     method = request.params.get("method")
     key = _TARGETS.get(str(method))
     return {k: v for k, v in request.params.items() if k not in ("method", key)}
+
+
+def initialize_request(protocol: str) -> dict[str, Any]:
+    """The gateway's own ``initialize``: a session with the real server for a live call
+    made in a replayed session."""
+    from otel_replay._version import __version__
+
+    client = {"name": "otel-replay", "version": __version__ or "0"}
+    params = {"protocolVersion": protocol, "capabilities": {}, "clientInfo": client}
+    return {
+        "jsonrpc": "2.0",
+        "id": "otel-replay-initialize",
+        "method": "initialize",
+        "params": params,
+    }
 
 
 def error_message(request_id: JSON, message: str, code: int = -32603) -> dict[str, Any]:

@@ -121,6 +121,7 @@ class Session:
             misses=self.misses,
             write_spans=self.writes_replayed_spans,
             records=self.records,
+            live_rules=self.normalizer.live,
         )
 
     # -- cassette --------------------------------------------------------------------------

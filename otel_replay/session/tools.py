@@ -11,6 +11,7 @@ import dataclasses
 import logging
 import threading
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -18,7 +19,8 @@ from otel_replay.cassette.model import Cassette, dump, load, locked
 from otel_replay.core.errors import ReplayMiss
 from otel_replay.core.exchange import JSON, CanonicalRequest, Exchange, SSEEvent
 from otel_replay.matching.mcp import ToolMatcher
-from otel_replay.providers.mcp import server_of
+from otel_replay.matching.rules import LiveRule, Subject
+from otel_replay.providers.mcp import MCP, server_of
 from otel_replay.reports.misses import Miss
 
 if TYPE_CHECKING:
@@ -80,6 +82,7 @@ class ToolCalls:
         misses: list[Miss],
         write_spans: bool,
         records: bool,
+        live_rules: Sequence[LiveRule] = (),
     ) -> None:
         self.recorded = list(recorded)
         self.mode = mode
@@ -87,6 +90,7 @@ class ToolCalls:
         self.store = store
         self.write_spans = write_spans  # of replayed calls too
         self.records = records
+        self.live_rules = tuple(rule for rule in live_rules if rule.for_tools)
         self.matcher = ToolMatcher([ex.request for ex in recorded])
         self.counts = ToolCounts()
         self.live: list[Exchange] = []
@@ -111,8 +115,12 @@ class ToolCalls:
             return miss
 
     def is_live(self, request: CanonicalRequest) -> bool:
-        """Whether a ``live`` rule sends ``request`` to the real server, in every mode."""
-        return False
+        """Whether a ``live`` rule (naming its tool or its server) sends ``request`` to the
+        real server, in every mode."""
+        if not self.live_rules:
+            return False
+        subject = Subject(provider=MCP, model=request.model, endpoint=request.endpoint)
+        return any(rule.scope.applies(subject) for rule in self.live_rules)
 
     def replayed(self, index: int, place: SpanPlace) -> None:
         """Recording ``index`` answered a request (``place``: where, for its span)."""
@@ -133,13 +141,16 @@ class ToolCalls:
 
     def made_live(self, exchange: Exchange, place: SpanPlace) -> Exchange:
         """A request forwarded to the server: its exchange redacted, its span written,
-        kept for the cassette; returns the redacted exchange."""
+        kept for the cassette (unless a ``live`` rule sent it: it is never replayed);
+        returns the redacted exchange."""
         clean = self._redacted(place.placed(exchange, time.time_ns()))
+        kept = self.mode == "record" or not self.is_live(clean.request)
         with self._lock:
-            self.live.append(clean)
+            if kept:
+                self.live.append(clean)
             if clean.operation == TOOL_CALL:
                 self.counts.live += 1
-            if self.mode == "auto":
+            if self.mode == "auto" and kept:
                 self.matcher.append(clean.request)
                 self.recorded.append(clean)
         self._write_span(clean, place, replayed=False)
