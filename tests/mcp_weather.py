@@ -23,6 +23,12 @@ def get_forecast(city: str, days: int = 1) -> str:
     return f"sunny in {city} for {days} day{'s' if days != 1 else ''} (call {len(calls)})"
 
 
+plain = MCPServer("weather")
+"""The same tool declaring no output schema: its result is its text alone. A trace keeps
+a tool's text, not the structured content a declared schema asks a client to check."""
+plain.tool(name="get_forecast", structured_output=False)(get_forecast)
+
+
 @server.prompt()
 def packing(city: str) -> str:
     """What to pack for a city."""
@@ -42,13 +48,16 @@ def _free_port() -> int:
 
 
 @contextmanager
-def serving(*, stateless: bool = False, json_response: bool = False) -> Iterator[str]:
+def serving(
+    *, stateless: bool = False, json_response: bool = False, structured: bool = True
+) -> Iterator[str]:
     """The server over Streamable HTTP until the block ends; yields its URL. The tool
     counts its calls from the start of the block."""
     import uvicorn
 
     calls.clear()
-    app = server.streamable_http_app(stateless_http=stateless, json_response=json_response)
+    chosen = server if structured else plain
+    app = chosen.streamable_http_app(stateless_http=stateless, json_response=json_response)
     port = _free_port()
     config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error", lifespan="on")
     runner = uvicorn.Server(config)

@@ -121,6 +121,43 @@ def test_strict_replay_with_server_and_upstream_stopped_gives_the_same_result(
     assert "otel-replay: 2 replayed · 0 live · 0 misses · 1 tool call replayed ·" in rep.stderr
 
 
+def test_report_and_diff_show_the_tool_calls_replayed_or_live(
+    recorded: Recorded, tmp_path: Path
+) -> None:
+    replayed = tmp_path / "replayed.jsonl"
+    rep = run(
+        [
+            *("replay", "--cassette", str(recorded.cassette), "--mode", "strict"),
+            *("--traces", str(replayed), "--", *AGENT, "Paris"),
+        ],
+        {"AGENT_MCP_MODE": recorded.client},
+    )
+    assert rep.returncode == 0, rep.stderr
+    same = run(["diff", str(recorded.traces), str(replayed)])
+    assert same.returncode == 0, same.stdout  # the same trajectory, tool call included
+    report = tmp_path / "run.md"
+    assert run(["report", str(replayed), "-o", str(report)]).returncode == 0
+    assert '| tool get_forecast [replayed] {"city":"Paris"} |' in report.read_text()
+    assert run(["report", str(recorded.traces), "-o", str(report)]).returncode == 0
+    assert '| tool get_forecast [live] {"city":"Paris"} |' in report.read_text()
+
+
+def test_the_recorded_trace_builds_the_same_tool_calls(recorded: Recorded, tmp_path: Path) -> None:
+    built = tmp_path / "built.json"
+    done = run(["build", str(recorded.traces), "-o", str(built), "--quiet"])
+    assert done.returncode == 0, done.stderr
+    assert "1 tool call · 1 with arguments and result captured" in done.stderr
+    original = load(recorded.cassette).tools
+    again = load(built).tools
+    assert [t.request for t in again] == [t.request for t in original]
+    rep = run(
+        ["replay", "--cassette", str(built), "--mode", "strict", "--", *AGENT, "Paris"],
+        {"AGENT_MCP_MODE": recorded.client},
+    )
+    assert rep.returncode == 0, rep.stderr
+    assert rep.stdout == recorded.stdout
+
+
 def test_changed_tool_arguments_miss_naming_the_tool(recorded: Recorded) -> None:
     rep = run(
         ["replay", "--cassette", str(recorded.cassette), "--mode", "strict", "--", *AGENT, "Paris"],

@@ -128,6 +128,9 @@ class McpMount:
         tools = session.tools
         recorded = tools.recorded[index]
         answer = wire.answer_with_id(recorded.response, message.get("id"))
+        place = _span_place(request, message, start_ns)
+        if wire.speaks_2026(place.protocol):
+            answer = wire.with_result_type(answer)
         headers = {k: v for k, v in answer.headers.items() if k != wire.SESSION_HEADER}
         issued = wire.SESSION_HEADER in answer.headers
         if issued and message.get("method") == "initialize":
@@ -145,13 +148,13 @@ class McpMount:
             stream = web.StreamResponse(status=answer.status, headers=headers)
             await stream.prepare(request)
             await stream.write(body)
-            tools.replayed(index, _span_place(request, message, start_ns))
+            tools.replayed(index, place)
             await asyncio.Event().wait()  # cancelled as the client leaves or the gateway stops
             return stream
         response = web.Response(status=answer.status, body=body, headers=headers)
         await response.prepare(request)
         await response.write_eof()
-        tools.replayed(index, _span_place(request, message, start_ns))
+        tools.replayed(index, place)
         return response
 
     def _miss(

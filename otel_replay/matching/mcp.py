@@ -11,6 +11,7 @@ by one small function each: ``server``, ``method``, the target (``tool``, ``prom
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 from collections.abc import Callable, Sequence
@@ -18,9 +19,19 @@ from collections.abc import Callable, Sequence
 from otel_replay.core.errors import ReplayMiss
 from otel_replay.core.exchange import JSON, CanonicalRequest
 from otel_replay.core.ids import short_hash
-from otel_replay.providers.mcp import REPEATABLE, arguments, server_of, target_label
+from otel_replay.providers.mcp import (
+    ANY_SERVER,
+    REPEATABLE,
+    arguments,
+    server_of,
+    server_path,
+    target_label,
+)
 
 __all__ = ["ToolMatcher", "call_name", "key_of"]
+
+
+_ANYWHERE = server_path(ANY_SERVER)  # a call read from a trace that names no server
 
 
 def _text(value: JSON) -> str:
@@ -111,16 +122,17 @@ class ToolMatcher:
 
     def match(self, request: CanonicalRequest) -> int:
         """The recording answering ``request`` (now used); raises ``ReplayMiss``."""
-        key = key_of(request)
+        anywhere = dataclasses.replace(request, endpoint=_ANYWHERE)
         with self._lock:
-            queue = self._queues.get(key)
-            if queue:
-                for index in queue:
+            queue = self._queues.get(key_of(request))
+            # a call on this server, else one read from a trace that named no server
+            for candidates in (queue, self._queues.get(key_of(anywhere))):
+                for index in candidates or ():
                     if index not in self.used:
                         self.used.add(index)
                         return index
-                if _method(request) in REPEATABLE:
-                    return queue[-1]
+            if queue and _method(request) in REPEATABLE:
+                return queue[-1]
             raise self._why(request, queue)
 
     def append(self, request: CanonicalRequest) -> int:

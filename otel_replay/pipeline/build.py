@@ -27,7 +27,7 @@ from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsSer
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from otel_replay.cassette.format import LongArray
-from otel_replay.cassette.model import Cassette
+from otel_replay.cassette.model import Cassette, dump, load
 from otel_replay.cassette.provenance import build_source
 from otel_replay.cassette.writer import CassetteWriter
 from otel_replay.core import memo
@@ -230,6 +230,7 @@ class _Job:
         self.census = Census()
         self.agent_spans = AgentSpans(folder=folder)
         self.trace_ids: set[str] = set()
+        self.tool_calls: list[Exchange] = []  # the tool executions whose content was kept
 
     def exchanges(self) -> Iterator[Exchange]:
         """Redacted exchanges, nearly in start-time order (the readers release them
@@ -250,8 +251,14 @@ class _Job:
             body_events=self.body_events,
             census=self.census,
             agent_spans=self.agent_spans,
+            tools=self.tool_calls,
         )
         yield from found
+
+    def tools(self) -> list[Exchange]:
+        """The tool calls read, redacted, in start-time order (once ``exchanges`` ran)."""
+        calls = sorted(self.tool_calls, key=lambda e: e.start_ns)
+        return [redact_exchange(exchange, self.redactor) for exchange in calls]
 
     def source(self, *, long: bool = False) -> dict[str, JSON]:
         """Provenance: the files, the build time, skipped records and the selection; and
@@ -302,7 +309,7 @@ def build(
     this environment and ``.env``)."""
     job = _Job(paths, trace_ids, services, since_ns, until_ns, progress, on_error, redactor)
     interactions = sorted(job.exchanges(), key=lambda e: e.start_ns)
-    return Cassette(interactions=interactions, source=job.source())
+    return Cassette(interactions=interactions, source=job.source(), tools=job.tools())
 
 
 def build_file(
@@ -345,6 +352,10 @@ def build_file(
             if source is None:
                 source = _with_places(job.source(long=True), job)
             writer.commit(source)
+    if written and job.tool_calls:  # after the model calls, as the file keeps them
+        with_tools = load(output)
+        with_tools.tools = job.tools()
+        dump(with_tools, output)
     return BuildReport(count, skipped, written, notes, job.census)
 
 

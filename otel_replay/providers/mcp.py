@@ -16,6 +16,7 @@ bridge (``frontends.mcp_stdio``) move the bytes.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from typing import Any
@@ -24,6 +25,7 @@ from otel_replay.core import envvars as ev
 from otel_replay.core.exchange import JSON, CanonicalRequest, Response, SSEEvent
 
 __all__ = [
+    "ANY_SERVER",
     "KEPT_HEADERS",
     "LISTENING",
     "MCP",
@@ -39,8 +41,10 @@ __all__ = [
     "response_id",
     "server_of",
     "server_path",
+    "speaks_2026",
     "target",
     "target_label",
+    "with_result_type",
 ]
 
 MCP = "mcp"
@@ -48,6 +52,10 @@ MCP = "mcp"
 
 MOUNT = "/mcp/"
 """Where the gateway serves MCP server NAME: ``/mcp/NAME``."""
+
+ANY_SERVER = ""
+"""The server of a tool call read from a trace that does not name one (endpoint ``/mcp/``):
+it answers the tool's call on any server."""
 
 REPEATABLE = frozenset(
     {
@@ -82,8 +90,29 @@ KEPT_HEADERS = ("content-type", "mcp-session-id", "mcp-protocol-version")
 HANDSHAKE_VERSION = "2025-11-25"
 """The protocol revision the gateway's own handshake asks for when the client named none."""
 
+MODERN_VERSION = "2026-07-28"
+"""The first revision of the stateless protocol (discovery instead of a handshake)."""
+
 SESSION_HEADER = "mcp-session-id"
 ISSUED = "issued"  # what a recording keeps of the session id the server issued
+
+# The span attributes of a tool call (the MCP and GenAI semantic conventions), written by
+# ``spans.mcp`` and read back by ``readers.tools``; the project's own under otel_replay.mcp.
+MCP_METHOD = "mcp.method.name"
+MCP_PROTOCOL_VERSION = "mcp.protocol.version"
+MCP_RESOURCE_URI = "mcp.resource.uri"
+JSONRPC_ID = "jsonrpc.request.id"
+JSONRPC_VERSION = "jsonrpc.protocol.version"
+RPC_STATUS = "rpc.response.status_code"
+NETWORK_TRANSPORT = "network.transport"
+TOOL_NAME = "gen_ai.tool.name"
+PROMPT_NAME = "gen_ai.prompt.name"
+TOOL_ARGUMENTS = "gen_ai.tool.call.arguments"
+TOOL_RESULT = "gen_ai.tool.call.result"
+EXECUTE_TOOL = "execute_tool"
+MCP_SERVER = "otel_replay.mcp.server"
+MCP_REQUEST = "otel_replay.mcp.request"
+MCP_RESPONSE = "otel_replay.mcp.response"
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 _TARGETS = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
@@ -232,6 +261,24 @@ def _readdressed(event: SSEEvent, request_id: JSON) -> SSEEvent:
         message = {**message, "params": {**params, "_meta": meta}}
     data = json.dumps(message, separators=(",", ":"), ensure_ascii=False)
     return SSEEvent(data=data, event=event.event, t=event.t)
+
+
+def speaks_2026(protocol: str | None) -> bool:
+    """Whether ``protocol`` (a revision's date) is the 2026 revision or later, whose
+    results carry ``resultType``."""
+    return bool(protocol) and str(protocol) >= MODERN_VERSION
+
+
+def with_result_type(response: Response) -> Response:
+    """A JSON answer whose result lacks ``resultType`` (read from a trace, or recorded
+    from a 2025 server) completed for a 2026 client, which requires it."""
+    body = response.body
+    if not (isinstance(body, dict) and isinstance(body.get("result"), dict)):
+        return response
+    if "resultType" in body["result"]:
+        return response
+    result = {**body["result"], "resultType": "complete"}
+    return dataclasses.replace(response, body={**body, "result": result})
 
 
 def answer_message(response: Response) -> JSON:

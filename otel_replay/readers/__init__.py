@@ -33,6 +33,7 @@ from otel_replay.readers.claude_code import ClaudeCodeReader, event_name
 from otel_replay.readers.diagnose import diagnose, model_call
 from otel_replay.readers.pieces import Pieces
 from otel_replay.readers.registry import BODY_EVENTS, Reading, read_call
+from otel_replay.readers.tools import read_tool
 from otel_replay.readers.view import Event, with_details
 from otel_replay.readers.window import WINDOW, Window
 
@@ -101,6 +102,7 @@ def read_exchanges(
     body_events: ClaudeCodeReader | None = None,
     census: Census | None = None,
     agent_spans: AgentSpans | None = None,
+    tools: list[Exchange] | None = None,
 ) -> Iterator[Exchange]:
     """Every model call in the trace requests (and log requests), one exchange per call,
     in start-time order. Logs are read first: GenAI events linked to a span join it, and
@@ -109,7 +111,8 @@ def read_exchanges(
     ``on_error`` (default: raise) and is skipped. ``census`` counts, per source, the model
     calls seen and how replayable they are (see ``readers.census``); Claude Code's tallies
     join it once the logs are read. ``agent_spans`` collects the spans that are not model
-    calls (``readers.agent_spans``)."""
+    calls (``readers.agent_spans``); ``tools`` the tool executions whose arguments and result
+    the spans kept, as tool calls (``readers.tools``), counted in the census."""
     select = selection or _ALL
     handle = on_error or _raise
     counts = census or Census()
@@ -157,9 +160,24 @@ def read_exchanges(
                 yield from window.add(found.exchange, found.fidelity)
             elif model_call(attrs):
                 counts.skipped(source, diagnose(with_details(attrs, events), events, scope.name))
-            elif agent_spans is not None:
-                agent_spans.add(span, attrs, scope.name)
+            else:
+                if tools is not None:
+                    _tool(span, attrs, source, counts, tools)
+                if agent_spans is not None:
+                    agent_spans.add(span, attrs, scope.name)
     yield from window.flush()
+
+
+def _tool(
+    span: Span, attrs: dict[str, Any], source: Source, counts: Census, tools: list[Exchange]
+) -> None:
+    read = read_tool(span, attrs)
+    if read is None:
+        return
+    if read.exchange is None or read.exchange.operation == "tools/call":  # not the listings
+        counts.tool(source, None if read.exchange is not None else read.fix)
+    if read.exchange is not None:
+        tools.append(read.exchange)
 
 
 def _raise(exc: TraceFormatError) -> None:

@@ -62,6 +62,12 @@ class Tally:
     (not compared on replay)."""
     forms: Counter[str] = field(default_factory=Counter)
     """Semantically replayable calls, by lossy form a component was compared in."""
+    tools: int = 0
+    """Tool executions seen (execute_tool, OpenInference TOOL, MCP spans)."""
+    tool_content: int = 0
+    """Those whose arguments and result were captured (replayable as tool calls)."""
+    tool_fixes: Counter[str] = field(default_factory=Counter)
+    """Tool executions without content, by the setting that captures it."""
 
     @property
     def not_replayable(self) -> int:
@@ -79,6 +85,7 @@ class Tally:
             ],
             "not_compared": dict(sorted(self.unknown.items())),
             "compared_as_recorded": dict(sorted(self.forms.items())),
+            **({"tool_calls": self.tools, "tool_content": self.tool_content} if self.tools else {}),
         }
 
 
@@ -106,6 +113,16 @@ class Census:
             if name not in exchange.request.known and name != "params":
                 tally.unknown[name] += 1
         tally.forms.update(exchange.request.views)
+
+    def tool(self, source: Source, fix: str | None) -> None:
+        """A tool execution; ``fix``: None when its arguments and result were captured,
+        else the setting that captures them."""
+        tally = self.tally(source)
+        tally.tools += 1
+        if fix is None:
+            tally.tool_content += 1
+        else:
+            tally.tool_fixes[fix] += 1
 
     def skipped(self, source: Source, problem: Problem) -> None:
         """A model call no reader could replay, and why."""
@@ -149,6 +166,11 @@ class Census:
             if tally.forms:
                 names = ", ".join(f"{name} ({n})" for name, n in sorted(tally.forms.items()))
                 out.append(f"  compared only in what the trace's form expresses: {names}")
+            if tally.tools:
+                seen = f"{tally.tools} tool call{'s' if tally.tools != 1 else ''}"
+                out.append(f"  {seen} · {tally.tool_content} with arguments and result captured")
+                for fix, count in sorted(tally.tool_fixes.items()):
+                    out.append(f"  {count} × tool content not captured — {fix}")
         if not out:
             out.append("no model calls found")
         return out

@@ -49,16 +49,16 @@ def _answer_text(answer: str) -> str:
 
 def step_label(step: Step | None) -> str:
     """A step in one line: ``model gpt-4o-mini → calls get_weather({"city":"Lisbon"})``,
-    ``tool get_weather {"city":"Lisbon"}``, ``miss: replay miss: …``."""
+    ``tool get_weather [replayed] {"city":"Lisbon"}``, ``miss: replay miss: …``."""
     if step is None:
         return ""
     if step.kind == "miss":
         return f"miss: {step.name}"
+    state = f" [{step.state}]" if step.state else ""
     if step.kind == "tool":
         args = step.fact("arguments")
-        return f"tool {step.name}" + (f" {_clip(args, 80)}" if args else "")
+        return f"tool {step.name}{state}" + (f" {_clip(args, 80)}" if args else "")
     answer = _answer_text(step.fact("answer") or "")
-    state = f" [{step.state}]" if step.state else ""
     return f"model {step.name}{state} → {_clip(answer, 100)}"
 
 

@@ -23,7 +23,7 @@ _MARK = {"equal": "", "changed": "~", "added": "+", "removed": "−"}
 
 def counts(nodes: Sequence[SpanNode]) -> dict[str, Any]:
     """What a run's spans add up to: spans, model calls by state, live cost, duration."""
-    states = [n.state for n in nodes if n.state]
+    states = [n.state for n in nodes if n.state and n.role != "tool"]  # model calls
     starts = [n.start_ns for n in nodes if n.start_ns]
     ends = [n.end_ns for n in nodes if n.end_ns]
     costs = [cost_of(n.exchange) for n in nodes if n.state == "live" and n.exchange]

@@ -23,6 +23,7 @@ from otel_replay.core.exchange import Exchange
 from otel_replay.core.ids import hex_id
 from otel_replay.otlp.attributes import attributes_to_dict
 from otel_replay.otlp.files import iter_trace_requests
+from otel_replay.providers.mcp import MCP_SERVER
 from otel_replay.readers.own import span_to_exchange
 from otel_replay.readers.pieces import Pieces
 from otel_replay.spans import attributes as own
@@ -70,6 +71,8 @@ def _role(name: str, attrs: dict[str, Any]) -> tuple[str, str | None]:
     operation = attrs.get(genai.OPERATION_NAME)
     head = name.split(" ", 1)[0]
     if operation == TOOL_OPERATION or head == TOOL_OPERATION:
+        if MCP_SERVER in attrs:  # a tool call through the gateway: replayed or live
+            return "tool", "replayed" if attrs.get(own.REPLAYED) else "live"
         return "tool", None
     if operation in AGENT_OPERATIONS or head in AGENT_OPERATIONS:
         return "agent", None

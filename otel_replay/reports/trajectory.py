@@ -174,7 +174,7 @@ def trajectory_of(
             facts: tuple[tuple[str, str], ...] = (("arguments", _arguments(args)),)
         else:  # a span without its arguments: those the answer asked it for
             facts = _asked_for(asked, taken, name, node.start_ns)
-        step = Step("tool", name, facts, span_id=node.span_id)
+        step = Step("tool", name, facts, span_id=node.span_id, state=node.state)
         items.append((node.start_ns, len(items), step))
     if not tools:
         items.extend(asked)

@@ -23,36 +23,31 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 from otel_replay.core import genai
 from otel_replay.core.exchange import JSON, Exchange
 from otel_replay.core.ids import new_span_id, new_trace_id
-from otel_replay.providers.mcp import answer_message, server_of, target
+from otel_replay.providers.mcp import (
+    EXECUTE_TOOL,
+    JSONRPC_ID,
+    JSONRPC_VERSION,
+    MCP_METHOD,
+    MCP_PROTOCOL_VERSION,
+    MCP_REQUEST,
+    MCP_RESOURCE_URI,
+    MCP_RESPONSE,
+    MCP_SERVER,
+    NETWORK_TRANSPORT,
+    PROMPT_NAME,
+    RPC_STATUS,
+    TOOL_ARGUMENTS,
+    TOOL_NAME,
+    TOOL_RESULT,
+    answer_message,
+    server_of,
+    target,
+)
 from otel_replay.spans import attributes as own
 from otel_replay.spans.encode import _export_json
 from otel_replay.spans.sinks import JsonAttrs, nanos
 
-__all__ = [
-    "MCP_METHOD",
-    "MCP_REQUEST",
-    "MCP_RESPONSE",
-    "MCP_SERVER",
-    "TOOL_ARGUMENTS",
-    "TOOL_RESULT",
-    "tool_span_json",
-]
-
-MCP_METHOD = "mcp.method.name"
-MCP_PROTOCOL_VERSION = "mcp.protocol.version"
-MCP_RESOURCE_URI = "mcp.resource.uri"
-JSONRPC_ID = "jsonrpc.request.id"
-JSONRPC_VERSION = "jsonrpc.protocol.version"
-RPC_STATUS = "rpc.response.status_code"
-NETWORK_TRANSPORT = "network.transport"
-TOOL_NAME = "gen_ai.tool.name"
-PROMPT_NAME = "gen_ai.prompt.name"
-TOOL_ARGUMENTS = "gen_ai.tool.call.arguments"
-TOOL_RESULT = "gen_ai.tool.call.result"
-EXECUTE_TOOL = "execute_tool"
-MCP_SERVER = own.P + "mcp.server"
-MCP_REQUEST = own.P + "mcp.request"
-MCP_RESPONSE = own.P + "mcp.response"
+__all__ = ["tool_span_json"]
 
 
 def _text(value: JSON) -> str:
