@@ -11,8 +11,11 @@ what any proxy built on aiohttp adds;
 ``{"kind": "relay", "upstream": URL}`` — a TCP relay passing bytes both ways, a connection
 to ``URL`` per connection accepted, reading no HTTP at all: what the extra hop alone costs
 on this machine, the floor under any proxy;
+``{"kind": "mcp"}`` — a real MCP server (the official SDK's ``MCPServer``, one tool,
+Streamable HTTP at ``/mcp``, stateless with JSON answers) on uvicorn;
 ``{"kind": "gateway", "mode": ..., "cassette": ..., "traces": ..., "upstream": URL,
-"rules": PATH}`` (``rules``: a rule file, as ``--rules`` gives one).
+"rules": PATH, "mcp": {NAME: URL}}`` (``rules``: a rule file, as ``--rules`` gives one;
+``mcp``: MCP servers, as ``--mcp NAME=URL`` gives them).
 It prints one JSON line with its ports, serves until stdin closes, then prints the
 gateway's stop time and exits.
 """
@@ -143,6 +146,31 @@ async def _relay(spec: dict[str, Any]) -> tuple[asyncio.Server, int]:
     return server, server.sockets[0].getsockname()[1]
 
 
+async def _mcp() -> tuple[Any, Any, int]:
+    import socket
+
+    import uvicorn
+    from mcp.server.mcpserver import MCPServer
+
+    server = MCPServer("weather")
+
+    @server.tool()
+    def get_forecast(city: str) -> str:
+        """The weather forecast for a city."""
+        return f"sunny in {city}"
+
+    app = server.streamable_http_app(stateless_http=True, json_response=True)
+    with socket.socket() as sock:  # a free port (a socket handed to uvicorn answers late)
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error", lifespan="on")
+    runner = uvicorn.Server(config)
+    task = asyncio.ensure_future(runner.serve())
+    while not runner.started:
+        await asyncio.sleep(0.01)
+    return runner, task, port
+
+
 async def _wait_stdin() -> None:
     loop = asyncio.get_running_loop()
     await loop.run_in_executor(None, sys.stdin.read)
@@ -169,6 +197,13 @@ async def main(spec: dict[str, Any]) -> None:
         await _wait_stdin()
         server.close()
         return
+    if kind == "mcp":
+        server, task, port = await _mcp()
+        print(json.dumps({"port": port}), flush=True)
+        await _wait_stdin()
+        server.should_exit = True
+        await task
+        return
     if kind == "stub":
         from otel_replay.testing.stub import StubUpstream
 
@@ -193,6 +228,7 @@ async def main(spec: dict[str, Any]) -> None:
         grpc_port=0 if spec.get("grpc") else None,
         environ={},
         rules=rule_sources(None, spec.get("rules")),
+        mcp=spec.get("mcp") or {},
     )
     gateway = GatewayServer(config)
     await gateway.start()
