@@ -172,6 +172,12 @@ def test_changed_tool_arguments_miss_naming_the_tool(recorded: Recorded) -> None
     assert "1 replayed · 0 live · 1 miss ·" in rep.stderr
     misses = json.loads(recorded.cassette.with_name("weather.misses.json").read_text())
     assert misses["misses"][0]["component"] == "arguments"
+    why = run(["why", "--cassette", str(recorded.cassette)])
+    assert why.returncode == 0, why.stderr
+    assert why.stdout.splitlines()[0] == message
+    assert 'this call:  {"arguments":{"city":"Paris","days":3}}' in why.stdout
+    suggest = run(["why", "--cassette", str(recorded.cassette), "--suggest"])
+    assert suggest.returncode == 1 and suggest.stdout == ""
 
 
 def test_tool_calls_are_spans_by_the_mcp_conventions(recorded: Recorded) -> None:

@@ -11,13 +11,16 @@ from typing import Any
 from otel_replay import providers
 from otel_replay.cassette.model import load
 from otel_replay.core.errors import ConfigError
-from otel_replay.core.exchange import CanonicalRequest
+from otel_replay.core.exchange import CanonicalRequest, Exchange
 from otel_replay.frontends.rulefiles import rule_sources
 from otel_replay.matching.matcher import Matcher, MatchMiss
+from otel_replay.matching.mcp import explain_tool
 from otel_replay.matching.normalize import Normalizer
 from otel_replay.matching.session_rules import cassette_rules
 from otel_replay.matching.suggest import suggest as suggest_rules
 from otel_replay.matching.why import explain
+from otel_replay.providers import mcp
+from otel_replay.providers.mcp import MCP
 from otel_replay.redaction.redact import Redactor
 from otel_replay.reports.misses import last_miss
 
@@ -60,6 +63,8 @@ def why_command(
         return 1
     path = str(record.get("path") or "/v1/chat/completions")
     name = record.get("provider") or providers.provider_for(path, {}).name
+    if name == MCP:  # a tool call's miss
+        return _why_tool(recorded.tools, path, record, suggest)
     body = Redactor.from_environment().json(record.get("body"))
     live = providers.get(str(name)).canonical(path, body)
     try:
@@ -72,6 +77,23 @@ def why_command(
     if suggest:
         return _suggest(live, requests, used, normalizer, recorded_by, str(name))
     print(explain(live, requests, used=used, normalizer=normalizer, recorded_by=recorded_by))
+    return 0
+
+
+def _why_tool(tools: list[Exchange], path: str, record: dict[str, Any], suggest: bool) -> int:
+    body = Redactor.from_environment().json(record.get("body"))
+    if not isinstance(body, dict):
+        raise ConfigError("the recorded miss holds no MCP request")
+    request = mcp.canonical(mcp.server_of(path), body)
+    used = {int(i) for i in record.get("used", []) if isinstance(i, int)}
+    explained = explain_tool(request, [ex.request for ex in tools], used)
+    if suggest:  # what a tool is asked counts: no rule hides it
+        print(
+            f"otel-replay why: {explained.splitlines()[0]}; no rule can turn it into a hit",
+            file=sys.stderr,
+        )
+        return 1
+    print(explained)
     return 0
 
 

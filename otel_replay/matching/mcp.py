@@ -28,7 +28,7 @@ from otel_replay.providers.mcp import (
     target_label,
 )
 
-__all__ = ["ToolMatcher", "call_name", "key_of"]
+__all__ = ["ToolMatcher", "call_name", "explain_tool", "key_of"]
 
 
 _ANYWHERE = server_path(ANY_SERVER)  # a call read from a trace that names no server
@@ -160,3 +160,31 @@ class ToolMatcher:
                 return found
             left = found
         return ReplayMiss(f"{call_name(request)} was not recorded", component="arguments")
+
+
+def explain_tool(
+    request: CanonicalRequest, recorded: Sequence[CanonicalRequest], used: set[int]
+) -> str:
+    """``why`` for a tool call: the miss line, then the recorded calls of the same server
+    and target (which were used) with their arguments, and the request's."""
+    matcher = ToolMatcher(recorded)
+    matcher.used = set(used)
+    try:
+        index = matcher.match(request)
+        lines = [f"a hit now: recording #{index} answers {call_name(request)}"]
+    except ReplayMiss as miss:
+        lines = [str(miss)]
+    same = [
+        i
+        for i, r in enumerate(recorded)
+        if r.endpoint in (request.endpoint, _ANYWHERE)
+        and _method(r) == _method(request)
+        and r.model == request.model
+    ]
+    lines.append("")
+    lines.append(f"recorded calls of {call_name(request)} ({len(same)}):")
+    for i in same:
+        state = "used" if i in used else "unused"
+        lines.append(f"  #{i} ({state})  {_text(arguments(recorded[i]))}")
+    lines.append(f"this call:  {_text(arguments(request))}")
+    return "\n".join(lines)
