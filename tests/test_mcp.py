@@ -428,3 +428,60 @@ def test_coding_agents_get_the_servers_on_their_command_line() -> None:
         "hi",
     ]
     assert wire.env_name("my-server.v2") == "OTEL_REPLAY_MCP_MY_SERVER_V2_URL"
+
+
+def test_the_python_api_records_and_replays_tool_calls(tmp_path: Path) -> None:
+    import otel_replay
+
+    cassette = tmp_path / "api.json"
+    with serving() as url, run_stub() as stub:
+        with otel_replay.record(cassette, upstream_openai=stub.openai_url, mcp={"weather": url}):
+            assert os.environ["OTEL_REPLAY_MCP_WEATHER_URL"].endswith("/mcp/weather")
+            rec = subprocess.run(
+                [*AGENT, "Lisbon"], capture_output=True, text=True, timeout=60, env=os.environ | KEY
+            )
+    assert rec.returncode == 0, rec.stderr
+    with otel_replay.replay(cassette, mode="strict") as handle:
+        rep = subprocess.run([*AGENT, "Lisbon"], capture_output=True, text=True, timeout=60)
+    assert rep.stdout == rec.stdout
+    assert handle.summary is not None and handle.summary.tools_replayed == 1
+    with pytest.raises(otel_replay.ConfigError, match="mcp: expected NAME=URL"):
+        with otel_replay.replay(cassette, mode="strict", mcp={"bad name": "http://x"}):
+            pass
+
+
+PLUGIN_TEST = """
+import os, subprocess, sys
+
+AGENT = {agent!r}
+
+
+def test_forecast(otel_replay):
+    with otel_replay("weather") as run:
+        assert os.environ["OTEL_REPLAY_MCP_WEATHER_URL"].endswith("/mcp/weather")
+        done = subprocess.run([*AGENT, "Porto"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "tool get_forecast: sunny in Porto for 1 day (call 1)" in done.stdout
+"""
+
+
+def test_the_pytest_plugin_records_and_replays_tool_calls(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makeini("[pytest]\nasyncio_default_fixture_loop_scope = function\n")
+    pytester.makepyfile(test_agent=PLUGIN_TEST.format(agent=AGENT))
+    monkeypatch.setenv("OPENAI_API_KEY", KEY["OPENAI_API_KEY"])  # the recording's
+    with serving() as url, run_stub() as stub:
+        recorded = pytester.runpytest_inprocess(
+            "-p",
+            "no:hypothesispytest",
+            "--otel-replay=record",
+            f"--otel-replay-upstream-openai={stub.openai_url}",
+            f"--otel-replay-mcp=weather={url}",
+        )
+    recorded.assert_outcomes(passed=1)
+    tools = load(pytester.path / "cassettes" / "weather.json").tools
+    assert [t.operation for t in tools][-1] == "tools/call"
+    monkeypatch.delenv("OPENAI_API_KEY")  # the replay needs none, nor the server
+    replayed = pytester.runpytest_inprocess("-p", "no:hypothesispytest", "--otel-replay=strict")
+    replayed.assert_outcomes(passed=1)

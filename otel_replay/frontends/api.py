@@ -139,6 +139,16 @@ def _upstreams(
     return {**{name: url for name, url in named.items() if url}, **extra}
 
 
+def _mcp_servers(servers: Mapping[str, str] | None) -> dict[str, str]:
+    """MCP servers by name, checked as ``--mcp NAME=URL`` is."""
+    from otel_replay.providers.mcp import parse_server
+
+    try:
+        return dict(parse_server(f"{name}={url}") for name, url in (servers or {}).items())
+    except ValueError as exc:
+        raise ConfigError(f"mcp: {exc}") from None
+
+
 @contextmanager
 def _run(
     *,
@@ -149,6 +159,7 @@ def _run(
     report: PathLike | None,
     upstreams: dict[str, str],
     rules: PathLike | None = None,
+    mcp: Mapping[str, str] | None = None,
 ) -> Iterator[GatewayHandle]:
     if mode not in MODES:
         raise ConfigError(f"unknown mode {mode!r}; use one of {', '.join(MODES)}")
@@ -173,6 +184,7 @@ def _run(
         report=_path(report),
         environ=dict(os.environ),
         rules=rule_sources(Path(cassette), rules),
+        mcp=_mcp_servers(mcp),
     )
     gateway = GatewayThread(config).start()
     assert gateway.server is not None
@@ -207,6 +219,7 @@ def record(
     upstream_azure: str | None = None,
     upstreams: Mapping[str, str] | None = None,
     rules: PathLike | None = None,
+    mcp: Mapping[str, str] | None = None,
 ) -> Iterator[GatewayHandle]:
     """Record the block's model calls into ``cassette`` (written anew when the block ends).
 
@@ -220,6 +233,8 @@ def record(
     cassette is derived from them.
     ``rules`` is a rule file above the one found (``otel-replay.toml`` in the current
     directory or beside the cassette); the cassette records the rules in force.
+    ``mcp`` names MCP servers (``{"weather": URL}``, Streamable HTTP): the agent reaches
+    each at ``OTEL_REPLAY_MCP_<NAME>_URL`` and its tool calls are recorded too.
     """
     with _run(
         mode="record",
@@ -229,6 +244,7 @@ def record(
         report=None,
         upstreams=_upstreams(upstream_openai, upstream_anthropic, upstream_azure, upstreams),
         rules=rules,
+        mcp=mcp,
     ) as handle:
         yield handle
 
@@ -246,8 +262,9 @@ def replay(
     upstream_azure: str | None = None,
     upstreams: Mapping[str, str] | None = None,
     rules: PathLike | None = None,
+    mcp: Mapping[str, str] | None = None,
 ) -> Iterator[GatewayHandle]:
-    """Answer the block's model calls from ``cassette``.
+    """Answer the block's model calls (and tool calls) from ``cassette``.
 
     ``mode``: ``strict`` (a miss fails), ``auto`` (a miss carrying the caller's own key is
     forwarded live and appended), ``record`` or ``off``; default ``strict`` when ``CI`` is
@@ -256,7 +273,8 @@ def replay(
     :class:`~otel_replay.core.errors.ReplayMiss` with the first miss's message.
     ``rules``: a rule file above the one found and the rules recorded in the cassette.
     ``upstreams``: as for :func:`record`; the agent gets ``NAME_BASE_URL`` for every named
-    upstream the cassette recorded anyway.
+    upstream the cassette recorded anyway. ``mcp``: as for :func:`record` (the servers the
+    cassette recorded are served anyway; a URL serves ``live`` rules and ``auto`` mode).
     """
     with _run(
         mode=mode or default_mode(),
@@ -266,5 +284,6 @@ def replay(
         report=report,
         upstreams=_upstreams(upstream_openai, upstream_anthropic, upstream_azure, upstreams),
         rules=rules,
+        mcp=mcp,
     ) as handle:
         yield handle

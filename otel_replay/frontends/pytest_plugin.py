@@ -17,6 +17,7 @@ with the error — and a miss is never an expected failure, ``xfail`` does not h
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 from collections.abc import Callable, Generator
@@ -103,6 +104,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="NAME=URL",
         help="an OpenAI-compatible upstream, at /u/NAME/v1 (NAME_BASE_URL); repeatable",
     )
+    group.addoption(
+        "--otel-replay-mcp",
+        action="append",
+        default=[],
+        type=_mcp_server,
+        metavar="NAME=URL",
+        help="an MCP server (Streamable HTTP), at /mcp/NAME (OTEL_REPLAY_MCP_<NAME>_URL); "
+        "repeatable",
+    )
     parser.addini(
         "otel_replay_cassette_dir",
         "folder beside the test file where bare cassette names live",
@@ -120,6 +130,15 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_PLUGIN] = plugin
     config.pluginmanager.register(plugin, "otel_replay_state")
     config.pluginmanager.register(plugin.suite, "otel_replay_suite")
+
+
+def _mcp_server(text: str) -> tuple[str, str]:
+    from otel_replay.providers.mcp import parse_server
+
+    try:
+        return parse_server(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 @pytest.fixture
@@ -156,8 +175,12 @@ class SharedGateway:
         self.server = self.thread.server
         self.idle = self.server.session
 
-    def begin(self, session: Session, upstreams: dict[str, str]) -> dict[str, str]:
-        """Point the gateway at ``session``; returns the agent environment for the block."""
+    def begin(
+        self, session: Session, upstreams: dict[str, str], mcp: dict[str, str]
+    ) -> dict[str, str]:
+        """Point the gateway at ``session`` (and ``mcp``, the MCP servers by name); returns
+        the agent environment for the block."""
+        from otel_replay.gateway.environment import mcp_environment
         from otel_replay.gateway.runner import agent_environment, agent_upstreams
 
         upstream = self.server.gateway.upstream
@@ -165,8 +188,11 @@ class SharedGateway:
             upstream.bases = dict(upstreams)
         session.store.observers.append(self.telemetry.received.tap)
         self.thread.use_session(session)
+        self.server.gateway.mcp_servers = dict(mcp)
         named = agent_upstreams(upstreams, session)
-        return agent_environment(self.url, self.server.grpc_port, session.mode, os.environ, named)
+        env = agent_environment(self.url, self.server.grpc_port, session.mode, os.environ, named)
+        env.update(mcp_environment(self.url, [*mcp, *session.tools.servers]))
+        return env
 
     def end(self) -> Summary:
         """Point the gateway back at its idle session; finish and summarise the block's."""
@@ -246,6 +272,7 @@ class OtelReplayPlugin:
             if row.option_help is not None
         }
         self.upstreams.update(config.getoption("otel_replay_upstream"))
+        self.mcp: dict[str, str] = dict(config.getoption("otel_replay_mcp"))
         self.cassette_dir = str(config.getini("otel_replay_cassette_dir") or "cassettes")
         early = pytest_telemetry.early_gateway(config)
         self.gateway: SharedGateway | None = None if early is None else SharedGateway(early)
@@ -321,7 +348,7 @@ class OtelReplayPlugin:
 
         bases = upstream_bases(GatewayConfig(mode=block.mode, upstreams=self.upstreams), os.environ)
         block.handle.telemetry = pytest_telemetry.opened(self.config, self.gateway, session)
-        env = self.gateway.begin(session, bases)
+        env = self.gateway.begin(session, bases, self.mcp)
         self._active = block
         block.loaded = len(session.cassette.interactions)
         return env, self.gateway.url

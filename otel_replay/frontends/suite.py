@@ -28,7 +28,7 @@ import pytest
 
 from otel_replay.cassette.model import load, write_atomic
 from otel_replay.core.errors import CassetteError
-from otel_replay.reports.run import Summary
+from otel_replay.reports.run import Summary, summary_from_json
 from otel_replay.reports.suite import (
     CassetteChange,
     compare,
@@ -86,7 +86,7 @@ class BlockResult:
             doc["nodeid"],
             doc["cassette"],
             doc["mode"],
-            Summary(**doc["summary"]),
+            summary_from_json(doc["summary"]),
             doc["loaded"],
             doc["clean"],
         )

@@ -109,7 +109,7 @@ class Gateway:
         app, guard = web.Application(client_max_size=1024**3), host_guard(self.bind_host)
         store, seconds = (lambda: self.session.store), self.limits.body_timeout
         add_otlp_routes(app, store, read_timeout=seconds, wrap=guard)
-        McpMount(self.mcp_servers, lambda: self.session, seconds).add_routes(app, guard)
+        McpMount(lambda: self.mcp_servers, lambda: self.session, seconds).add_routes(app, guard)
         app.router.add_route("*", "/{tail:.*}", guard(self.handle))  # every route guarded
         return app
 

@@ -51,12 +51,16 @@ def _passed(headers: Mapping[str, str]) -> dict[str, str]:
 
 
 class McpMount:
-    """``/mcp/NAME`` on the gateway: ``servers`` maps NAME to the server's URL."""
+    """``/mcp/NAME`` on the gateway: ``servers()`` maps NAME to the server's URL (read per
+    request: a test session's shared gateway serves each block's own)."""
 
     def __init__(
-        self, servers: Mapping[str, str], session: Callable[[], Session], body_timeout: float
+        self,
+        servers: Callable[[], Mapping[str, str]],
+        session: Callable[[], Session],
+        body_timeout: float,
     ) -> None:
-        self.servers = dict(servers)
+        self.servers = servers
         self._session = session
         self._body_timeout = body_timeout
         self._client: ClientSession | None = None
@@ -85,7 +89,7 @@ class McpMount:
         name = request.match_info["name"]
         session = self._session()
         tools = session.tools
-        url = self.servers.get(name)
+        url = self.servers().get(name)
         if request.method != "POST":
             if tools.matches:
                 return _replayed_other(request)

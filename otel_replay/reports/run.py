@@ -11,7 +11,7 @@ from typing import Any, Protocol
 from otel_replay.reports.misses import Miss
 from otel_replay.reports.prices import money
 
-__all__ = ["Block", "Summary", "combined", "run_report", "suite_report"]
+__all__ = ["Block", "Summary", "combined", "run_report", "suite_report", "summary_from_json"]
 
 
 @dataclass(slots=True)
@@ -94,6 +94,18 @@ class Summary:
                 "misses": self.tools_misses,
             },
         }
+
+
+def summary_from_json(doc: dict[str, Any]) -> Summary:
+    """The :class:`Summary` whose ``to_json`` is ``doc`` (a pytest-xdist worker's)."""
+    fields = dict(doc)
+    tools = fields.pop("tools", None) or {}
+    return Summary(
+        **fields,
+        tools_replayed=tools.get("replayed", 0),
+        tools_live=tools.get("live", 0),
+        tools_misses=tools.get("misses", 0),
+    )
 
 
 def combined(summaries: Iterable[Summary], mode: str) -> Summary:
