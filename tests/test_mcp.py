@@ -15,6 +15,7 @@ from pathlib import Path
 import mcp_weather
 import pytest
 from mcp_weather import serving
+from schema_check import validate_cassette_file
 
 from otel_replay.cassette.model import Cassette, dumps, load, loads
 from otel_replay.core.exchange import CanonicalRequest, Exchange, Response
@@ -91,6 +92,7 @@ def test_record_passes_tool_calls_through_and_counts_them(recorded: Recorded) ->
         "model: stub reply to: sunny in Paris for 1 day (call 1)",
     ]
     assert "0 replayed · 2 live · 0 misses · 1 tool call live ·" in recorded.stderr
+    validate_cassette_file(recorded.cassette)  # outside the test's tmp_path: checked here
     cassette = load(recorded.cassette)
     assert len(cassette.interactions) == 2  # the model calls, apart from the tool calls
     methods = [ex.operation for ex in cassette.tools]
@@ -485,3 +487,42 @@ def test_the_pytest_plugin_records_and_replays_tool_calls(
     monkeypatch.delenv("OPENAI_API_KEY")  # the replay needs none, nor the server
     replayed = pytester.runpytest_inprocess("-p", "no:hypothesispytest", "--otel-replay=strict")
     replayed.assert_outcomes(passed=1)
+
+
+def test_the_mount_answers_what_is_not_a_recorded_request(recorded: Recorded) -> None:
+    import httpx
+
+    import otel_replay
+
+    headers = {"accept": "application/json, text/event-stream"}
+    miss = "replay miss: no call to the MCP server tickets was recorded"
+    with (
+        pytest.raises(otel_replay.ReplayMiss, match=miss),  # the block ends failing strict
+        otel_replay.replay(recorded.cassette, mode="strict") as handle,
+        httpx.Client(headers=headers) as client,
+    ):
+        url = handle.env["OTEL_REPLAY_MCP_WEATHER_URL"]
+        bad = client.post(url, content=b"{not json")
+        deep = client.post(url, content=b"[" * 100_000)
+        note = client.post(url, json={"jsonrpc": "2.0", "method": "notifications/x"})
+        stream = client.get(url)
+        end = client.delete(url)
+        stray = client.post(url, json={"jsonrpc": "2.0"}, headers={"host": "evil.example"})
+        other = client.post(
+            url.replace("/weather", "/tickets"),
+            json={"jsonrpc": "2.0", "id": 7, "method": "tools/list"},
+        )
+    assert (bad.status_code, bad.json()["error"]["code"]) == (400, -32700)
+    assert (deep.status_code, deep.json()["error"]["code"]) == (400, -32700)
+    assert (note.status_code, note.content) == (202, b"")
+    assert stream.status_code == 405
+    assert end.status_code == 200
+    assert stray.status_code == 403
+    assert other.json() == {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "error": {
+            "code": -32603,
+            "message": miss,
+        },
+    }

@@ -101,7 +101,7 @@ class McpMount:
             return raw
         try:
             message = json.loads(raw)
-        except ValueError as exc:
+        except (ValueError, RecursionError) as exc:
             error = wire.error_message(None, f"otel-replay: not JSON: {exc}", -32700)
             return web.json_response(error, status=400)
         if wire.kind(message) != "request":  # notifications, the client's answers
@@ -318,7 +318,7 @@ class McpMount:
         try:
             doc = json.loads(raw)
             message, answer = doc["request"], doc["response"]
-        except (ValueError, KeyError, TypeError):
+        except (ValueError, KeyError, TypeError, RecursionError):
             return web.json_response({"error": "expected request and response"}, status=400)
         if wire.kind(message) != "request":
             return web.json_response({"error": "not a request"}, status=400)
