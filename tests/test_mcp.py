@@ -505,6 +505,7 @@ def test_the_mount_answers_what_is_not_a_recorded_request(recorded: Recorded) ->
         bad = client.post(url, content=b"{not json")
         deep = client.post(url, content=b"[" * 100_000)
         note = client.post(url, json={"jsonrpc": "2.0", "method": "notifications/x"})
+        batch = client.post(url, json=[{"jsonrpc": "2.0", "id": 1, "method": "ping"}])
         stream = client.get(url)
         end = client.delete(url)
         stray = client.post(url, json={"jsonrpc": "2.0"}, headers={"host": "evil.example"})
@@ -515,6 +516,7 @@ def test_the_mount_answers_what_is_not_a_recorded_request(recorded: Recorded) ->
     assert (bad.status_code, bad.json()["error"]["code"]) == (400, -32700)
     assert (deep.status_code, deep.json()["error"]["code"]) == (400, -32700)
     assert (note.status_code, note.content) == (202, b"")
+    assert (batch.status_code, batch.json()["error"]["code"]) == (400, -32600)
     assert stream.status_code == 405
     assert end.status_code == 200
     assert stray.status_code == 403

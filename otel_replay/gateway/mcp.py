@@ -29,9 +29,17 @@ from aiohttp import ClientError, ClientSession, ClientTimeout, web
 
 from otel_replay.core.errors import ReplayMiss
 from otel_replay.core.exchange import Exchange, Response, SSEEvent
-from otel_replay.gateway.call import parse_traceparent
 from otel_replay.gateway.guard import Guard, read_body
-from otel_replay.gateway.upstream import HOP_BY_HOP
+from otel_replay.gateway.mcp_http import (
+    JSON_TYPE,
+    SSE_TYPE,
+    Answered,
+    passed_headers,
+    replayed_other,
+    session_echo,
+    span_place,
+    unknown_server,
+)
 from otel_replay.providers import mcp as wire
 from otel_replay.session.session import Session
 from otel_replay.session.tools import SpanPlace
@@ -40,14 +48,6 @@ from otel_replay.streams import sse
 __all__ = ["McpMount"]
 
 log = logging.getLogger("otel_replay.gateway")
-
-_DROPPED = HOP_BY_HOP | {"host", "content-length", "accept-encoding", "content-encoding"}
-_JSON = "application/json"
-_SSE = "text/event-stream"
-
-
-def _passed(headers: Mapping[str, str]) -> dict[str, str]:
-    return {k: v for k, v in headers.items() if k.lower() not in _DROPPED}
 
 
 class McpMount:
@@ -90,11 +90,16 @@ class McpMount:
         session = self._session()
         tools = session.tools
         url = self.servers().get(name)
+        # a session the real server issued (auto mode: its initialize went live) is the
+        # server's to hear of, notifications and all
+        issued = request.headers.get(wire.SESSION_HEADER)
+        theirs = url is not None and issued is not None and issued not in self._minted
+        passes = not tools.matches or (tools.mode == "auto" and theirs)
         if request.method != "POST":
-            if tools.matches:
-                return _replayed_other(request)
+            if not passes:
+                return replayed_other(request)
             if url is None:
-                return _unknown_server(name)
+                return unknown_server(name)
             return await self._pass(request, url, b"")
         raw = await read_body(request, self._body_timeout)
         if not isinstance(raw, bytes):
@@ -104,11 +109,15 @@ class McpMount:
         except (ValueError, RecursionError) as exc:
             error = wire.error_message(None, f"otel-replay: not JSON: {exc}", -32700)
             return web.json_response(error, status=400)
-        if wire.kind(message) != "request":  # notifications, the client's answers
-            if tools.matches:
-                return web.Response(status=202, headers=_session_echo(request))
+        kind = wire.kind(message)
+        if kind != "request":  # notifications, the client's answers
+            if kind == "invalid" and not passes:  # a batch, or not JSON-RPC
+                error = wire.error_message(None, "otel-replay: not one JSON-RPC message", -32600)
+                return web.json_response(error, status=400)
+            if not passes:
+                return web.Response(status=202, headers=session_echo(request))
             if url is None:
-                return _unknown_server(name)
+                return unknown_server(name)
             return await self._pass(request, url, raw)
         canonical = wire.canonical(name, message)
         live = url is not None and (
@@ -121,7 +130,7 @@ class McpMount:
             if tools.mode != "auto" or url is None:
                 return self._miss(request, session, found, message)
         if url is None:
-            return _unknown_server(name)
+            return unknown_server(name)
         return await self._record(request, session, url, raw, message)
 
     # -- replay ------------------------------------------------------------------------
@@ -132,7 +141,7 @@ class McpMount:
         tools = session.tools
         recorded = tools.recorded[index]
         answer = wire.answer_with_id(recorded.response, message.get("id"))
-        place = _span_place(request, message, start_ns)
+        place = span_place(request, message, start_ns)
         if wire.speaks_2026(place.protocol):
             answer = wire.with_result_type(answer)
         headers = {k: v for k, v in answer.headers.items() if k != wire.SESSION_HEADER}
@@ -141,12 +150,12 @@ class McpMount:
             headers[wire.SESSION_HEADER] = minted = uuid.uuid4().hex
             self._minted.add(minted)
         else:
-            headers.update(_session_echo(request))
+            headers.update(session_echo(request))
         if answer.events is not None:
-            headers["content-type"] = _SSE
+            headers["content-type"] = SSE_TYPE
             body = b"".join(sse.encode(event) for event in answer.events)
         else:
-            headers.setdefault("content-type", _JSON)
+            headers.setdefault("content-type", JSON_TYPE)
             body = b"" if answer.body is None else json.dumps(answer.body).encode()
         if message.get("method") in wire.LISTENING:  # open until the client leaves
             stream = web.StreamResponse(status=answer.status, headers=headers)
@@ -166,7 +175,7 @@ class McpMount:
     ) -> web.Response:
         session.tools.missed(miss, request.path, message)
         error = wire.error_message(message.get("id"), str(miss))
-        return web.json_response(error, headers=_session_echo(request))
+        return web.json_response(error, headers=session_echo(request))
 
     # -- record ------------------------------------------------------------------------
     async def _record(
@@ -177,7 +186,7 @@ class McpMount:
         raw: bytes,
         message: dict[str, Any],
     ) -> web.StreamResponse:
-        place = _span_place(request, message, time.time_ns())
+        place = span_place(request, message, time.time_ns())
         name = request.match_info["name"]
 
         def answered(status: int, headers: Mapping[str, str], body: bytes, events: Any) -> None:
@@ -204,7 +213,7 @@ class McpMount:
             assert minted is not None
             swap = (minted, await self._server_session(name, url, minted, request))
         return await self._pass(
-            request, url, raw, _Answered(message.get("id"), answered, listens=listens), swap
+            request, url, raw, Answered(message.get("id"), answered, listens=listens), swap
         )
 
     async def _server_session(
@@ -217,7 +226,7 @@ class McpMount:
         if key in self._server_sessions:
             return self._server_sessions[key]
         protocol = request.headers.get("mcp-protocol-version") or wire.HANDSHAKE_VERSION
-        headers = {"accept": f"{_JSON}, {_SSE}", "mcp-protocol-version": protocol}
+        headers = {"accept": f"{JSON_TYPE}, {SSE_TYPE}", "mcp-protocol-version": protocol}
         issued: str | None = None
         try:
             hello = wire.initialize_request(protocol)
@@ -256,7 +265,7 @@ class McpMount:
         request: web.Request,
         url: str,
         raw: bytes,
-        answered: _Answered | None = None,
+        answered: Answered | None = None,
         swap: tuple[str, str | None] | None = None,
     ) -> web.StreamResponse:
         """Relay ``request`` to ``url`` and its answer back, an SSE answer event by event;
@@ -265,7 +274,7 @@ class McpMount:
         the client's session id and the server's, exchanged on the way."""
         client = self._upstream()
         started = time.monotonic()
-        outgoing = _passed(request.headers)
+        outgoing = passed_headers(request.headers)
         if swap is not None:
             outgoing = {k: v for k, v in outgoing.items() if k.lower() != wire.SESSION_HEADER}
             if swap[1]:
@@ -283,11 +292,11 @@ class McpMount:
             log.warning("%s", detail)
             return web.json_response(wire.error_message(None, detail), status=502)
         async with upstream:
-            headers = _passed(upstream.headers)
+            headers = passed_headers(upstream.headers)
             if swap is not None:
                 headers = {k: v for k, v in headers.items() if k.lower() != wire.SESSION_HEADER}
                 headers[wire.SESSION_HEADER] = swap[0]
-            if not upstream.headers.get("content-type", "").startswith(_SSE):
+            if not upstream.headers.get("content-type", "").startswith(SSE_TYPE):
                 data = await upstream.read()
                 if answered is not None:
                     answered.tell(upstream.status, upstream.headers, data, None)
@@ -324,68 +333,8 @@ class McpMount:
             return web.json_response({"error": "not a request"}, status=400)
         session = self._session()
         if session.records or session.tools.mode == "auto":
-            place = _span_place(request, message, int(doc.get("start_ns") or time.time_ns()))
+            place = span_place(request, message, int(doc.get("start_ns") or time.time_ns()))
             place.transport = "pipe"
-            response = Response(status=200, headers={"content-type": _JSON}, body=answer)
+            response = Response(status=200, headers={"content-type": JSON_TYPE}, body=answer)
             self.record(session, request.match_info["name"], message, response, place)
         return web.Response(status=204)
-
-
-class _Answered:
-    """Told once the answer to the request with id ``request_id`` is complete."""
-
-    def __init__(
-        self,
-        request_id: Any,
-        tell: Callable[[int, Mapping[str, str], bytes, Any], None],
-        *,
-        listens: bool = False,
-    ) -> None:
-        self.request_id = request_id
-        self._tell = tell
-        self.listens = listens  # a stream left open: its first event is its answer
-        self.told = False
-
-    def answers(self, event: SSEEvent) -> bool:
-        return self.listens or bool(wire.response_id(event.data) == self.request_id)
-
-    def tell(self, status: int, headers: Mapping[str, str], body: bytes, events: Any) -> None:
-        self.told = True
-        self._tell(status, headers, body, events)
-
-
-def _session_echo(request: web.Request) -> dict[str, str]:
-    value = request.headers.get(wire.SESSION_HEADER)
-    return {wire.SESSION_HEADER: value} if value else {}
-
-
-def _replayed_other(request: web.Request) -> web.Response:
-    """GET (a stream the server would open: not offered) or DELETE (nothing to end)."""
-    if request.method == "DELETE":
-        return web.Response(status=200, headers=_session_echo(request))
-    return web.Response(status=405, headers={"allow": "POST, DELETE"})
-
-
-def _unknown_server(name: str) -> web.Response:
-    detail = f"otel-replay: no MCP server {name} was given (--mcp {name}=URL)"
-    return web.json_response(wire.error_message(None, detail), status=404)
-
-
-def _span_place(request: web.Request, message: dict[str, Any], start_ns: int) -> SpanPlace:
-    """Where a tool call's span goes and what it says of the transport."""
-    params = message.get("params")
-    meta = params.get("_meta") if isinstance(params, dict) else None
-    carried = meta.get("traceparent") if isinstance(meta, dict) else None
-    trace_id, parent = parse_traceparent(carried or request.headers.get("traceparent"))
-    protocol = request.headers.get("mcp-protocol-version")
-    if protocol is None and isinstance(meta, dict):
-        protocol = meta.get("io.modelcontextprotocol/protocolVersion")
-    if protocol is None and isinstance(params, dict) and message.get("method") == "initialize":
-        protocol = params.get("protocolVersion")
-    return SpanPlace(
-        request_id=message.get("id"),
-        protocol=protocol if isinstance(protocol, str) else None,
-        start_ns=start_ns,
-        trace_id=trace_id,
-        parent=parent,
-    )
