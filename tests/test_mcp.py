@@ -9,15 +9,19 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import mcp_weather
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from mcp_weather import serving
 from schema_check import validate_cassette_file
+from test_cassette import cassettes, exchanges, fast
 
 from otel_replay.cassette.model import Cassette, dumps, load, loads
+from otel_replay.cassette.v1 import V1
 from otel_replay.core.exchange import CanonicalRequest, Exchange, Response
 from otel_replay.core.ids import short_hash
 from otel_replay.gateway.agents import agent_command
@@ -528,3 +532,15 @@ def test_the_mount_answers_what_is_not_a_recorded_request(recorded: Recorded) ->
             "message": miss,
         },
     }
+
+
+@fast
+@given(cassettes, st.lists(exchanges.map(lambda ex: replace(ex, provider="mcp")), max_size=3))
+def test_a_cassette_with_tool_calls_round_trips_in_every_version(
+    c: Cassette, tools: list[Exchange]
+) -> None:
+    c.tools = tools
+    text = dumps(c)
+    assert loads(text) == c
+    assert dumps(loads(text)) == text
+    assert loads(V1.encode(c)) == c  # version 1 keeps them among its interactions too
