@@ -256,6 +256,17 @@ def _string(value: str) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
+def _tool_scope(rule: LiveRule) -> list[tuple[str, str | None]]:
+    """A tool rule's scope as the rule file writes it (``server``, ``tool``), in place of
+    the provider, endpoint and model it stands for; nothing for another rule."""
+    endpoint = rule.scope.endpoint or ""
+    if not rule.for_tools or not endpoint.startswith("/mcp/"):
+        return []
+    server = endpoint.removeprefix("/mcp/")
+    shown = [("provider", None), ("endpoint", None), ("model", None)]
+    return [*shown, ("server", None if server == "*" else server), ("tool", rule.scope.model)]
+
+
 def to_toml(rules: Iterable[Rule], *, scope_profile: bool = True) -> str:
     """Rows in the rule file's own syntax (``scope_profile=False`` leaves out the profile
     scope, as a profile's own table does)."""
@@ -272,9 +283,13 @@ def to_toml(rules: Iterable[Rule], *, scope_profile: bool = True) -> str:
                 lines.append("numbers = true")
         else:
             lines = ["[[live]]"]
+        scope = dict(_tool_scope(rule) if isinstance(rule, LiveRule) else ())
         for key in SCOPE_KEYS:
             value = getattr(rule.scope, key)
+            if key in scope:
+                continue
             if value is not None and (scope_profile or key != "profile"):
                 lines.append(f"{key} = {_string(value)}")
+        lines.extend(f"{key} = {_string(value)}" for key, value in scope.items() if value)
         blocks.append("\n".join(lines) + "\n")
     return "\n".join(blocks)

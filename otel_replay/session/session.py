@@ -190,8 +190,8 @@ class Session:
 
     @property
     def has_live_rules(self) -> bool:
-        """Whether any ``live`` rule is in force (auto mode only)."""
-        return self.mode == "auto" and bool(self.normalizer.live)
+        """Whether any ``live`` rule for model calls is in force (auto mode only)."""
+        return self.mode == "auto" and any(not rule.for_tools for rule in self.normalizer.live)
 
     def is_live(self, request: CanonicalRequest) -> bool:
         """In auto mode, whether a ``live`` rule sends ``request`` to the provider."""
