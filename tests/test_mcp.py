@@ -283,7 +283,9 @@ def test_tool_live_rules_scope_tool_calls_only() -> None:
     (rule,) = rules.rules
     assert isinstance(rule, LiveRule) and rule.for_tools
     assert rule.scope == Scope(provider="mcp", endpoint="/mcp/weather")
-    again, _ = parse_rules(to_toml(rules.rules), "again.toml")
+    written = to_toml(rules.rules)
+    assert written == '[[live]]\nserver = "weather"\n'  # as the user wrote it
+    again, _ = parse_rules(written, "again.toml")
     assert again.rules == rules.rules
 
 
