@@ -21,12 +21,14 @@ from typing import TYPE_CHECKING
 
 from otel_replay.core.errors import OtelReplayError
 from otel_replay.frontends.buildcmd import add_selection, build_command, doctor_command
+from otel_replay.frontends.forkopts import add_fork_options, fork_plan
 from otel_replay.providers import PROVIDERS
 from otel_replay.providers.named import parse_upstream
 from otel_replay.session.modes import MODES, default_mode
 
 if TYPE_CHECKING:
     from otel_replay.gateway.runner import GatewayConfig
+    from otel_replay.session.fork import ForkPlan
 
 _USAGE_CMD = "-- CMD... (the agent command to run, after --)"
 
@@ -105,6 +107,7 @@ def _parser() -> argparse.ArgumentParser:
         help="replay streams as fast as possible or at the recorded pace",
     )
     _gateway_options(rep)
+    add_fork_options(rep)
 
     srv = sub.add_parser("serve", help="run the gateway alone until SIGINT/SIGTERM or EOF")
     srv.add_argument("--cassette", type=Path)
@@ -221,7 +224,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 2
 
 
-def _config(args: argparse.Namespace, mode: str, command: list[str]) -> GatewayConfig:
+def _config(
+    args: argparse.Namespace, mode: str, command: list[str], fork: ForkPlan | None = None
+) -> GatewayConfig:
     from otel_replay.frontends.rulefiles import rule_sources
     from otel_replay.gateway.runner import GatewayConfig
 
@@ -241,6 +246,7 @@ def _config(args: argparse.Namespace, mode: str, command: list[str]) -> GatewayC
         report=args.report,
         command=command,
         rules=rule_sources(args.cassette, args.rules),
+        fork=fork,
     )
 
 
@@ -249,9 +255,12 @@ def _run(args: argparse.Namespace, command: list[str]) -> int:
     from otel_replay.gateway.runner import GatewayThread
 
     mode = "record" if args.command == "record" else (args.mode or default_mode())
+    fork = fork_plan(args) if args.command == "replay" else None
+    if fork is not None:
+        mode = "strict"  # up to the fork point; live from it
     if mode == "off":
         return _child(command, dict(os.environ))
-    gateway = GatewayThread(_config(args, mode, command)).start(early=True)
+    gateway = GatewayThread(_config(args, mode, command, fork)).start(early=True)
     try:
         # an agent that reads no base-URL variable gets the gateway's on its command line
         code = _child(agent_command(command, gateway.env), {**os.environ, **gateway.env})

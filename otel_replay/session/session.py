@@ -34,6 +34,7 @@ from otel_replay.reports.misses import write_misses
 from otel_replay.reports.prices import priced_total
 from otel_replay.reports.run import Summary as Summary
 from otel_replay.session.bypass import BypassWatch
+from otel_replay.session.fork import Fork, ForkPlan
 from otel_replay.session.modes import MODES as MODES
 from otel_replay.session.modes import RECORDING
 from otel_replay.session.modes import default_mode as default_mode
@@ -67,9 +68,12 @@ class Session:
         report: Path | None = None,
         rules: RuleSources = DEFAULT_SOURCES,
         suite: SuiteWrites | None = None,
+        fork: ForkPlan | None = None,
     ) -> None:
         if mode not in MODES:
             raise ConfigError(f"unknown mode {mode!r}; use one of {', '.join(MODES)}")
+        if fork is not None and mode != "strict":
+            raise ConfigError(f"a fork replays its prefix strictly; it cannot run in mode {mode}")
         if mode == "auto" and cassette is None:
             raise ConfigError("mode auto needs a cassette (--cassette PATH)")
         self.mode = mode
@@ -80,10 +84,14 @@ class Session:
         self.redactor = redactor or Redactor.from_environment()
         self.user_traces = traces
         self.cassette = self._load_cassette()  # first: a bad cassette leaves nothing behind
+        # strict up to the fork point, live from it (``session.fork``)
+        self.fork = (
+            None if fork is None or cassette is None else Fork(fork, self.cassette, cassette)
+        )
         self.recordings = Recordings(self.cassette)
         # an HTML or Markdown report shows the run's spans: they need a trace file too
         self._spans_for_report = report is not None and report.suffix.lower() in SPAN_REPORTS
-        self.trace_file = RunTraceFile(traces, mode in RECORDING or self._spans_for_report)
+        self.trace_file = RunTraceFile(traces, self.records or self._spans_for_report)
         trace_file = self.trace_file.path
         redact, redact_text = self.redactor.json, self.redactor.text
         by_parts = self.redactor.values_avoid(JOINT_CHARS)
@@ -192,8 +200,8 @@ class Session:
 
     @property
     def records(self) -> bool:
-        """Whether the run records live calls (see ``RECORDING``)."""
-        return self.mode in RECORDING
+        """Whether the run records live calls (see ``RECORDING``; a fork's go live)."""
+        return self.mode in RECORDING or self.fork is not None
 
     @property
     def writes_spans(self) -> bool:
@@ -201,11 +209,14 @@ class Session:
         return self.records or self.writes_replayed_spans
 
     # -- events from the gateway -----------------------------------------------------------
-    def replayed_hit(self, index: int) -> None:
+    def replayed_hit(self, index: int, number: int = 0) -> None:
+        """Recording ``index`` replayed (``number``: the call's in a fork)."""
         self.bypass.reached(self.recording(index).provider)
         with self._lock:
             self.replayed += 1
             self.hits.append(index)
+            if self.fork is not None:
+                self.fork.prefix_calls.append(number)
 
     def replayed_span(self, exchange: Exchange) -> None:
         """The span of a replayed call (``writes_replayed_spans``), written once the agent
@@ -376,12 +387,13 @@ class Session:
             live_cost=cost if len(self.live) > unpriced else None,
             live_unpriced=unpriced,
             bypassed=self.bypass.bypassed(),
+            forked_at=self.fork.at if self.fork is not None and self.fork.reached else None,
         )
 
     def _write_errors(self) -> list[str]:
         failure = self.store.failure
         if failure is None:
-            return []
+            return [self.fork.problem] if self.fork is not None and self.fork.problem else []
         saved = len(self.live) - self.unsaved
         return [
             f"{failure}; recording stopped there: {self.unsaved} live call(s) answered but "
@@ -394,6 +406,9 @@ class Session:
         self.trace_file.remove()
 
     def _write_cassette(self) -> None:
+        if self.fork is not None:
+            self._write_fork(self.fork)
+            return
         path = self.cassette_path
         if path is not None and self.live and len(self.live) == self.unsaved:
             log.error("otel-replay: no exchange of this run was saved; kept %s as it was", path)
@@ -412,6 +427,12 @@ class Session:
         derived = [ex for ex in self._derive() if not _transport_fault(ex)]
         if derived:
             append_or_start(path, self.suite, None, lambda: derived, self._source)
+
+    def _write_fork(self, fork: Fork) -> None:
+        """The fork's cassette: the recordings replayed, then the live exchanges."""
+        if fork.writable(len(self.misses)):
+            replayed = [self.recording(i) for i in self.hits]
+            fork.write(replayed, self.live, self._derive(), self._source())
 
     def _derive(self) -> list[Exchange]:
         """The exchanges recorded in this run (the live exchanges select its traces)."""
