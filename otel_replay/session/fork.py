@@ -176,7 +176,7 @@ def _check_model(model: str, calls: Sequence[Exchange], given: frozenset[str], a
             and not named_prefix(exchange.request.endpoint)
         ):
             raise ConfigError(
-                f"--model {model} is a {family} model, but call {number} is on the "
+                f"--model {model} is a model of {family}, but call {number} is on the "
                 f"{exchange.provider} API; give an upstream serving it there "
                 f"(--upstream-{exchange.provider} URL) or a {exchange.provider} model"
             )
