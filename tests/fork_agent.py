@@ -11,19 +11,13 @@ import json
 import sys
 from typing import Any
 
+from otel_replay.testing.demo_agent import WEATHER_TOOL
+
 OPENAI_MODEL = "gpt-4o"
 ANTHROPIC_MODEL = "claude-sonnet-4-5"
 SYSTEM = "You are a travel helper. Use the weather tool, then answer in one sentence."
 FOLLOW_UPS = ("And tomorrow?", "Should I pack an umbrella?")
-TOOL = {
-    "name": "get_weather",
-    "description": "Current weather for a city",
-    "parameters": {
-        "type": "object",
-        "properties": {"city": {"type": "string"}},
-        "required": ["city"],
-    },
-}
+TOOL: dict[str, Any] = WEATHER_TOOL["function"]
 
 
 def weather(city: str) -> str:

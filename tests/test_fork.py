@@ -9,7 +9,6 @@ the Python API and the pytest plugin take the same in-process (``fork=(N, model)
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import textwrap
@@ -51,22 +50,15 @@ def recorded(
     """The loop recorded against the first stub: per SDK, plain and streamed."""
     folder, (first, _) = tmp_path_factory.mktemp("recorded"), stubs
     out: dict[str, Path] = {}
-    before = {name: os.environ.get(name) for name in KEYS}
-    os.environ.update(KEYS)
-    try:
+    with pytest.MonkeyPatch.context() as env:
+        for name, value in KEYS.items():
+            env.setenv(name, value)
         for api in ("openai", "anthropic"):
             for stream in (False, True):
                 name = api + ("-stream" if stream else "")
                 out[name] = folder / f"{name}.json"
-                keyword = {f"upstream_{api}": base(first, api)}
-                with otel_replay.record(out[name], **keyword):
+                with otel_replay.record(out[name], **{f"upstream_{api}": base(first, api)}):
                     fork_agent.run(api, stream=stream)
-    finally:
-        for name, value in before.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
     return out
 
 

@@ -178,5 +178,5 @@ def _check_model(model: str, calls: Sequence[Exchange], given: frozenset[str], a
             raise ConfigError(
                 f"--model {model} is a model of {family}, but call {number} is on the "
                 f"{exchange.provider} API; give an upstream serving it there "
-                f"(--upstream-{exchange.provider} URL) or a {exchange.provider} model"
+                f"(--upstream-{exchange.provider} URL) or a model of {exchange.provider}"
             )
