@@ -91,7 +91,7 @@ def run_markdown(nodes: Sequence[SpanNode], doc: dict[str, Any] | None, traces: 
     if doc:
         lines.append(
             f"{doc['replayed']} replayed · {doc['live']} live · {len(doc['misses'])} misses · "
-            f"{doc['spans_received']} spans received" + _cost(doc.get("live_cost"))
+            f"{doc['spans_received']} spans received" + _cost(doc.get("live_cost")) + _fork(nodes)
         )
         for miss in doc.get("miss_details", []):
             lines.append(f"- **{miss.get('message', '')}**")
