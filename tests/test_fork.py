@@ -22,7 +22,10 @@ import otel_replay
 from otel_replay.cassette.model import load
 from otel_replay.core.errors import ReplayMiss
 from otel_replay.frontends.cli import main
-from otel_replay.session.fork_points import fork_point
+from otel_replay.gateway.decide import Decision
+from otel_replay.gateway.fork import decide_live
+from otel_replay.session.fork import fork_target
+from otel_replay.session.fork_points import fork_point, parse_live_from
 from otel_replay.testing.browser import browser_page
 from otel_replay.testing.stub import Fault, StubUpstream, run_stub
 
@@ -405,3 +408,19 @@ async def test_report_marks_the_fork_point(
         await page.eval("document.querySelectorAll('#rows .row')[2].click()")
         detail = await page.eval("document.getElementById('detail').innerText")
         assert "forked at call 3 · live with gpt-4o-mini" in detail
+
+
+def test_the_decision_past_the_fork_point_and_the_default_target() -> None:
+    assert decide_live(3, own_key=True) == Decision("forward")
+    refused = decide_live(3, own_key=False)
+    assert refused.action == "miss" and refused.miss is not None
+    assert str(refused.miss).startswith("replay miss: call 3 is past the fork point")
+    assert parse_live_from(" 3 ") == 3 and parse_live_from("text:a:b") == "text:a:b"
+    cassette = Path("cassettes/incident.json")
+    assert fork_target(cassette, 3, "gpt-4o-mini").name == "incident.fork-3-gpt-4o-mini.json"
+    assert fork_target(cassette, "tool:get_weather", None).name == (
+        "incident.fork-tool-get_weather.json"
+    )
+    assert fork_target(cassette, "text:And tomorrow?", "x/y").name == (
+        "incident.fork-text-And-tomorrow--x-y.json"
+    )
