@@ -34,30 +34,32 @@ def decide_live(number: int, *, own_key: bool) -> Decision:
 
 def live_call(call: Call, fork: Fork, own_keys: OwnKeys) -> Decision:
     """The decision for ``call``, past the fork point (its ``number`` set), readied to
-    go live when it goes."""
+    go live when it goes; a miss when the fork's model has no place in its body."""
     own = own_keys.offered(call.upstream, lowered(call.request.headers))
     decision = decide_live(call.number, own_key=own)
-    if decision.action == "forward":
-        going_live(call, fork, call.number)
+    if decision.action == "forward" and not going_live(call, fork, call.number):
+        reason = f"call {call.number}'s body names no model to send {fork.model} in place of"
+        return Decision("miss", miss=ReplayMiss(reason))
     return decision
 
 
-def going_live(call: Call, fork: Fork, number: int) -> None:
+def going_live(call: Call, fork: Fork, number: int) -> bool:
     """Ready ``call`` (number ``number``) to go live: sent with the fork's model, its
-    exchange carrying the provenance of the answer."""
-    asked = None
+    exchange carrying the provenance of the answer. False when the fork has a model and
+    the body is not a JSON object naming one to replace."""
     try:
         body = strict_loads(call.raw)
     except ValueError:
         body = None
-    if isinstance(body, dict):
-        asked = body.get("model")
-        if fork.model is not None and "model" in body:
-            call.sent = with_model(body, fork.model)
-    call.provenance = fork.live_provenance(number, asked)
+    named = isinstance(body, dict) and "model" in body
+    if fork.model is not None:
+        if not named:
+            return False
+        call.sent = with_model(body, fork.model)
+    call.provenance = fork.live_provenance(number, body.get("model") if named else None)
+    return True
 
 
 def with_model(body: dict[str, object], model: str) -> bytes:
     """``body`` as JSON bytes, naming ``model``."""
-    changed = {**body, "model": model}
-    return json.dumps(changed, ensure_ascii=False, separators=(",", ":")).encode()
+    return json.dumps({**body, "model": model}, separators=(",", ":")).encode()
