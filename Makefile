@@ -40,7 +40,7 @@ demo: $(STAMP)
 	$(BIN)/otel-replay demo
 
 test: lint typecheck $(CLIENTS) $(BROWSER)
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n 2
 
 lint: $(STAMP)
 	$(BIN)/ruff check otel_replay tests benchmarks examples fuzz
