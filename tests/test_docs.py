@@ -330,3 +330,68 @@ def test_the_commands_in_getting_started_print_what_the_page_shows(tmp_path: Pat
             printed = done.stdout.splitlines() + done.stderr.splitlines()
             assert done.returncode == 0, f"{command}\n{done.stdout}\n{done.stderr}"
             assert _normalised(printed) == _normalised(shown), command
+
+
+# -- the project speaks of itself ----------------------------------------------------------------
+
+_ORDINALS = (
+    "fourth fifth sixth seventh eighth ninth tenth eleventh twelfth thirteenth fourteenth "
+    "fifteenth sixteenth seventeenth eighteenth nineteenth twentieth"
+).split()
+PROCESS_WORDS = re.compile(
+    "|".join(
+        [
+            r"\b(?:this|that|last|next|previous|earlier|later|every|each) stop(?:'s)?\b",
+            r"\b(?:" + "|".join(_ORDINALS) + r") (?:pass|wave)\b",
+            r"\b(?:the|this|that|a) (?:second|third) (?:pass|wave)\b",
+            r"\bissues? #?\d+",
+            r"\b(?:this|that|previous|last|earlier|next) session\b",
+            r"\bstops? #?\d+\b",
+        ]
+    ),
+    flags=re.IGNORECASE,
+)
+"""Words about how the project was written (its working stops, passes over the code, the
+issues that asked for a change), which no user of it needs."""
+
+_NOT_OURS = (".venv/", "node_modules/", "build/", ".git/")
+
+
+def _tracked_files() -> list[Path]:
+    try:
+        listed = subprocess.run(
+            ["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, check=True
+        ).stdout.decode()
+        names = [name for name in listed.split("\0") if name]
+    except (OSError, subprocess.CalledProcessError):  # not a checkout: the tree itself
+        names = [str(p.relative_to(ROOT)) for p in ROOT.rglob("*") if p.is_file()]
+    return [
+        ROOT / name
+        for name in names
+        if not name.startswith(_NOT_OURS)
+        and "/node_modules/" not in name
+        and not name.endswith(("-lock.json", ".lock"))
+        and (ROOT / name).is_file()
+    ]
+
+
+def test_the_repository_speaks_of_the_project_not_of_how_it_was_written() -> None:
+    found = []
+    for path in _tracked_files():
+        try:
+            text = path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            continue  # images and other binary files
+        for number, line in enumerate(text.splitlines(), 1):
+            match = PROCESS_WORDS.search(line)
+            if match:
+                found.append(f"{path.relative_to(ROOT)}:{number}: {match.group(0)!r}")
+    assert not found, "\n".join(found)
+
+
+def test_the_process_words_are_found_where_they_are() -> None:
+    # each said in two pieces, so that this file does not say it
+    for said in ("as this " + "stop's run showed", "the seventeenth " + "pass", "issue " + "12"):
+        assert PROCESS_WORDS.search(said), said
+    for said in ("the run's stop", "a single pass over the text", "the session's gateway"):
+        assert not PROCESS_WORDS.search(said), said
