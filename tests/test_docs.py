@@ -220,6 +220,32 @@ def test_hand_written_pages_name_only_variables_the_code_knows() -> None:
     assert not wrong, "\n".join(wrong)
 
 
+_ROOMS = (
+    "core providers streams redaction matching cassette otlp spans readers pipeline session "
+    "gateway reports frontends testing"
+).split()
+_PATH = re.compile(
+    r"(?<![\w/.-])((?:otel_replay/)?(?:" + "|".join(_ROOMS) + r")/[\w/]+\.(?:py|json|css|js)"
+    r"|tests/test_\w+\.py|(?:benchmarks|examples|schemas|collector|fuzz|docs)/[\w/.-]+\.\w+)"
+)
+
+
+def test_hand_written_pages_name_only_files_that_exist() -> None:
+    """In the prose: code blocks show the reader's own files, and links are the site
+    build's to check."""
+    wrong = []
+    for path, text in _hand_written().items():
+        prose = re.sub(r"\]\([^)]*\)", "]", _FENCE.sub("", text))
+        for name in set(_PATH.findall(prose)):
+            name = name.rstrip(".")
+            if "*" in name or "…" in name:
+                continue
+            in_package = ROOT / "otel_replay" / name.removeprefix("otel_replay/")
+            if not (in_package.exists() or (ROOT / name).exists()):
+                wrong.append(f"{path}: {name}: no such file")
+    assert not wrong, "\n".join(wrong)
+
+
 # -- the site: every page reachable, every task one click from home ------------------------
 
 
@@ -309,6 +335,9 @@ def test_the_commands_in_getting_started_print_what_the_page_shows(tmp_path: Pat
     page = (DOCS / "getting-started.md").read_text(encoding="utf-8")
     blocks = _console_blocks(page)
     assert len(blocks) >= 2
+    assert not re.search(r"^```(?:sh|bash|shell)$", page, flags=re.MULTILINE), (
+        "a command shown in getting started goes in a console block, which this test runs"
+    )
     shutil.copytree(ROOT / "examples" / "openai_agent", tmp_path / "examples" / "openai_agent")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "CI"))}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
