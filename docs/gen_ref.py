@@ -250,7 +250,7 @@ def _type_of(schema: dict[str, Any]) -> str:
     kind = schema.get("type")
     if isinstance(kind, list):
         return " \\| ".join(kind)
-    if kind == "array" and isinstance(schema.get("items"), dict):
+    if kind in ("array", None) and isinstance(schema.get("items"), dict):
         return f"array of {_type_of(schema['items'])}"
     if "anyOf" in schema:
         return " or ".join(_type_of(option) for option in schema["anyOf"])
@@ -296,6 +296,34 @@ def _fields_table(schema: dict[str, Any], defs: dict[str, Any]) -> list[str]:
     return rows
 
 
+def _conditional(schema: dict[str, Any]) -> list[str]:
+    """The ``if`` / ``then`` / ``else`` of an object schema, in words."""
+    condition = schema.get("if", {}).get("properties", {})
+    if not condition:
+        return []
+    said = " and ".join(
+        f"`{name}` is {_type_of(rule)}"
+        if "const" in rule
+        else f"`{name}` has " + ", ".join(f"`{n}`" for n in rule.get("required", []))
+        for name, rule in condition.items()
+    )
+
+    def outcome(branch: dict[str, Any]) -> str:
+        parts = []
+        if branch.get("required"):
+            parts.append("requires " + ", ".join(f"`{n}`" for n in branch["required"]))
+        if branch.get("not", {}).get("required"):
+            parts.append("forbids " + ", ".join(f"`{n}`" for n in branch["not"]["required"]))
+        for name, rule in branch.get("properties", {}).items():
+            parts.append(f"`{name}` is {_type_of(rule)}")
+        return "; ".join(parts)
+
+    lines = [f"- When {said}: {outcome(schema.get('then', {}))}."]
+    if "else" in schema:
+        lines.append(f"- Otherwise: {outcome(schema['else'])}.")
+    return [*lines, ""]
+
+
 def _walk_objects(schema: dict[str, Any], path: str) -> Iterator[tuple[str, dict[str, Any]]]:
     """(path, object schema) for ``schema`` and each object nested in its properties."""
     if schema.get("properties"):
@@ -319,6 +347,7 @@ def schema_page(name: str, title: str, intro: str) -> str:
         if part.get("description") and part is not schema:
             lines += [_prose(part["description"]), ""]
         lines += [*_fields_table(part, defs), ""]
+        lines += _conditional(part)
     for def_name, part in defs.items():
         table = _fields_table(part, defs)
         text = _prose(part.get("description", ""))
@@ -329,6 +358,7 @@ def schema_page(name: str, title: str, intro: str) -> str:
             limits = _constraints(part)
             lines += [f"Type: {_type_of(part)}" + (f" ({limits})" if limits else "") + ".", ""]
         lines += [*table, ""]
+        lines += _conditional(part)
     lines += [
         "## The schema itself",
         "",
