@@ -536,6 +536,12 @@ def environment_page() -> str:
                 row += f" {_cell(readers.get(variable, ''))} |"
             lines.append(row)
         lines.append("")
+    listed = {variable for _c, names in envvar_groups() for _k, variable, _n in names}
+    others = {name: who for name, who in readers.items() if name not in listed}
+    if others:
+        lines += ["Others the gateway's table names:", "", "| variable | read by |", "|---|---|"]
+        lines += [f"| `{name}` | {_cell(who)} |" for name, who in sorted(others.items())]
+        lines.append("")
     suffixes = ", ".join(f"`*{s}`" for s in envvars.SECRET_NAME_SUFFIXES)
     words = ", ".join(f"`{w}`" for w in envvars.SECRET_NAME_WORDS)
     lines += [

@@ -424,3 +424,33 @@ def test_the_process_words_are_found_where_they_are() -> None:
         assert PROCESS_WORDS.search(said), said
     for said in ("the run's stop", "a single pass over the text", "the session's gateway"):
         assert not PROCESS_WORDS.search(said), said
+
+
+def test_the_readme_shows_what_the_demo_prints() -> None:
+    """The README's excerpt of ``make demo`` is lines of the output that getting started
+    shows (and the test above checks against a real run), in their order."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    excerpt = readme[readme.index("`make demo` ends") :]
+    excerpt = excerpt[excerpt.index("```\n") + 4 :]
+    excerpt = excerpt[: excerpt.index("```")]
+    page = (DOCS / "getting-started.md").read_text(encoding="utf-8")
+    (demo,) = [shown for steps in _console_blocks(page) for cmd, shown in steps if "demo" in cmd]
+    at = 0
+    for line in excerpt.strip("\n").splitlines():
+        assert line in demo[at:], f"README's demo line not in the demo's output: {line!r}"
+        at = demo.index(line, at) + 1
+
+
+def test_the_environment_reference_says_who_reads_each_variable(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Where ``gateway/environment.py`` has a ``VARIABLE_READERS`` table, the reference
+    shows it: a "read by" column, and the variables it names beyond ``core/envvars.py``."""
+    from otel_replay.gateway import environment
+
+    readers = {"OPENAI_BASE_URL": "the openai SDK", "SOME_OTHER_VARIABLE": "a backend reader"}
+    monkeypatch.setattr(environment, "VARIABLE_READERS", readers, raising=False)
+    page = gen_ref.environment_page()
+    assert "| variable | read by |" in page
+    assert "| `OPENAI_BASE_URL` | the openai SDK |" in page
+    assert "| `SOME_OTHER_VARIABLE` | a backend reader |" in page
