@@ -140,6 +140,8 @@ def test_the_schema_references_hold_every_field(generated: dict[str, str]) -> No
 _CODE_SPAN = re.compile(r"`([^`\n]+)`")
 _FENCE = re.compile(r"^```[^\n]*\n(.*?)^```", flags=re.MULTILINE | re.DOTALL)
 _INVOCATION = re.compile(r"(?:^|[\s(`$])otel-replay\s+([a-z][a-z-]*)(.*)")
+_COMMAND_START = re.compile(r"(?:^|[;(|`]|&&|\$)\s*(?:\w+=\S*\s+)*$")
+"""What may stand before a command: nothing, a prompt, a pipe or ``&&``, variables."""
 
 
 def _code_lines(text: str) -> list[str]:
@@ -163,6 +165,9 @@ def _invocations(text: str) -> list[tuple[str, list[str]]]:
             command, rest = match.group(1), match.group(2)
             if rest.startswith(":"):  # a summary line ("otel-replay report: 4 spans")
                 continue
+            at = match.start() + match.group(0).index("otel-replay")
+            if not _COMMAND_START.search(line[:at]):
+                continue  # an argument ("npm install otel-replay vitest"), not a command
             words = rest.split(" -- ")[0].split()
             if words and f"{command} {words[0]}" in commands:
                 command = f"{command} {words[0]}"
