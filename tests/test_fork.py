@@ -14,6 +14,8 @@ import sys
 import textwrap
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import fork_agent
 import pytest
@@ -23,8 +25,8 @@ from otel_replay.cassette.model import load
 from otel_replay.core.errors import ReplayMiss
 from otel_replay.frontends.cli import main
 from otel_replay.gateway.decide import Decision
-from otel_replay.gateway.fork import decide_live
-from otel_replay.session.fork import fork_target
+from otel_replay.gateway.fork import decide_live, going_live
+from otel_replay.session.fork import Fork, ForkPlan, fork_target
 from otel_replay.session.fork_points import fork_point, parse_live_from
 from otel_replay.testing.browser import browser_page
 from otel_replay.testing.stub import Fault, StubUpstream, run_stub
@@ -424,3 +426,30 @@ def test_the_decision_past_the_fork_point_and_the_default_target() -> None:
     assert fork_target(cassette, "text:And tomorrow?", "x/y").name == (
         "incident.fork-text-And-tomorrow--x-y.json"
     )
+
+
+@pytest.mark.parametrize(
+    ("raw", "model", "goes", "sent", "answered"),
+    [
+        (b'{"model":"gpt-4o","messages":[]}', "gpt-4o-mini", True, "gpt-4o-mini", "gpt-4o-mini"),
+        (b'{"model":"gpt-4o","messages":[]}', None, True, None, "gpt-4o"),
+        (b'{"contents":[]}', "my-model", False, None, None),  # the model in the path
+        (b"", "gpt-4o-mini", True, None, "gpt-4o-mini"),  # no body: a list of models
+        (b"not json", None, True, None, None),
+    ],
+)
+def test_a_live_calls_body_takes_the_forks_model(
+    raw: bytes,
+    model: str | None,
+    goes: bool,
+    sent: str | None,
+    answered: str | None,
+    recorded: dict[str, Path],
+) -> None:
+    plan = ForkPlan(3, Path("new.json"), model)
+    fork = Fork(plan, load(recorded["openai"]), recorded["openai"])
+    call: Any = SimpleNamespace(raw=raw, sent=None, provenance=None)
+    assert going_live(call, fork, 3) is goes
+    assert (json.loads(call.sent)["model"] if call.sent else None) == sent
+    if goes:
+        assert call.provenance == {"call": 3, "origin": "live", "model": answered}

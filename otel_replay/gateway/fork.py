@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 
 from otel_replay.core.errors import ReplayMiss
+from otel_replay.core.exchange import JSON
 from otel_replay.core.jsontext import strict_loads
 from otel_replay.gateway.call import Call
 from otel_replay.gateway.decide import Decision, OwnKeys, lowered
@@ -46,17 +47,20 @@ def live_call(call: Call, fork: Fork, own_keys: OwnKeys) -> Decision:
 def going_live(call: Call, fork: Fork, number: int) -> bool:
     """Ready ``call`` (number ``number``) to go live: sent with the fork's model, its
     exchange carrying the provenance of the answer. False when the fork has a model and
-    the body is not a JSON object naming one to replace."""
-    try:
-        body = strict_loads(call.raw)
-    except ValueError:
-        body = None
-    named = isinstance(body, dict) and "model" in body
-    if fork.model is not None:
-        if not named:
-            return False
-        call.sent = with_model(body, fork.model)
-    call.provenance = fork.live_provenance(number, body.get("model") if named else None)
+    the call's body is not a JSON object naming one to replace (a call without a body,
+    listing models, goes as it came)."""
+    body: JSON = None
+    if call.raw:  # a call without a body (a list of models) goes as it came
+        try:
+            body = strict_loads(call.raw)
+        except ValueError:  # not JSON: nowhere to put a model, else sent as it came
+            body = None
+        if fork.model is not None:
+            if not isinstance(body, dict) or "model" not in body:
+                return False
+            call.sent = with_model(body, fork.model)
+    asked = body.get("model") if isinstance(body, dict) else None
+    call.provenance = fork.live_provenance(number, asked)
     return True
 
 

@@ -159,12 +159,13 @@ def _same_file(a: Path, b: Path) -> bool:
 
 def _check_model(model: str, calls: Sequence[Exchange], given: frozenset[str], at: int) -> None:
     """A model replaces the model in the live calls' bodies, on their own provider's API:
-    refuse a call whose body names no model, and a model of another provider unless the
+    refuse a body that names no model (the API names it in the path), and a model of
+    another provider unless the
     run was given an upstream for the call's (one serving that model on this API)."""
     family = provider_of_model(model)
     for number, exchange in enumerate(calls, start=at):
-        body = exchange.raw_request
-        if not isinstance(body, dict) or "model" not in body:
+        body = exchange.raw_request  # None: a call without a body (a list of models)
+        if isinstance(body, dict) and "model" not in body:
             raise ConfigError(
                 f"--model {model}: recorded call {number} ({exchange.provider} "
                 f"{exchange.request.endpoint}) names no model in its body to replace"
