@@ -150,6 +150,9 @@ def _parser() -> argparse.ArgumentParser:
     show.add_argument("--cassette", type=Path, help="also the rules recorded in this cassette")
     _rules_option(show)
 
+    ref = sub.add_parser("refresh", help="record a cassette again with its recorded command")
+    ref.add_argument("cassette", type=Path, metavar="CASSETTE")
+    ref.add_argument("--yes", action="store_true", help="run it without asking")
     sub.add_parser("demo", help="record and replay a built-in agent against a stub upstream")
     _report_parsers(sub)
     return parser
@@ -212,6 +215,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.command == "report":
                 return reportcmd.report_command(args.traces, args.output)
             return reportcmd.diff_command(args.base, args.new, args.format, args.output)
+        if args.command == "refresh":
+            from otel_replay.frontends.refreshcmd import refresh_command
+
+            return refresh_command(args.cassette, args.yes)
         if args.command == "demo":
             from otel_replay.testing.demo import run_demo
 

@@ -49,6 +49,7 @@ def open_session(config: GatewayConfig) -> Session:
         cassette=config.cassette,
         traces=config.traces,
         command=config.command,
+        upstreams=config.named_upstreams(),
         report=config.report,
         redactor=Redactor.from_environment(secrets_from),
         rules=config.rules,

@@ -10,12 +10,12 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from collections.abc import Generator, Iterator
+from collections.abc import Generator, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from otel_replay.cassette.model import Cassette, dump, load, locked
-from otel_replay.cassette.provenance import run_source
+from otel_replay.cassette.provenance import run_directory, run_source
 from otel_replay.cassette.recordings import Recordings
 from otel_replay.core.errors import CassetteError, ConfigError, ReplayMiss
 from otel_replay.core.exchange import CanonicalRequest, Exchange
@@ -69,6 +69,7 @@ class Session:
         rules: RuleSources = DEFAULT_SOURCES,
         suite: SuiteWrites | None = None,
         fork: ForkPlan | None = None,
+        upstreams: Mapping[str, str] | None = None,
     ) -> None:
         if mode not in MODES:
             raise ConfigError(f"unknown mode {mode!r}; use one of {', '.join(MODES)}")
@@ -79,6 +80,9 @@ class Session:
         self.mode = mode
         self.cassette_path = cassette
         self.command = command or []
+        # what a refresh needs to run the command again: where it runs, what it reaches
+        self.upstreams = dict(upstreams or {})
+        self.run_cwd = str(Path.cwd()) if command else None
         self.report_path = report
         self.suite = suite
         self.redactor = redactor or Redactor.from_environment()
@@ -432,7 +436,7 @@ class Session:
         """The fork's cassette: the recordings replayed, then the live exchanges."""
         if fork.writable(len(self.misses)):
             replayed = [self.recording(i) for i in self.hits]
-            fork.write(replayed, self.live, self._derive(), self._source())
+            fork.write(replayed, self.live, self._derive(), self._source(fork.plan.target))
 
     def _derive(self) -> list[Exchange]:
         """The exchanges recorded in this run (the live exchanges select its traces)."""
@@ -441,8 +445,13 @@ class Session:
     def _derive_into(self, path: Path) -> None:
         self.trace_file.derive_into(path, self._trace_ids, len(self.live), self._source())
 
-    def _source(self) -> dict[str, Any]:
-        source = run_source(self.command, self.user_traces, self.redactor.text)
+    def _source(self, target: Path | None = None) -> dict[str, Any]:
+        """The provenance of the cassette written to ``target`` (default: the session's)."""
+        written = target or self.cassette_path
+        where = run_directory(written, self.run_cwd) if written and self.run_cwd else None
+        source = run_source(
+            self.command, self.user_traces, self.redactor.text, cwd=where, upstreams=self.upstreams
+        )
         requests = [ex.request for ex in self.live]
         rules = self.rules.recorded_form(requests, self.places.places, self.places.mentioned)
         if rules is not None:
