@@ -53,11 +53,20 @@ def _summary(command: str, census: Census) -> None:
 
 
 def build_command(args: argparse.Namespace) -> int:
+    from otel_replay.frontends.emittest import emission
     from otel_replay.pipeline.build import build_file
 
+    emit = emission(args)  # with --emit-test: the cassette is put in place with the test
+    output = args.output if emit is None else emit.staged
+    options = {} if emit is None else emit.build_options()
     progress = None if args.quiet or not sys.stderr.isatty() else _progress_bar()
     report = build_file(
-        args.traces, args.output, progress=progress, on_error=_say("build"), **_selection(args)
+        args.traces,
+        output,
+        progress=progress,
+        on_error=_say("build"),
+        **_selection(args),
+        **options,
     )
     if progress is not None:
         print(file=sys.stderr)
@@ -80,6 +89,8 @@ def build_command(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 1
+    if emit is not None:
+        emit.finish(report.origin)
     n = report.interactions
     print(
         f"otel-replay build: {n} interaction{'s' if n != 1 else ''} → {args.output}"

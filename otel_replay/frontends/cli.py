@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 
 from otel_replay.core.errors import OtelReplayError
 from otel_replay.frontends.buildcmd import add_selection, build_command, doctor_command
+from otel_replay.frontends.emittest import add_emit_options
 from otel_replay.frontends.forkopts import add_fork_options, fork_plan
 from otel_replay.providers import PROVIDERS
 from otel_replay.providers.named import parse_upstream
@@ -121,6 +122,7 @@ def _parser() -> argparse.ArgumentParser:
     bld.add_argument("traces", nargs="+", type=Path, metavar="TRACES")
     bld.add_argument("-o", "--output", type=Path, required=True, metavar="CASSETTE")
     add_selection(bld)
+    add_emit_options(bld)
     bld.add_argument("--quiet", action="store_true", help="no progress display")
 
     doc = sub.add_parser(

@@ -36,7 +36,7 @@ from otel_replay.core.exchange import JSON, Exchange, SSEEvent
 from otel_replay.core.jsontext import encodes
 from otel_replay.core.spill import SpillError
 from otel_replay.otlp.files import iter_log_requests, iter_trace_requests
-from otel_replay.readers import AgentSpans, Census, Selection, read_exchanges
+from otel_replay.readers import AgentSpans, Census, EntrySpans, Selection, read_exchanges
 from otel_replay.readers.claude_code import ClaudeCodeReader
 from otel_replay.redaction.redact import Redactor
 
@@ -187,14 +187,16 @@ class BuildReport:
     """What ``build_file`` did: interactions written, bad records skipped, whether the
     cassette was written (not when every record was bad, nor when model calls were seen
     and none can be replayed (``unreplayable``): an existing file is kept), ``notes``: per
-    Claude Code source that skipped calls, what it showed and why, and the census of
-    every source (what ``build`` and ``doctor`` print)."""
+    Claude Code source that skipped calls, what it showed and why, the census of every
+    source (what ``build`` and ``doctor`` print), and ``origin``: what the build read, in
+    a few words (the trace files as given; a backend's address)."""
 
     interactions: int
     skipped: int
     written: bool
     notes: tuple[str, ...] = ()
     census: Census = field(default_factory=Census)
+    origin: str = ""
 
     @property
     def unreplayable(self) -> bool:
@@ -216,8 +218,10 @@ class _Job:
         on_error: ErrorHandler | None,
         redactor: Redactor | None,
         folder: Path | None = None,
+        entries: EntrySpans | None = None,
     ) -> None:
         self.files = expand_paths(paths)
+        self.origin = ", ".join(str(p) for p in paths)
         self.selection = Selection(
             trace_ids=frozenset(t.strip().lower() for t in trace_ids) if trace_ids else None,
             services=frozenset(services) if services else None,
@@ -229,6 +233,7 @@ class _Job:
         self.body_events = ClaudeCodeReader(body_dirs=[f.parent for f in self.files])
         self.census = Census()
         self.agent_spans = AgentSpans(folder=folder)
+        self.entries = entries
         self.trace_ids: set[str] = set()
 
     def exchanges(self) -> Iterator[Exchange]:
@@ -250,6 +255,7 @@ class _Job:
             body_events=self.body_events,
             census=self.census,
             agent_spans=self.agent_spans,
+            entries=self.entries,
         )
         yield from found
 
@@ -317,15 +323,28 @@ def build_file(
     on_error: ErrorHandler | None = None,
     redactor: Redactor | None = None,
     source: dict[str, JSON] | None = None,
+    entries: EntrySpans | None = None,
 ) -> BuildReport:
     """Write the cassette :func:`build` returns to ``output`` (the same text ``dump``
     writes), holding only a few integers per interaction in memory: each interaction
     spills to a temporary file beside ``output`` as it is read. ``output`` is replaced
     atomically at the end; when every record was bad it is left as it was. ``source``
-    replaces the build's own provenance (``record`` states its command). Raises
+    replaces the build's own provenance (``record`` states its command). ``entries``
+    collects the run's entry as the spans are read (``--emit-test``). Raises
     ``CassetteError`` when the cassette cannot be written."""
     folder = Path(output).parent
-    job = _Job(paths, trace_ids, services, since_ns, until_ns, progress, on_error, redactor, folder)
+    job = _Job(
+        paths,
+        trace_ids,
+        services,
+        since_ns,
+        until_ns,
+        progress,
+        on_error,
+        redactor,
+        folder,
+        entries,
+    )
     with CassetteWriter(output) as writer, closing(job.agent_spans):
         try:
             for exchange in job.exchanges():
@@ -345,7 +364,7 @@ def build_file(
             if source is None:
                 source = _with_places(job.source(long=True), job)
             writer.commit(source)
-    return BuildReport(count, skipped, written, notes, job.census)
+    return BuildReport(count, skipped, written, notes, job.census, job.origin)
 
 
 def _with_places(source: dict[str, JSON], job: _Job) -> dict[str, JSON]:
