@@ -54,6 +54,11 @@ INPUTS: list[tuple[str, dict[str, Any], Call | None]] = [
         Call(("Paris",), {"days": 3}),
     ),
     (
+        "openllmetry langchain chain",
+        {"traceloop.entity.input": '{"inputs": {"question": "Paris?"}, "tags": [], "kwargs": {}}'},
+        Call(kwargs={"question": "Paris?"}),
+    ),
+    (
         "genai messages: the first user message",
         {
             "gen_ai.input.messages": json.dumps(
@@ -91,6 +96,11 @@ OUTPUTS: list[tuple[str, dict[str, Any], Any]] = [
         {"t": 21},
     ),
     ("openllmetry workflow", {"traceloop.entity.output": '"sunny"'}, "sunny"),
+    (
+        "openllmetry langchain chain",
+        {"traceloop.entity.output": '{"outputs": "sunny", "kwargs": {"tags": []}}'},
+        "sunny",
+    ),
     ("pydantic-ai text", {"final_result": ANSWER}, ANSWER),
     ("pydantic-ai structured", {"final_result": '{"t": 21}'}, {"t": 21}),
     ("genai: the last message", {"gen_ai.output.messages": _parts("assistant", ANSWER)}, ANSWER),

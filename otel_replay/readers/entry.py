@@ -136,7 +136,9 @@ def _traceloop_input(attrs: Mapping[str, Any]) -> Call | None:
     found = json_value(attrs.get(TRACELOOP_INPUT))
     if not isinstance(found, dict):
         return None
-    args, kwargs = found.get("args", []), found.get("kwargs", {})
+    if "inputs" in found:  # a LangChain chain's callback: what the chain was invoked with
+        return _arguments(found["inputs"])
+    args, kwargs = found.get("args"), found.get("kwargs", {})  # a decorated workflow
     if isinstance(args, list) and isinstance(kwargs, dict):
         return Call(tuple(args), kwargs)
     return None
@@ -166,6 +168,8 @@ def _traceloop_output(attrs: Mapping[str, Any]) -> JSON:
         parsed: JSON = json.loads(value)
     except ValueError:
         return value
+    if isinstance(parsed, dict) and "outputs" in parsed:  # a LangChain chain's callback
+        return parsed["outputs"]
     return parsed
 
 
@@ -304,10 +308,15 @@ class EntrySpans:
         if trace.last is None or start >= trace.last[0]:
             trace.last = (start, answer_text(exchange))
 
-    def entry(self) -> Entry:
-        """The entry of the one run read; ``ConfigError`` saying what is missing (no run,
-        several, or a root whose input or output is not recorded)."""
-        runs = sorted(t for t, trace in self._traces.items() if trace.first is not None)
+    def runs(self) -> list[str]:
+        """The traces read that hold model calls: one run each."""
+        return sorted(t for t, trace in self._traces.items() if trace.first is not None)
+
+    def entry(self, trace_id: str | None = None) -> Entry:
+        """The entry of the run of ``trace_id``, or of the one run read; ``ConfigError``
+        saying what is missing (no run, several, or a root whose input or output is not
+        recorded)."""
+        runs = self.runs() if trace_id is None else [t for t in self.runs() if t == trace_id]
         if not runs:
             raise ConfigError("--emit-test: no model call in the traces read; nothing written")
         if len(runs) > 1:
