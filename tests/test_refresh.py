@@ -17,11 +17,13 @@ import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
+import openai
 import pytest
 from schema_check import validate_cassette_file
 
 from otel_replay.cassette.model import load
 from otel_replay.cassette.provenance import recorded_run, run_directory, run_source
+from otel_replay.frontends import api
 from otel_replay.testing.stub import Fault, StubUpstream, run_stub
 
 CLI = [sys.executable, "-m", "otel_replay"]
@@ -186,6 +188,21 @@ def test_a_cassette_built_from_traces_has_no_command(recorded):
     assert "records no command to run again (it was built from traces:" in done.stderr
     assert f"otel-replay record --cassette {built} -- CMD" in done.stderr
     assert built.read_bytes() == before
+
+
+def test_a_cassette_recorded_by_tests_says_how_to_record_it_again(tmp_path):
+    cassette = tmp_path / "cassettes" / "t.json"
+    with run_stub() as stub, pytest.MonkeyPatch.context() as mp:
+        mp.setenv("OPENAI_API_KEY", "sk-test-refresh-0000")
+        with api.record(cassette, upstream_openai=stub.openai_url) as gateway:
+            with openai.OpenAI(base_url=gateway.env["OPENAI_BASE_URL"], max_retries=0) as client:
+                client.chat.completions.create(
+                    model="gpt-4o-mini", messages=[{"role": "user", "content": QUESTION}]
+                )
+    done = _refresh(cassette, "--yes", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "(it was recorded by tests, not by a command)" in done.stderr
+    assert "`pytest --otel-replay=record`" in done.stderr
 
 
 def test_a_recorded_command_keeps_where_it_ran_and_its_upstreams(tmp_path):

@@ -50,15 +50,16 @@ def record_argv(run: RecordedRun, cassette: Path) -> list[str]:
 
 def _no_command(cassette: Path, source: dict[str, object]) -> int:
     traces = source.get("traces")
-    built = (
-        f" (it was built from traces: {', '.join(map(str, traces))})"
-        if isinstance(traces, list) and traces
-        else ""
-    )
+    if source.get("command") == "build":
+        files = ", ".join(map(str, traces)) if isinstance(traces, list) else "?"
+        built = f"it was built from traces: {files}"
+        again = f"or build it again from newer traces with `otel-replay build TRACES -o {cassette}`"
+    else:  # the pytest plugin or the Python API recorded it
+        built = "it was recorded by tests, not by a command"
+        again = "or run its tests with `pytest --otel-replay=record`"
     _say(
-        f"{cassette} records no command to run again{built}; re-record it with "
-        f"`otel-replay record --cassette {cassette} -- CMD...`, or build it again from newer "
-        f"traces with `otel-replay build TRACES -o {cassette}`"
+        f"{cassette} records no command to run again ({built}); re-record it with "
+        f"`otel-replay record --cassette {cassette} -- CMD...`, {again}"
     )
     return 2
 
