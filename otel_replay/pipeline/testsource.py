@@ -26,6 +26,12 @@ CASSETTE_DIR = "cassettes"
 """Where the plugin looks for a cassette given by bare name, beside the test file."""
 _WIDTH = 88
 _BARE = re.compile(r"[A-Za-z0-9_.-]+")
+_WHAT = (
+    "# Made by `otel-replay build --emit-test` (the agent's model calls replay strictly",
+    "# from the cassette): a change to its prompts, tools or model fails this test with a",
+    "# replay miss, which `otel-replay why` explains. Record the calls again with",
+    "# pytest --otel-replay=record",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,17 +160,19 @@ def render_test(
     ``name`` in ``cassettes/``); ``origin``: what the build read (files, backend)."""
     call = f"        result = {point.function}("
     constants, arguments = _arguments(entry.call, call)
-    where = (
-        f"From trace {entry.trace_id} in {origin} (root span {entry.span_name!r}), made by"
-        " `otel-replay build --emit-test`. The agent's model calls replay strictly from the"
-        " cassette: a change to its prompts, tools or model fails this test with a replay"
-        " miss, which `otel-replay why` explains; `pytest --otel-replay=record` records"
-        " them again."
-    )
+    where = f"From trace {entry.trace_id} in {origin} (root span {entry.span_name!r})."
     header = [
         f'"""{point.module}.{point.function} answers as in a recorded run."""',
         "",
-        textwrap.fill(where, _WIDTH, initial_indent="# ", subsequent_indent="# "),
+        textwrap.fill(
+            where,
+            _WIDTH,
+            initial_indent="# ",
+            subsequent_indent="# ",
+            break_long_words=False,
+            break_on_hyphens=False,
+        ),
+        *_WHAT,
         "",
     ]
     if cassette is not None:
