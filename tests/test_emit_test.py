@@ -65,8 +65,10 @@ def _project(productions: dict[str, Path], kind: str, tmp_path: Path) -> Path:
     return project
 
 
-def _build(project: Path, *extra: str) -> subprocess.CompletedProcess[str]:
-    command = [*CLI, "build", "traces.jsonl", "-o", "tests/cassettes/incident.json", *extra]
+def _build(
+    project: Path, *extra: str, output: str = "tests/cassettes/incident.json"
+) -> subprocess.CompletedProcess[str]:
+    command = [*CLI, "build", "traces.jsonl", "-o", output, *extra]
     return subprocess.run(command, cwd=project, env=_env(project), capture_output=True, text=True)
 
 
@@ -82,23 +84,33 @@ def _pytest(project: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
+# the cassette where a bare name finds it, and elsewhere (named by its path from the test)
+PLACES = {
+    "openinference": ("tests/cassettes/incident.json", '"incident"'),
+    "genai": ("fixtures/incident-7.json", "CASSETTE"),
+}
+
+
 @pytest.mark.parametrize("kind", sorted(AGENTS))
 def test_an_emitted_test_passes_and_fails_on_a_changed_prompt(productions, kind, tmp_path):
     project = _project(productions, kind, tmp_path)
     entry = ["--emit-test", "tests/test_incident.py", "--entry", "weather_agent:answer"]
+    output, named = PLACES[kind]
 
-    built = _build(project, *entry)
+    built = _build(project, *entry, output=output)
 
     assert built.returncode == 0, built.stderr
     test_file = project / "tests" / "test_incident.py"
     text = test_file.read_text(encoding="utf-8")
-    trace_id = load(project / "tests" / "cassettes" / "incident.json").interactions[0].trace_id
+    trace_id = load(project / output).interactions[0].trace_id
     assert f"# From trace {trace_id} in traces.jsonl" in text
     assert "from weather_agent import answer" in text
     assert f"PROMPT = {json.dumps(QUESTION)}" in text
     assert f"EXPECTED = {json.dumps(FINAL_TEXT)}" in text
-    assert 'with otel_replay("incident", mode="strict"):' in text
-    validate_cassette_file(project / "tests" / "cassettes" / "incident.json")
+    assert f'with otel_replay({named}, mode="strict"):' in text
+    if named == "CASSETTE":
+        assert 'CASSETTE = Path(__file__).parent / "../fixtures/incident-7.json"' in text
+    validate_cassette_file(project / output)
 
     green = _pytest(project)
     assert green.returncode == 0, green.stdout + green.stderr
