@@ -40,7 +40,17 @@ from otel_replay.readers.diagnose import capture_fix, model_call
 from otel_replay.readers.messages import content_stripped
 from otel_replay.readers.view import json_value, plain
 
-__all__ = ["INPUTS", "OUTPUTS", "Call", "Entry", "EntrySpans", "span_input", "span_output"]
+__all__ = [
+    "INPUTS",
+    "OUTPUTS",
+    "Call",
+    "Entry",
+    "EntrySpans",
+    "answer_text",
+    "is_agent",
+    "span_input",
+    "span_output",
+]
 
 HIDDEN = "__REDACTED__"
 """OpenInference's value for an input or output it was told to hide."""
@@ -287,7 +297,7 @@ class EntrySpans:
             hex_id(span.parent_span_id) or "",
             span.name,
             span.start_time_unix_nano,
-            is_agent(attrs),
+            not model and is_agent(attrs),
             model,
         )
         if not model:
