@@ -20,7 +20,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from otel_replay.core.errors import OtelReplayError
-from otel_replay.frontends.buildcmd import add_selection, build_command, doctor_command
+from otel_replay.frontends.buildcmd import (
+    add_selection,
+    build_command,
+    doctor_command,
+    output_path,
+)
 from otel_replay.providers import PROVIDERS
 from otel_replay.providers.named import parse_upstream
 from otel_replay.session.modes import MODES, default_mode
@@ -115,15 +120,15 @@ def _parser() -> argparse.ArgumentParser:
     _gateway_options(srv)
 
     bld = sub.add_parser("build", help="derive a cassette from trace files")
-    bld.add_argument("traces", nargs="+", type=Path, metavar="TRACES")
-    bld.add_argument("-o", "--output", type=Path, required=True, metavar="CASSETTE")
+    bld.add_argument("traces", nargs="*", type=Path, metavar="TRACES")
+    bld.add_argument("-o", "--output", type=output_path, required=True, metavar="CASSETTE")
     add_selection(bld)
     bld.add_argument("--quiet", action="store_true", help="no progress display")
 
     doc = sub.add_parser(
         "doctor", help="per source: model calls seen, how replayable, and what to fix"
     )
-    doc.add_argument("traces", nargs="+", type=Path, metavar="TRACES")
+    doc.add_argument("traces", nargs="*", type=Path, metavar="TRACES")
     add_selection(doc)
     doc.add_argument("--json", action="store_true", help="the census as JSON on stdout")
 

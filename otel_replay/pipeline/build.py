@@ -22,6 +22,7 @@ from contextlib import closing
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Protocol
 
 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -40,12 +41,26 @@ from otel_replay.readers import AgentSpans, Census, Selection, read_exchanges
 from otel_replay.readers.claude_code import ClaudeCodeReader
 from otel_replay.redaction.redact import Redactor
 
-__all__ = ["BuildReport", "build", "build_file", "expand_paths", "parse_time", "survey"]
+__all__ = ["BuildReport", "Spans", "build", "build_file", "expand_paths", "parse_time", "survey"]
 
 log = logging.getLogger(__name__)
 
 Progress = Callable[[int, int], None]
 ErrorHandler = Callable[[TraceFormatError], None]
+
+
+class Spans(Protocol):
+    """Spans from elsewhere than files (``build --from``: a tracing backend, see
+    ``otel_replay.sources``): ``name`` for the provenance, ``requests`` reporting
+    ``progress(bytes_read, 0)``."""
+
+    @property
+    def name(self) -> str: ...
+
+    def requests(self, progress: Progress | None = None) -> Iterator[ExportTraceServiceRequest]: ...
+
+
+Origin = Sequence[Path] | Spans
 
 _LOG_MARKERS = (b'"resourceLogs"', b'"resource_logs"')
 _CHUNK = 1 << 20
@@ -148,8 +163,15 @@ def _default_on_error(exc: TraceFormatError) -> None:
 class _Reader:
     """Streams requests from the files, counting bad input and reporting progress."""
 
-    def __init__(self, files: list[Path], progress: Progress | None, on_error: ErrorHandler):
+    def __init__(
+        self,
+        files: list[Path],
+        progress: Progress | None,
+        on_error: ErrorHandler,
+        spans: Spans | None = None,
+    ):
         self.files = files
+        self.spans = spans
         self.sizes = [f.stat().st_size for f in files]
         self.total = sum(self.sizes)
         self.progress = progress
@@ -166,6 +188,9 @@ class _Reader:
                 yield from iter_log_requests(file, on_error=self.on_error)
 
     def traces(self) -> Iterator[ExportTraceServiceRequest]:
+        if self.spans is not None:
+            yield from self.spans.requests(self.progress)
+            return
         done = 0
         for file, size in zip(self.files, self.sizes, strict=True):
             ratio = _GZIP_RATIO if _is_gzip(file) else _JSON_RATIO
@@ -207,7 +232,7 @@ class _Job:
 
     def __init__(
         self,
-        paths: Sequence[Path],
+        paths: Origin,
         trace_ids: Iterable[str] | None,
         services: Iterable[str] | None,
         since_ns: int | None,
@@ -217,14 +242,15 @@ class _Job:
         redactor: Redactor | None,
         folder: Path | None = None,
     ) -> None:
-        self.files = expand_paths(paths)
+        spans = None if isinstance(paths, Sequence) else paths
+        self.files = expand_paths(paths) if isinstance(paths, Sequence) else []
         self.selection = Selection(
             trace_ids=frozenset(t.strip().lower() for t in trace_ids) if trace_ids else None,
             services=frozenset(services) if services else None,
             since_ns=since_ns,
             until_ns=until_ns,
         )
-        self.reader = _Reader(self.files, progress, on_error or _default_on_error)
+        self.reader = _Reader(self.files, progress, on_error or _default_on_error, spans)
         self.redactor = redactor or Redactor.from_environment()
         self.body_events = ClaudeCodeReader(body_dirs=[f.parent for f in self.files])
         self.census = Census()
@@ -265,6 +291,9 @@ class _Job:
             "until_ns": selection.until_ns,
         }
         source = build_source(self.files, self.reader.errors, chosen)
+        if self.reader.spans is not None:
+            del source["traces"]
+            source["from"] = self.reader.spans.name
         order = self.agent_spans.order(self.trace_ids)
         if order:
             source["spans"] = self._long_spans(order) if long else [*map(self._span, order)]
@@ -282,7 +311,7 @@ class _Job:
 
 
 def build(
-    paths: Sequence[Path],
+    paths: Origin,
     *,
     trace_ids: Iterable[str] | None = None,
     services: Iterable[str] | None = None,
@@ -306,7 +335,7 @@ def build(
 
 
 def build_file(
-    paths: Sequence[Path],
+    paths: Origin,
     output: str | os.PathLike[str],
     *,
     trace_ids: Iterable[str] | None = None,
@@ -359,7 +388,7 @@ def _with_places(source: dict[str, JSON], job: _Job) -> dict[str, JSON]:
 
 
 def survey(
-    paths: Sequence[Path],
+    paths: Origin,
     *,
     trace_ids: Iterable[str] | None = None,
     services: Iterable[str] | None = None,
