@@ -5,40 +5,20 @@ cannot answer is one line naming it, exit 2."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from aiohttp import web
+from backend_checks import one_line, otel_replay, replays_offline
 from backend_servers import SEEN, fixture_trace_id, jaeger_app, serving, tempo_app
-from third_party_agents import FINAL_TEXT, run_openai_agent
 
 from otel_replay.cassette.model import load
-from otel_replay.gateway.runner import GatewayConfig, GatewayThread
 
 
-def otel_replay(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "otel_replay", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=env,
-    )
-
-
-def replays_offline(cassette: Path) -> None:
-    """The agent, run against a strict replay of ``cassette`` with no upstream, gets the
-    answer it got in production."""
-    config = GatewayConfig(
-        mode="strict", cassette=cassette, upstream_openai="http://127.0.0.1:9/v1"
-    )
-    with GatewayThread(config) as gw:
-        result = run_openai_agent(gw.env["OPENAI_BASE_URL"])
-        summary = gw.stop()
-    assert summary.misses == [] and summary.replayed == 2 and summary.live == 0
-    assert result.final_text == FINAL_TEXT
+def build_trace(address: str, out: Path, trace_id: str | None = None, **env: str):
+    """``build --from address --trace-id … -o out``."""
+    trace = trace_id or fixture_trace_id()
+    return otel_replay("build", "--from", address, "--trace-id", trace, "-o", str(out), **env)
 
 
 @pytest.mark.parametrize(
@@ -53,17 +33,14 @@ def replays_offline(cassette: Path) -> None:
     ids=["jaeger-v3", "tempo-v2-json", "tempo-v2-protobuf", "tempo-v1-json", "tempo-v1-protobuf"],
 )
 def test_a_trace_from_the_backend_replays_offline(tmp_path, backend, app):
-    trace_id = fixture_trace_id()
     out = tmp_path / "incident.json"
     with serving(app()) as url:
-        done = otel_replay(
-            "build", "--from", f"{backend}+{url}", "--trace-id", trace_id, "-o", str(out)
-        )
+        done = build_trace(f"{backend}+{url}", out)
     assert done.returncode == 0, done.stderr
     assert "2 interactions" in done.stderr
     cassette = load(out)
     assert cassette.source["from"] == f"{backend} at {url}"
-    assert {i.trace_id for i in cassette.interactions} == {trace_id}
+    assert {i.trace_id for i in cassette.interactions} == {fixture_trace_id()}
     replays_offline(out)
 
 
@@ -115,42 +92,18 @@ def _refusing() -> web.Application:
     return app
 
 
-def _one_error_line(done: subprocess.CompletedProcess[str]) -> str:
-    assert done.returncode == 2, done.stderr
-    lines = done.stderr.strip().splitlines()
-    assert len(lines) == 1, done.stderr
-    return lines[0]
-
-
 def test_unknown_trace_id_is_one_line_exit_2(tmp_path):
     missing = "0" * 31 + "1"
     with serving(jaeger_app()) as url:
-        done = otel_replay(
-            "build",
-            "--from",
-            f"jaeger+{url}",
-            "--trace-id",
-            missing,
-            "-o",
-            str(tmp_path / "x.json"),
-        )
-    line = _one_error_line(done)
+        done = build_trace(f"jaeger+{url}", tmp_path / "x.json", missing)
+    line = one_line(done)
     assert line == f"otel-replay: jaeger at {url}: no trace {missing}"
     assert not (tmp_path / "x.json").exists()
 
 
 def test_refused_credentials_are_one_line_exit_2(tmp_path):
     with serving(_refusing()) as url:
-        done = otel_replay(
-            "build",
-            "--from",
-            f"tempo+{url}",
-            "--trace-id",
-            fixture_trace_id(),
-            "-o",
-            str(tmp_path / "x.json"),
-        )
-    line = _one_error_line(done)
+        line = one_line(build_trace(f"tempo+{url}", tmp_path / "x.json"))
     assert line.startswith(
         f"otel-replay: tempo at {url}: refused the credentials (HTTP 401: invalid token)"
     )
@@ -158,43 +111,20 @@ def test_refused_credentials_are_one_line_exit_2(tmp_path):
 
 
 def test_headers_from_the_environment_reach_the_backend(tmp_path):
-    import os
-
-    env = {**os.environ, "OTEL_REPLAY_FROM_HEADERS": "Authorization=Bearer%20s3cret"}
     out = tmp_path / "x.json"
+    header = "Authorization=Bearer%20s3cret"
     with serving(jaeger_app(token="s3cret")) as url:
-        done = otel_replay(
-            "build",
-            "--from",
-            f"jaeger+{url}",
-            "--trace-id",
-            fixture_trace_id(),
-            "-o",
-            str(out),
-            env=env,
-        )
-        refused = otel_replay(
-            "build", "--from", f"jaeger+{url}", "--trace-id", fixture_trace_id(), "-o", str(out)
-        )
+        done = build_trace(f"jaeger+{url}", out, OTEL_REPLAY_FROM_HEADERS=header)
+        refused = build_trace(f"jaeger+{url}", out)
     assert done.returncode == 0, done.stderr
-    assert "refused the credentials" in _one_error_line(refused)
+    assert "refused the credentials" in one_line(refused)
 
 
 def test_an_unreachable_backend_is_one_line_exit_2(tmp_path):
     with serving(web.Application()) as url:
         pass  # the port is free again: nothing listens there
-    done = otel_replay(
-        "build",
-        "--from",
-        f"jaeger+{url}",
-        "--trace-id",
-        fixture_trace_id(),
-        "-o",
-        str(tmp_path / "x.json"),
-    )
-    assert (
-        _one_error_line(done) == f"otel-replay: jaeger at {url}: unreachable (connection refused)"
-    )
+    done = build_trace(f"jaeger+{url}", tmp_path / "x.json")
+    assert one_line(done) == f"otel-replay: jaeger at {url}: unreachable (connection refused)"
 
 
 @pytest.mark.parametrize(
@@ -208,7 +138,7 @@ def test_an_unreachable_backend_is_one_line_exit_2(tmp_path):
 )
 def test_a_bad_address_is_one_line_exit_2(tmp_path, address, says):
     done = otel_replay("build", "--from", address, "-o", str(tmp_path / "x.json"))
-    line = _one_error_line(done)
+    line = one_line(done)
     assert says in line
     assert "hunter2" not in line
 
@@ -219,4 +149,4 @@ def test_files_and_a_backend_together_are_refused(tmp_path):
     done = otel_replay(
         "build", str(trace), "--from", "jaeger+http://127.0.0.1:9", "-o", str(tmp_path / "x.json")
     )
-    assert "give trace files or --from SOURCE" in _one_error_line(done)
+    assert "give trace files or --from SOURCE" in one_line(done)

@@ -130,8 +130,7 @@ def _per_trace(args: argparse.Namespace, pull: Pull) -> int:
         worst = max(worst, _built(argparse.Namespace(**{**vars(args), "output": output}), report))
         count += 1
     if not count:
-        print(f"otel-replay build: no traces in {pull.name}", file=sys.stderr)
-        return 1
+        raise pull.no_spans()
     return worst
 
 

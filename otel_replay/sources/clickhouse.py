@@ -43,10 +43,9 @@ _COLUMNS = """TraceId, SpanId, ParentSpanId, TraceState, SpanName, SpanKind, Ser
 
 
 class _ClickHouse(Backend):
-    def _refused(self, code: int, text: str, missing: str | None) -> SourceError:
-        if code == 516 or "Code: 516" in text or "Authentication failed" in text:
-            code = 401  # ClickHouse's own code for refused credentials
-        return super()._refused(code, text, missing)
+    def refuses(self, code: int, text: str) -> bool:
+        # ClickHouse's own code for refused credentials: 516 AUTHENTICATION_FAILED
+        return super().refuses(code, text) or text.startswith("Code: 516.")
 
 
 class ClickHousePull(Pull):

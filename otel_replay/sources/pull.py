@@ -47,7 +47,8 @@ class Pull:
 
     def requests(self, progress: Progress | None = None) -> Iterator[ExportTraceServiceRequest]:
         """The requests, reporting ``progress(bytes_read, 0)`` (the total is unknown) as
-        they come; then a ``SourceError`` when an asked-for trace never came."""
+        they come; then a ``SourceError`` when an asked-for trace never came, or nothing
+        did."""
         for request in self.fetch():
             for _resource, _scope, span in iter_spans(request):
                 self.found.add(span.trace_id.hex())
@@ -57,6 +58,12 @@ class Pull:
         missing = sorted((self.selection.trace_ids or frozenset()) - self.found)
         if missing:
             raise self.no_trace(missing)
+        if not self.found:
+            raise self.no_spans()
+
+    def no_spans(self) -> SourceError:
+        """The error for a selection the backend has nothing for."""
+        return SourceError(self.name, f"no spans{_window(self.selection)}")
 
     def no_trace(self, missing: list[str]) -> SourceError:
         within = _window(self.selection)

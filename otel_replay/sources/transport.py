@@ -93,8 +93,13 @@ class Backend:
             raise self.fail(f"unreachable ({_reason(exc)})") from None
         return answer
 
+    def refuses(self, code: int, text: str) -> bool:
+        """Whether an error answer says the credentials were refused."""
+        del text
+        return code in (401, 403)
+
     def _refused(self, code: int, text: str, missing: str | None) -> SourceError:
-        if code in (401, 403):
+        if self.refuses(code, text):
             return self.fail(
                 f"refused the credentials (HTTP {code}{': ' + text if text else ''}); "
                 f"set {self.credentials}"
