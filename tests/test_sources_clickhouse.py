@@ -64,7 +64,9 @@ def filled(tmp_path_factory) -> Iterator[tuple[ClickHouse, list[str]]]:
     requests = agent_traces(directory, runs=2)
     ids = list(dict.fromkeys(s.trace_id.hex() for r in requests for _, _, s in iter_spans(r)))
     with clickhouse(directory) as server:
-        server.insert(row for r in [*requests, noise(200)] for row in exporter_rows(r))
+        server.insert(
+            "otel.otel_traces", (row for r in [*requests, noise(200)] for row in exporter_rows(r))
+        )
         yield server, ids
 
 

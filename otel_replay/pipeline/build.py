@@ -7,25 +7,21 @@ interaction per model call, in start-time order, with every secret redacted: ``b
 returns it, ``build_file`` writes it with memory flat in the number of calls.
 
 Files holding log records (``resourceLogs``) are read first so that GenAI events exported
-as logs join their spans.
+as logs join their spans. In place of files, every function here also takes ``Spans``:
+the export requests of a tracing backend (``otel_replay.sources``, ``build --from``).
 """
 
 from __future__ import annotations
 
-import gzip
 import json
 import logging
 import os
 import re
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import closing
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Protocol
-
-from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from otel_replay.cassette.format import LongArray
 from otel_replay.cassette.model import Cassette
@@ -36,7 +32,7 @@ from otel_replay.core.errors import CassetteError, ConfigError, TraceFormatError
 from otel_replay.core.exchange import JSON, Exchange, SSEEvent
 from otel_replay.core.jsontext import encodes
 from otel_replay.core.spill import SpillError
-from otel_replay.otlp.files import iter_log_requests, iter_trace_requests
+from otel_replay.pipeline.reading import ErrorHandler, Progress, Reader, Spans
 from otel_replay.readers import AgentSpans, Census, Selection, read_exchanges
 from otel_replay.readers.claude_code import ClaudeCodeReader
 from otel_replay.redaction.redact import Redactor
@@ -45,28 +41,7 @@ __all__ = ["BuildReport", "Spans", "build", "build_file", "expand_paths", "parse
 
 log = logging.getLogger(__name__)
 
-Progress = Callable[[int, int], None]
-ErrorHandler = Callable[[TraceFormatError], None]
-
-
-class Spans(Protocol):
-    """Spans from elsewhere than files (``build --from``: a tracing backend, see
-    ``otel_replay.sources``): ``name`` for the provenance, ``requests`` reporting
-    ``progress(bytes_read, 0)``."""
-
-    @property
-    def name(self) -> str: ...
-
-    def requests(self, progress: Progress | None = None) -> Iterator[ExportTraceServiceRequest]: ...
-
-
 Origin = Sequence[Path] | Spans
-
-_LOG_MARKERS = (b'"resourceLogs"', b'"resource_logs"')
-_CHUNK = 1 << 20
-# Within a file, progress is estimated from the decoded size of each request.
-_JSON_RATIO = 2.0
-_GZIP_RATIO = 0.15
 
 
 def parse_time(text: str) -> int:
@@ -115,6 +90,10 @@ def expand_paths(paths: Sequence[Path]) -> list[Path]:
     return unique
 
 
+def _default_on_error(exc: TraceFormatError) -> None:
+    log.warning("skipped: %s", exc)
+
+
 def _hidden(path: Path) -> bool:
     return path.name.startswith(".")
 
@@ -125,86 +104,6 @@ def _rotated(path: Path) -> list[Path]:
     pattern = re.compile(re.escape(stem) + r"-.+" + (re.escape(dot + suffix)) + r"(\.gz)?")
     siblings = [p for p in path.parent.iterdir() if p != path and pattern.fullmatch(p.name)]
     return sorted(siblings)
-
-
-def _has_logs(path: Path) -> bool:
-    """Whether a file may hold log records: JSON naming ``resourceLogs``, or protobuf
-    whose file name says logs."""
-    opener = gzip.open if _is_gzip(path) else open
-    tail = b""
-    try:
-        with opener(path, "rb") as handle:
-            first = True
-            while chunk := handle.read(_CHUNK):
-                if first and chunk.lstrip()[:1] not in (b"{", b"\xef"):
-                    return "log" in path.name.lower()
-                first = False
-                window = tail + chunk
-                if any(marker in window for marker in _LOG_MARKERS):
-                    return True
-                tail = chunk[-32:]
-    except (OSError, EOFError):
-        return False  # reported when the traces are read
-    return False
-
-
-def _is_gzip(path: Path) -> bool:
-    try:
-        with path.open("rb") as handle:
-            return handle.read(2) == b"\x1f\x8b"
-    except OSError:
-        return False
-
-
-def _default_on_error(exc: TraceFormatError) -> None:
-    log.warning("skipped: %s", exc)
-
-
-class _Reader:
-    """Streams requests from the files, counting bad input and reporting progress."""
-
-    def __init__(
-        self,
-        files: list[Path],
-        progress: Progress | None,
-        on_error: ErrorHandler,
-        spans: Spans | None = None,
-    ):
-        self.files = files
-        self.spans = spans
-        self.sizes = [f.stat().st_size for f in files]
-        self.total = sum(self.sizes)
-        self.progress = progress
-        self.errors = 0
-        self._on_error = on_error
-
-    def on_error(self, exc: TraceFormatError) -> None:
-        self.errors += 1
-        self._on_error(exc)
-
-    def logs(self) -> Iterator[ExportLogsServiceRequest]:
-        for file in self.files:
-            if _has_logs(file):
-                yield from iter_log_requests(file, on_error=self.on_error)
-
-    def traces(self) -> Iterator[ExportTraceServiceRequest]:
-        if self.spans is not None:
-            yield from self.spans.requests(self.progress)
-            return
-        done = 0
-        for file, size in zip(self.files, self.sizes, strict=True):
-            ratio = _GZIP_RATIO if _is_gzip(file) else _JSON_RATIO
-            decoded = 0
-            for request in iter_trace_requests(file, on_error=self.on_error):
-                yield request
-                decoded += request.ByteSize()
-                self._report(done + min(size, int(decoded * ratio)))
-            done += size
-            self._report(done)
-
-    def _report(self, read: int) -> None:
-        if self.progress is not None:
-            self.progress(min(read, self.total), self.total)
 
 
 @dataclass(frozen=True, slots=True)
@@ -250,7 +149,7 @@ class _Job:
             since_ns=since_ns,
             until_ns=until_ns,
         )
-        self.reader = _Reader(self.files, progress, on_error or _default_on_error, spans)
+        self.reader = Reader(self.files, progress, on_error or _default_on_error, spans)
         self.redactor = redactor or Redactor.from_environment()
         self.body_events = ClaudeCodeReader(body_dirs=[f.parent for f in self.files])
         self.census = Census()

@@ -1,7 +1,7 @@
 """ClickHouse's HTTP interface in front of chDB (ClickHouse in process), for tests and
 benchmarks where no ClickHouse server installs.
 
-Run with an interpreter that has ``chdb``:
+Run with an interpreter that has ``chdb`` (``running`` does, from any other):
 ``python clickhouse_http.py DATA_DIR [--schema FILE] [--user U --password P]``; it prints
 ``{"port": N}`` once it listens on 127.0.0.1 and serves until stdin closes. Like
 ClickHouse: the query is the ``query`` parameter followed by the body (or the body alone),
@@ -19,11 +19,16 @@ import argparse
 import base64
 import json
 import re
+import subprocess
 import sys
 import threading
+import urllib.request
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, quote, urlsplit
 
 _CODE = re.compile(r"Code: (\d+)\.")
 _STATUS = {516: 403, 60: 404, 81: 404, 62: 400}
@@ -140,6 +145,64 @@ def serve(path: str, schema: str | None, user: str, password: str) -> None:
         server.shutdown()
         server.server_close()
         db.close()
+
+
+class ClickHouse:
+    """A running shim: ``url`` and the credentials it takes."""
+
+    def __init__(self, url: str, user: str, password: str) -> None:
+        self.url = url
+        self._auth = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+
+    def query(self, sql: str, data: bytes = b"") -> bytes:
+        """The answer to ``sql`` (with ``data`` after it, as an INSERT's rows)."""
+        request = urllib.request.Request(
+            f"{self.url}/?query={quote(sql)}",
+            data=data or None,
+            method="POST",
+            headers={"Authorization": self._auth},
+        )
+        with urllib.request.urlopen(request, timeout=600) as answer:
+            body: bytes = answer.read()
+        return body
+
+    def insert(self, table: str, rows: Iterable[dict[str, Any]]) -> None:
+        """Rows into ``table``, as JSONEachRow."""
+        data = "".join(json.dumps(row) + "\n" for row in rows).encode()
+        self.query(f"INSERT INTO {table} FORMAT JSONEachRow", data)
+
+
+@contextmanager
+def running(
+    python: Path, data_dir: Path, schema: Path, user: str, password: str
+) -> Iterator[ClickHouse]:
+    """The shim run by ``python`` (an interpreter with chDB) on a free loopback port,
+    its data in ``data_dir``, ``schema`` run first; stopped at the end of the block."""
+    if not python.exists():
+        raise RuntimeError(f"chdb is not installed at {python}: run `make backends`")
+    command = [str(python), __file__, str(data_dir / "chdb"), "--schema", str(schema)]
+    shim = subprocess.Popen(
+        [*command, "--user", user, "--password", password],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        cwd=data_dir,
+        env={"TZ": "UTC", "HOME": str(data_dir), "PATH": "/usr/bin:/bin"},
+        text=True,
+    )
+    assert shim.stdin is not None and shim.stdout is not None
+    try:
+        line = shim.stdout.readline()
+        if not line:
+            raise RuntimeError("the ClickHouse shim did not start")
+        yield ClickHouse(f"http://127.0.0.1:{json.loads(line)['port']}", user, password)
+    finally:
+        shim.stdin.close()
+        try:
+            shim.wait(60)
+        except subprocess.TimeoutExpired:
+            shim.kill()
+            shim.wait()
+        shim.stdout.close()
 
 
 def _text(exc: Exception) -> str:
