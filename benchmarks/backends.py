@@ -6,13 +6,17 @@ The table is the Collector ClickHouse exporter's own (its schema in
 (``otel_replay/testing/clickhouse_http.py``; ``make backends`` installs chDB). Its spans
 are a week of another service's traffic, ten spans a trace, made by ClickHouse itself
 (``INSERT … SELECT FROM numbers(N)``), and one incident: 50 spans of one trace, ten of them
-model calls recorded by the gateway, written as the exporter writes them. Each build runs
-``build_file`` on the incident's trace id in a fresh subprocess, which reports the time of
-the build and its peak resident memory above what it held before it (best time and
-highest peak of three); the backend's statements alone (the same SQL, the answer read to
-the end) are timed from here. Goals: memory flat in the size of the table (the selection
-is the backend's query, and its answer is read a row at a time), and the time beyond the
-backend's query flat too: a larger table costs only what the backend's query costs.
+model calls recorded by the gateway, written as the exporter writes them; the tables are
+then merged (``OPTIMIZE … FINAL``), as they are at rest. Each build runs ``build_file`` on
+the incident's trace id in a fresh subprocess, which reports the time of the build and its
+peak resident memory above what it held before it; after each, the backend's statements
+alone (the same SQL, the answer read to the end) are timed from here (best times and
+highest peak of five). Goals: memory flat in the size of the table (the selection is the
+backend's query, and its answer is read a row at a time), and the time beyond the
+backend's query flat too: a larger table costs only what the backend's query costs. On
+the larger table, ``doctor --from`` also reads every span of a time window, 100,000 and
+30,000 of them (both past the 20,000 spans the readers hold at most while they wait for
+a model call in a trace), through the readers: memory flat in the number streamed.
 """
 
 from __future__ import annotations
@@ -40,11 +44,14 @@ USER, PASSWORD = "bench", "bench-pw"
 WEEK_NS = 7 * 86_400 * 10**9
 START_NS = 1_700_000_000 * 10**9
 INCIDENT = "1ce1de47" * 4
-ROUNDS = sized(3, 1)
+ROUNDS = sized(5, 1)
+# spans of a window read through ``doctor --from``: both past the 20,000 agent spans the
+# readers hold while they wait for a model call in the same trace (``readers.agent_spans``)
+STREAMED = sized((30_000, 100_000), (100, 1_000))
 
 _CHILD = """
 import gc, json, os, sys, time
-from otel_replay.pipeline.build import build_file
+from otel_replay.pipeline.build import build_file, survey
 from otel_replay.readers import Selection
 from otel_replay.redaction.redact import Redactor
 from otel_replay.sources import open_source
@@ -60,15 +67,22 @@ def hwm():
                 return int(line.split()[1]) * 1024
     raise RuntimeError("no VmHWM")
 
-address, trace_id, output = sys.argv[1:]
+address, trace_id, output, since, until = sys.argv[1:]
 redactor = Redactor.from_environment()
-pull = open_source(address, Selection(trace_ids=frozenset([trace_id])))
+if trace_id:
+    pull = open_source(address, Selection(trace_ids=frozenset([trace_id])))
+else:
+    pull = open_source(address, Selection(since_ns=int(since), until_ns=int(until)))
 gc.collect()
 before = rss()
 started = time.perf_counter()
-report = build_file(pull, output, redactor=redactor, trace_ids=[trace_id])
+if trace_id:
+    calls = build_file(pull, output, redactor=redactor, trace_ids=[trace_id]).interactions
+else:  # every span of a time window, streamed through the readers (doctor)
+    calls = survey(pull, since_ns=int(since), until_ns=int(until)).calls
 seconds = time.perf_counter() - started
-print(json.dumps({"seconds": seconds, "exchanges": report.interactions, "peak": hwm() - before}))
+print(json.dumps({"seconds": seconds, "exchanges": calls, "peak": hwm() - before,
+                  "read": pull.read}))
 """
 
 
@@ -118,9 +132,11 @@ def incident() -> object:
     return export_request(spans)
 
 
-def _child(address: str, output: Path) -> dict[str, float]:
+def _child(address: str, output: Path, window: tuple[int, int] | None = None) -> dict[str, float]:
+    """The build of the incident, or (``window``) the survey of every span in it."""
+    trace_id, since, until = (INCIDENT, 0, 0) if window is None else ("", *window)
     done = subprocess.run(
-        [sys.executable, "-c", _CHILD, address, INCIDENT, str(output)],
+        [sys.executable, "-c", _CHILD, address, trace_id, str(output), str(since), str(until)],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -150,6 +166,32 @@ def _query_seconds(server: ClickHouse) -> float:
     return seconds
 
 
+def _stream(results: Results, address: str, folder: Path, size: int) -> None:
+    """``doctor --from`` over every span of a window of the table, for each size in
+    ``STREAMED``."""
+    step = WEEK_NS // (size - INCIDENT_SPANS)
+    peaks = {}
+    for count in STREAMED:
+        window = (START_NS, START_NS + count * step)
+        timed = _child(address, folder / "survey.json", window)
+        peaks[count] = timed["peak"]
+        results.notes.append(
+            f"14 backends: doctor --from over {count:,} spans ({timed['read'] / 1e6:.0f} MB"
+            f" of JSONEachRow) in {timed['seconds']:.1f} s"
+        )
+    small, large = (peaks[count] for count in STREAMED)
+    results.add(
+        "14 backends",
+        f"peak RSS growth, doctor --from clickhouse streaming {STREAMED[1]:,} vs"
+        f" {STREAMED[0]:,} spans",
+        f"{large / 1e6:.1f} MB",
+        f"{small / 1e6:.1f} MB",
+        large / small,
+        "flat (<= 1.5x)",
+        large / small <= 1.5,
+    )
+
+
 async def run(results: Results) -> None:
     found: dict[int, dict[str, float]] = {}
     for size in SIZES:
@@ -160,13 +202,20 @@ async def run(results: Results) -> None:
                 fill(server, size)
                 filled = time.perf_counter() - started
                 address = f"clickhouse+{server.url}/otel"
+                for table in ("otel_traces", "otel_traces_trace_id_ts"):  # merged, as at rest
+                    server.query(f"OPTIMIZE TABLE otel.{table} FINAL")
                 _child(address, Path(tmp) / "warm.json")  # the table's first read
-                runs = [_child(address, Path(tmp) / "incident.json") for _ in range(ROUNDS)]
+                runs, queries = [], []
+                for _ in range(ROUNDS):  # the build and the query alone, taking turns
+                    runs.append(_child(address, Path(tmp) / "incident.json"))
+                    queries.append(_query_seconds(server))
+                if size == SIZES[1]:
+                    _stream(results, address, Path(tmp), size)
                 timed = found[size] = {
                     "seconds": min(r["seconds"] for r in runs),
                     "peak": max(r["peak"] for r in runs),
                     "exchanges": runs[0]["exchanges"],
-                    "query": min(_query_seconds(server) for _ in range(ROUNDS)),
+                    "query": min(queries),
                 }
             results.notes.append(
                 f"14 backends: {size:,} spans in the exporter's table (filled in {filled:.1f} s)"

@@ -70,7 +70,8 @@ class ClickHousePull(Pull):
     def groups(self) -> Iterator[tuple[str, Iterator[ExportTraceServiceRequest]]]:
         """One query, ordered by trace: each trace's spans in turn."""
         for trace_id, rows in groupby(self._rows(by_trace=True), key=_trace_of):
-            self.found.add(trace_id)
+            if self.selection.trace_ids:
+                self.found.add(trace_id)
             yield trace_id, self._batches(rows)
         missing = sorted((self.selection.trace_ids or frozenset()) - self.found)
         if missing:

@@ -31,7 +31,8 @@ class Pull:
         self.where = where
         self.selection = selection
         self.read = 0  # bytes of the backend's answers read so far
-        self.found: set[str] = set()
+        self.found: set[str] = set()  # the asked-for traces met (``selection.trace_ids``)
+        self.spans = 0
 
     @property
     def name(self) -> str:
@@ -49,16 +50,19 @@ class Pull:
         """The requests, reporting ``progress(bytes_read, 0)`` (the total is unknown) as
         they come; then a ``SourceError`` when an asked-for trace never came, or nothing
         did."""
+        wanted = self.selection.trace_ids
         for request in self.fetch():
             for _resource, _scope, span in iter_spans(request):
-                self.found.add(span.trace_id.hex())
+                self.spans += 1
+                if wanted:
+                    self.found.add(span.trace_id.hex())
             if progress is not None:
                 progress(self.read, 0)
             yield request
         missing = sorted((self.selection.trace_ids or frozenset()) - self.found)
         if missing:
             raise self.no_trace(missing)
-        if not self.found:
+        if not self.spans:
             raise self.no_spans()
 
     def no_spans(self) -> SourceError:

@@ -30,22 +30,12 @@ class Where:
     path: str = ""
     query: dict[str, str] = field(default_factory=dict)
     user: str | None = None
-    password: str | None = None
+    password: str | None = field(default=None, repr=False)
 
     @property
     def name(self) -> str:
         """How errors and provenance name it: ``phoenix at http://host:port/project``."""
         return f"{self.backend} at {self.base}" + (f"/{self.path}" if self.path else "")
-
-    @property
-    def url(self) -> str:
-        """The address as given, without credentials."""
-        tail = "&".join(f"{k}={v}" for k, v in self.query.items())
-        return (
-            f"{self.backend}+{self.base}"
-            + (f"/{self.path}" if self.path else "")
-            + (f"?{tail}" if tail else "")
-        )
 
 
 def parse_where(text: str) -> Where:
