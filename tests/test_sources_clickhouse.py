@@ -22,6 +22,7 @@ from otel_replay.cassette.model import load
 from otel_replay.otlp.attributes import attributes_to_dict
 from otel_replay.otlp.codec import iter_spans, traces_from_json
 from otel_replay.readers import Selection
+from otel_replay.sources import open_source
 from otel_replay.sources.clickhouse import query_text
 from otel_replay.sources.rows import coerce, span_of
 from otel_replay.testing.exporter_rows import exporter_rows
@@ -65,7 +66,7 @@ def filled(tmp_path_factory) -> Iterator[tuple[ClickHouse, list[str]]]:
     ids = list(dict.fromkeys(s.trace_id.hex() for r in requests for _, _, s in iter_spans(r)))
     with clickhouse(directory) as server:
         server.insert(
-            "otel.otel_traces", (row for r in [*requests, noise(200)] for row in exporter_rows(r))
+            "otel.otel_traces", (row for r in [*requests, noise(600)] for row in exporter_rows(r))
         )
         yield server, ids
 
@@ -102,6 +103,20 @@ def test_many_traces_from_one_query(filled, tmp_path):
     assert sorted(p.name for p in folder.iterdir()) == sorted(f"{i}.json" for i in ids)
     for cassette in folder.iterdir():
         replays_offline(cassette)
+
+
+def test_a_long_pull_reports_progress_in_batches(filled, monkeypatch):
+    server, _ids = filled
+    monkeypatch.setenv("CLICKHOUSE_USER", USER)
+    monkeypatch.setenv("CLICKHOUSE_PASSWORD", PASSWORD)
+    pull = open_source(f"clickhouse+{server.url}", Selection(services=frozenset({"billing"})))
+    assert pull.name == f"clickhouse at {server.url}"
+    pull = open_source(f"clickhouse+{server.url}/otel", Selection(services=frozenset({"billing"})))
+    seen: list[tuple[int, int]] = []
+    sizes = [len(list(iter_spans(r))) for r in pull.requests(lambda *p: seen.append(p))]
+    assert sizes == [512, 88]  # rows gathered into export requests as they stream
+    assert [total for _, total in seen] == [0, 0]  # the size is not known ahead
+    assert 0 < seen[0][0] < seen[1][0] == pull.read
 
 
 def test_doctor_counts_the_calls_of_a_service(filled):
