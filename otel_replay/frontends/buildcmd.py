@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from otel_replay.core.errors import ConfigError
 
 if TYPE_CHECKING:
-    from otel_replay.pipeline.build import Origin
+    from otel_replay.pipeline.build import BuildReport, Origin
     from otel_replay.readers.census import Census
     from otel_replay.sources import Pull
 
@@ -70,13 +70,14 @@ def _origin(args: argparse.Namespace) -> Origin:
     if not args.source:
         paths: list[Path] = args.traces
         return paths
-    return _pull(args, _selection(args))
+    return _pull(args)
 
 
-def _pull(args: argparse.Namespace, chosen: dict[str, Any]) -> Pull:
+def _pull(args: argparse.Namespace) -> Pull:
     from otel_replay.readers import Selection
     from otel_replay.sources import open_source
 
+    chosen = _selection(args)
     ids = chosen["trace_ids"]
     selection = Selection(
         trace_ids=frozenset(t.strip().lower() for t in ids) if ids else None,
@@ -104,14 +105,14 @@ def build_command(args: argparse.Namespace) -> int:
 
     origin = _origin(args)
     if args.source and args.output.is_dir():
-        return _per_trace(args, origin)  # type: ignore[arg-type]
+        return _per_trace(args, _pull(args))
     progress = None if args.quiet or not sys.stderr.isatty() else _progress_bar()
     report = build_file(
         origin, args.output, progress=progress, on_error=_say("build"), **_selection(args)
     )
     if progress is not None:
         print(file=sys.stderr)
-    return _built(args, report)
+    return _built(args.output, report)
 
 
 def _per_trace(args: argparse.Namespace, pull: Pull) -> int:
@@ -119,34 +120,19 @@ def _per_trace(args: argparse.Namespace, pull: Pull) -> int:
     from otel_replay.pipeline.build import build_file
 
     chosen = _selection(args)
-    worst = 0
-    count = 0
-    for trace_id, requests in pull.groups():
-        one = _Pulled(pull.name, requests)
+    worst, count = 0, 0
+    for trace_id, spans in pull.groups():
         output = args.output / f"{trace_id}.json"
-        report = build_file(
-            one, output, on_error=_say("build"), **{**chosen, "trace_ids": {trace_id}}
-        )
-        worst = max(worst, _built(argparse.Namespace(**{**vars(args), "output": output}), report))
+        selection = {**chosen, "trace_ids": {trace_id}}
+        report = build_file(spans, output, on_error=_say("build"), **selection)
+        worst = max(worst, _built(output, report))
         count += 1
     if not count:
         raise pull.no_spans()
     return worst
 
 
-class _Pulled:
-    """One trace's requests out of a pull that reads many."""
-
-    def __init__(self, name: str, requests: Any) -> None:
-        self.name = name
-        self._requests = requests
-
-    def requests(self, progress: Callable[[int, int], None] | None = None) -> Any:
-        del progress
-        return self._requests
-
-
-def _built(args: argparse.Namespace, report: Any) -> int:
+def _built(output: Path, report: BuildReport) -> int:
     _summary("build", report.census)
     for note in report.notes:  # Claude Code's own account of the calls it skipped
         print(f"otel-replay build: {note}", file=sys.stderr)
@@ -168,7 +154,7 @@ def _built(args: argparse.Namespace, report: Any) -> int:
         return 1
     n = report.interactions
     print(
-        f"otel-replay build: {n} interaction{'s' if n != 1 else ''} → {args.output}"
+        f"otel-replay build: {n} interaction{'s' if n != 1 else ''} → {output}"
         + (f" ({bad_records} skipped)" if bad else ""),
         file=sys.stderr,
     )

@@ -119,7 +119,7 @@ def _parser() -> argparse.ArgumentParser:
     srv.add_argument("--timing", choices=("fast", "recorded"), default="fast")
     _gateway_options(srv)
 
-    bld = sub.add_parser("build", help="derive a cassette from trace files")
+    bld = sub.add_parser("build", help="derive a cassette from trace files or a tracing backend")
     bld.add_argument("traces", nargs="*", type=Path, metavar="TRACES")
     bld.add_argument("-o", "--output", type=output_path, required=True, metavar="CASSETTE")
     add_selection(bld)

@@ -23,7 +23,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from otel_replay.core import envvars
 from otel_replay.core.errors import ConfigError, SourceError
 from otel_replay.readers import Selection
-from otel_replay.sources.pull import Pull
+from otel_replay.sources.pull import Piece, Pull
 from otel_replay.sources.rows import Batcher, Row, span_of
 from otel_replay.sources.transport import Backend, basic_auth
 from otel_replay.sources.where import Where
@@ -67,12 +67,12 @@ class ClickHousePull(Pull):
     def fetch(self) -> Iterator[ExportTraceServiceRequest]:
         yield from self._batches(self._rows(by_trace=False))
 
-    def groups(self) -> Iterator[tuple[str, Iterator[ExportTraceServiceRequest]]]:
+    def groups(self) -> Iterator[tuple[str, Piece]]:
         """One query, ordered by trace: each trace's spans in turn."""
         for trace_id, rows in groupby(self._rows(by_trace=True), key=_trace_of):
             if self.selection.trace_ids:
                 self.found.add(trace_id)
-            yield trace_id, self._batches(rows)
+            yield trace_id, Piece(self.name, self._batches(rows))
         missing = sorted((self.selection.trace_ids or frozenset()) - self.found)
         if missing:
             raise self.no_trace(missing)

@@ -18,7 +18,7 @@ from otel_replay.otlp.codec import iter_spans
 from otel_replay.readers import Selection
 from otel_replay.sources.where import Where
 
-__all__ = ["Progress", "Pull"]
+__all__ = ["Piece", "Progress", "Pull"]
 
 Progress = Callable[[int, int], None]
 
@@ -85,16 +85,29 @@ class Pull:
                 seen.setdefault(span.trace_id.hex())
         return list(seen)
 
-    def groups(self) -> Iterator[tuple[str, Iterator[ExportTraceServiceRequest]]]:
-        """Each trace's requests in turn (``-o DIR/``); by default one pull a trace."""
+    def groups(self) -> Iterator[tuple[str, Piece]]:
+        """Each trace's spans in turn (``-o DIR/``); by default one pull a trace."""
         for trace_id in self.trace_ids():
             narrowed = self.one_trace(trace_id)
-            yield trace_id, narrowed.requests()
+            yield trace_id, Piece(self.name, narrowed.requests())
             self.read += narrowed.read
 
     def one_trace(self, trace_id: str) -> Pull:
         """The same pull narrowed to one trace."""
         return type(self)(self.where, replace(self.selection, trace_ids=frozenset([trace_id])))
+
+
+class Piece:
+    """One trace's requests out of a pull that reads many (what ``build`` takes as
+    ``Spans``)."""
+
+    def __init__(self, name: str, requests: Iterator[ExportTraceServiceRequest]) -> None:
+        self.name = name
+        self._requests = requests
+
+    def requests(self, progress: Progress | None = None) -> Iterator[ExportTraceServiceRequest]:
+        del progress  # the pull that reads them all reports
+        return self._requests
 
 
 def _window(selection: Selection) -> str:
