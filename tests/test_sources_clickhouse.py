@@ -146,6 +146,14 @@ def test_what_clickhouse_cannot_answer_isone_line(filled, tmp_path):
         otel_replay("build", "--from", at + "?table=spans", "--trace-id", ids[0], "-o", out)
     )
     assert "no such database or table (otel.spans)" in no_table
+    server.query(
+        "CREATE VIEW IF NOT EXISTS otel.failing AS SELECT * FROM otel.otel_traces"
+        " WHERE throwIf(ServiceName = 'billing', 'disk on fire') = 0"
+    )
+    failing = f"{at}?table=failing"
+    line = one_line(otel_replay("build", "--from", failing, "--service", "billing", "-o", out))
+    assert line.startswith(f"otel-replay: clickhouse at {server.url}/otel: ")
+    assert "Code: 395. DB::Exception: disk on fire" in line
     assert not Path(out).exists()
 
 

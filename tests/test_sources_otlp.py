@@ -120,6 +120,22 @@ def test_headers_from_the_environment_reach_the_backend(tmp_path):
     assert "refused the credentials" in one_line(refused)
 
 
+def test_an_answer_that_breaks_off_is_one_line_exit_2(tmp_path):
+    async def cut(request: web.Request) -> web.StreamResponse:
+        answer = web.StreamResponse(headers={"Content-Length": "100000"})
+        await answer.prepare(request)
+        await answer.write(b'{"result": {"resourceSpans": [')
+        assert request.transport is not None
+        request.transport.close()
+        return answer
+
+    app = web.Application()
+    app.router.add_get("/api/v3/traces/{trace_id}", cut)
+    with serving(app) as url:
+        line = one_line(build_trace(f"jaeger+{url}", tmp_path / "x.json"))
+    assert line.startswith(f"otel-replay: jaeger at {url}: the answer broke off (")
+
+
 def test_an_unreachable_backend_is_one_line_exit_2(tmp_path):
     with serving(web.Application()) as url:
         pass  # the port is free again: nothing listens there

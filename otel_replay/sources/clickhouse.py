@@ -90,13 +90,14 @@ class ClickHousePull(Pull):
     def _rows(self, *, by_trace: bool) -> Iterator[Row]:
         window = self._trace_window() if self.selection.trace_ids else None
         sql = query_text(self.database, self.table, self.selection, window, by_trace=by_trace)
-        with self._query(sql) as answer:
-            for line in answer:
-                self.read += len(line)
-                if line.strip():
-                    yield self._row(line)
+        for line in self.backend.lines(self._query(sql)):
+            self.read += len(line)
+            if line.strip():
+                yield self._row(line)
 
     def _row(self, line: bytes) -> Row:
+        if line.startswith(b"Code: "):  # an error met after the answer began, as text
+            raise SourceError(self.name, line.decode("utf-8", "replace").strip())
         try:
             row = json.loads(line)
         except ValueError:
@@ -110,9 +111,9 @@ class ClickHousePull(Pull):
     def _trace_window(self) -> str | None:
         """The time range of the asked-for traces, from ``{table}_trace_id_ts``."""
         side = f"{self.table}_trace_id_ts"
-        with self._query(f"EXISTS TABLE {_name(self.database)}.{_name(side)}") as answer:
-            if answer.read().strip() != b"1":
-                return None
+        exists = self._query(f"EXISTS TABLE {_name(self.database)}.{_name(side)}")
+        if self.backend.read(exists).strip() != b"1":
+            return None
         ids = _ids(self.selection)
         found = f"FROM {_name(self.database)}.{_name(side)} WHERE TraceId IN ({ids})"
         return (

@@ -59,8 +59,7 @@ class _OtlpPull(Pull):
         raise NotImplementedError
 
     def body(self, answer: IO[bytes]) -> bytes:
-        with answer:
-            data = answer.read()
+        data = self.backend.read(answer)
         self.read += len(data)
         return data
 

@@ -85,8 +85,7 @@ class PhoenixPull(Pull):
         path = f"/v1/projects/{quote(self.project, safe='')}/spans"
         answer = self.backend.open(path, query, missing=f"no project {self.project!r}")
         assert answer is not None
-        with answer:
-            data = answer.read()
+        data = self.backend.read(answer)
         self.read += len(data)
         try:
             page = json.loads(data)

@@ -14,7 +14,7 @@ import os
 import socket
 import urllib.error
 import urllib.request
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import IO
 from urllib.parse import unquote, urlencode
 
@@ -92,6 +92,22 @@ class Backend:
         except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
             raise self.fail(f"unreachable ({_reason(exc)})") from None
         return answer
+
+    def read(self, answer: IO[bytes]) -> bytes:
+        """All of an answer, then closed."""
+        try:
+            with answer:
+                return answer.read()
+        except (OSError, http.client.HTTPException) as exc:
+            raise self.fail(f"the answer broke off ({_reason(exc)})") from None
+
+    def lines(self, answer: IO[bytes]) -> Iterator[bytes]:
+        """An answer line by line as it arrives, then closed."""
+        try:
+            with answer:
+                yield from answer
+        except (OSError, http.client.HTTPException) as exc:
+            raise self.fail(f"the answer broke off ({_reason(exc)})") from None
 
     def refuses(self, code: int, text: str) -> bool:
         """Whether an error answer says the credentials were refused."""
