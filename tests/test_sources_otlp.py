@@ -136,6 +136,21 @@ def test_an_answer_that_breaks_off_is_one_line_exit_2(tmp_path):
     assert line.startswith(f"otel-replay: jaeger at {url}: the answer broke off (")
 
 
+def test_a_redirect_is_not_followed_with_the_credentials(tmp_path):
+    async def moved(request: web.Request) -> web.Response:
+        raise web.HTTPFound("http://127.0.0.2:9/elsewhere")
+
+    app = web.Application()
+    app.router.add_get("/api/v2/traces/{trace_id}", moved)
+    header = "Authorization=Bearer%20s3cret"
+    with serving(app) as url:
+        done = build_trace(f"tempo+{url}", tmp_path / "x.json", OTEL_REPLAY_FROM_HEADERS=header)
+    assert one_line(done) == (
+        f"otel-replay: tempo at {url}: HTTP 302: redirected to http://127.0.0.2:9/elsewhere;"
+        " give that address"
+    )
+
+
 def test_an_unreachable_backend_is_one_line_exit_2(tmp_path):
     with serving(web.Application()) as url:
         pass  # the port is free again: nothing listens there

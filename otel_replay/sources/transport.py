@@ -15,7 +15,7 @@ import socket
 import urllib.error
 import urllib.request
 from collections.abc import Iterator, Mapping, Sequence
-from typing import IO
+from typing import IO, Any
 from urllib.parse import unquote, urlencode
 
 from otel_replay.core import envvars
@@ -24,7 +24,7 @@ from otel_replay.sources.where import Where
 
 __all__ = ["Backend", "basic_auth", "extra_headers"]
 
-TIMEOUT = 60.0  # seconds without a byte from the backend
+TIMEOUT = 300.0  # seconds without a byte from the backend (a long query's first rows)
 _BODY_SHOWN = 300
 
 
@@ -48,6 +48,16 @@ def extra_headers(environ: Mapping[str, str] | None = None) -> dict[str, str]:
 def basic_auth(user: str, password: str) -> str:
     """An ``Authorization`` header value for HTTP basic authentication."""
     return "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
+
+
+class _Stay(urllib.request.HTTPRedirectHandler):
+    """Redirects are not followed: the credentials go only where the address says."""
+
+    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
+        return None
+
+
+_OPENER = urllib.request.build_opener(_Stay)
 
 
 class Backend:
@@ -82,12 +92,16 @@ class Backend:
             method="POST" if body is not None else "GET",
         )
         try:
-            answer: IO[bytes] = urllib.request.urlopen(request, timeout=TIMEOUT)
+            answer: IO[bytes] = _OPENER.open(request, timeout=TIMEOUT)
         except urllib.error.HTTPError as exc:
             with exc:
                 text = _shown(exc)
             if exc.code == 404 and missing is None:
                 return None
+            if 300 <= exc.code < 400:
+                target = exc.headers.get("Location") or "elsewhere"
+                problem = f"HTTP {exc.code}: redirected to {target}; give that address"
+                raise self.fail(problem) from None
             raise self._refused(exc.code, text, missing) from None
         except (urllib.error.URLError, OSError, http.client.HTTPException) as exc:
             raise self.fail(f"unreachable ({_reason(exc)})") from None
