@@ -28,16 +28,29 @@ from otel_replay.sources.rows import coerce, span_of
 from otel_replay.testing.exporter_rows import exporter_rows
 from otel_replay.testing.stub import run_stub
 
+SEMCONV = "weather-agent-semconv"  # the service of the GenAI-semconv-instrumented runs
 
-def agent_traces(directory: Path, runs: int) -> list[ExportTraceServiceRequest]:
-    """``runs`` runs of the OpenInference-instrumented agent, each under its own root
-    span (one trace a run), against the stub upstream."""
-    with run_stub() as stub, traced(directory, [instrumentor("openinference-openai")]) as out:
+
+def agent_traces(
+    directory: Path, runs: int, instrumentation: str = "openinference-openai", **service: str
+) -> list[ExportTraceServiceRequest]:
+    """``runs`` runs of the instrumented agent, each under its own root span (one trace
+    a run), against the stub upstream."""
+    with run_stub() as stub, traced(directory, [instrumentor(instrumentation)], **service) as out:
         tracer = out.tracer_provider.get_tracer("weather-agent")
         for _ in range(runs):
             with tracer.start_as_current_span("weather-agent run"):
                 assert run_openai_agent(stub.openai_url).final_text == FINAL_TEXT
     return [traces_from_json(line) for line in out.traces.read_text().splitlines()]
+
+
+def semconv_traces(directory: Path) -> list[ExportTraceServiceRequest]:
+    """One run instrumented with the GenAI semantic conventions (content on the spans:
+    messages as JSON text, finish reasons an array, token counts integers)."""
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("OTEL_SEMCONV_STABILITY_OPT_IN", "gen_ai_latest_experimental")
+        env.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "SPAN_ONLY")
+        return agent_traces(directory, 1, "otel-openai-v2", service=SEMCONV)
 
 
 def noise(count: int) -> ExportTraceServiceRequest:
@@ -62,12 +75,11 @@ def filled(tmp_path_factory) -> Iterator[tuple[ClickHouse, list[str]]]:
     """A ClickHouse holding two agent traces and another service's spans; the agent's
     trace ids, oldest first."""
     directory = tmp_path_factory.mktemp("clickhouse")
-    requests = agent_traces(directory, runs=2)
+    requests = agent_traces(tmp_path_factory.mktemp("openinference"), runs=2)
     ids = list(dict.fromkeys(s.trace_id.hex() for r in requests for _, _, s in iter_spans(r)))
+    everything = [*requests, *semconv_traces(tmp_path_factory.mktemp("semconv")), noise(600)]
     with clickhouse(directory) as server:
-        server.insert(
-            "otel.otel_traces", (row for r in [*requests, noise(600)] for row in exporter_rows(r))
-        )
+        server.insert("otel.otel_traces", (row for r in everything for row in exporter_rows(r)))
         yield server, ids
 
 
@@ -117,6 +129,20 @@ def test_a_long_pull_reports_progress_in_batches(filled, monkeypatch):
     assert sizes == [512, 88]  # rows gathered into export requests as they stream
     assert [total for _, total in seen] == [0, 0]  # the size is not known ahead
     assert 0 < seen[0][0] < seen[1][0] == pull.read
+
+
+def test_semantic_convention_attributes_come_back_from_text(filled, tmp_path):
+    """The GenAI conventions' reader rebuilds the calls from attributes the exporter kept
+    as text: messages as JSON, finish reasons as an array, token counts as numbers."""
+    server, _ids = filled
+    out = tmp_path / "semconv.json"
+    done = otel_replay(
+        "build", "--from", f"clickhouse+{server.url}/otel", "--service", SEMCONV, "-o", str(out)
+    )
+    assert done.returncode == 0, done.stderr
+    calls = load(out).interactions
+    assert [c.response.body["choices"][0]["finish_reason"] for c in calls] == ["tool_calls", "stop"]
+    replays_offline(out)
 
 
 def test_doctor_counts_the_calls_of_a_service(filled):
