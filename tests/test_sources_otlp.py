@@ -174,6 +174,15 @@ def test_a_bad_address_is_one_line_exit_2(tmp_path, address, says):
     assert "hunter2" not in line
 
 
+def test_one_cassette_per_trace_is_for_a_backend(tmp_path):
+    trace = tmp_path / "t.jsonl"
+    trace.write_text("")
+    line = one_line(otel_replay("build", str(trace), "-o", f"{tmp_path}/"))
+    assert (
+        line == f"otel-replay: -o {tmp_path}: a directory; a build from files writes one cassette"
+    )
+
+
 def test_files_and_a_backend_together_are_refused(tmp_path):
     trace = tmp_path / "t.jsonl"
     trace.write_text("")

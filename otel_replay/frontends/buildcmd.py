@@ -104,7 +104,11 @@ def build_command(args: argparse.Namespace) -> int:
     from otel_replay.pipeline.build import build_file
 
     origin = _origin(args)
-    if args.source and args.output.is_dir():
+    if args.output.is_dir():
+        if not args.source:
+            raise ConfigError(
+                f"-o {args.output}: a directory; a build from files writes one cassette"
+            )
         return _per_trace(args, _pull(args))
     progress = None if args.quiet or not sys.stderr.isatty() else _progress_bar()
     report = build_file(
