@@ -23,6 +23,7 @@ from otel_replay.otlp.attributes import attributes_to_dict
 from otel_replay.otlp.codec import iter_spans
 from otel_replay.readers import Selection
 from otel_replay.sources import open_source
+from otel_replay.sources import phoenix as phoenix_source
 from otel_replay.sources.phoenix import otlp_span, restore_attributes
 from otel_replay.testing.stub import run_stub
 
@@ -65,10 +66,14 @@ def test_a_trace_from_phoenix_replays_offline(phoenix_trace, tmp_path):
     assert root["attributes"] == {"openinference.span.kind": "AGENT"}  # Phoenix moved it
 
 
-def test_spans_come_back_as_the_agent_wrote_them(phoenix_trace):
+def test_spans_come_back_page_by_page_as_the_agent_wrote_them(phoenix_trace, monkeypatch):
     url, trace_id = phoenix_trace
+    monkeypatch.setattr(phoenix_source, "PAGE", "2")
     pull = open_source(f"phoenix+{url}", Selection(trace_ids=frozenset([trace_id])))
-    spans = {s.name: s for r in pull.requests() for _, _, s in iter_spans(r)}
+    pages = [[s for _, _, s in iter_spans(r)] for r in pull.requests()]
+    assert [len(page) for page in pages] == [2, 1]  # oldest first, two a page
+    spans = {s.name: s for page in pages for s in page}
+    assert spans["weather-agent run"].start_time_unix_nano == pages[0][0].start_time_unix_nano
     root = attributes_to_dict(spans["weather-agent run"].attributes)
     assert json.loads(root["metadata"]) == METADATA  # parsed and flattened by Phoenix
     assert pull.read > 0
