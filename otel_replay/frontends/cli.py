@@ -20,7 +20,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from otel_replay.core.errors import OtelReplayError
-from otel_replay.frontends.buildcmd import add_selection, build_command, doctor_command
+from otel_replay.frontends.buildcmd import (
+    add_selection,
+    build_command,
+    doctor_command,
+    output_path,
+)
 from otel_replay.frontends.emittest import add_emit_options
 from otel_replay.frontends.forkopts import add_fork_options, fork_plan
 from otel_replay.providers import PROVIDERS
@@ -118,9 +123,9 @@ def _parser() -> argparse.ArgumentParser:
     srv.add_argument("--timing", choices=("fast", "recorded"), default="fast")
     _gateway_options(srv)
 
-    bld = sub.add_parser("build", help="derive a cassette from trace files")
-    bld.add_argument("traces", nargs="+", type=Path, metavar="TRACES")
-    bld.add_argument("-o", "--output", type=Path, required=True, metavar="CASSETTE")
+    bld = sub.add_parser("build", help="derive a cassette from trace files or a tracing backend")
+    bld.add_argument("traces", nargs="*", type=Path, metavar="TRACES")
+    bld.add_argument("-o", "--output", type=output_path, required=True, metavar="CASSETTE")
     add_selection(bld)
     add_emit_options(bld)
     bld.add_argument("--quiet", action="store_true", help="no progress display")
@@ -128,7 +133,7 @@ def _parser() -> argparse.ArgumentParser:
     doc = sub.add_parser(
         "doctor", help="per source: model calls seen, how replayable, and what to fix"
     )
-    doc.add_argument("traces", nargs="+", type=Path, metavar="TRACES")
+    doc.add_argument("traces", nargs="*", type=Path, metavar="TRACES")
     add_selection(doc)
     doc.add_argument("--json", action="store_true", help="the census as JSON on stdout")
 
