@@ -1,11 +1,11 @@
-"""14. Tool calls over MCP: what a replayed tool call adds over calling the server.
+"""15. Tool calls over MCP: what a replayed tool call adds over calling the server.
 
 A real MCP server (the official SDK's ``MCPServer``, Streamable HTTP, stateless with JSON
 answers, as the 2026 revision's clients speak it) answers ``tools/call`` requests for
 distinct cities. The calls are recorded once through the gateway (``--mcp``), then sent
 again, sequentially, to the server directly and to the gateway replaying strictly, turn by
 turn (each call to both before the next). The added time per call is the difference of
-the medians; the goal is at most 1 ms. A third pass measures recording: the gateway
+the medians; the goal is at most 1 ms. Recording is measured the same way: the gateway
 relaying to the server, against the server alone.
 """
 
@@ -105,7 +105,7 @@ async def run(results: Results) -> None:
                 recorded.append(g)
     mine, theirs, added = _added(replayed, alone)
     results.add(
-        "14 MCP tools",
+        "15 MCP tools",
         f"{len(calls)} sequential tool calls replayed (strict): per call / added",
         f"{ms(mine)} / {'+' if added >= 0 else '−'}{ms(abs(added))}",
         f"the MCP server directly {ms(theirs)}",
@@ -115,7 +115,7 @@ async def run(results: Results) -> None:
     )
     mine, theirs, added = _added(recorded, alone_too)
     results.add(
-        "14 MCP tools",
+        "15 MCP tools",
         f"{len(calls)} sequential tool calls recorded (relayed to the server): per call / added",
         f"{ms(mine)} / +{ms(added)}",
         f"the MCP server directly {ms(theirs)}",

@@ -27,7 +27,8 @@ EXPECTED_ROWS = {
     "11 start-up": 1,
     "12 small calls": 2,
     "13 loading": 2,
-    "14 MCP tools": 2,
+    "14 backends": 3,
+    "15 MCP tools": 2,
 }
 
 

@@ -33,6 +33,7 @@ class Summary:
     live_unpriced: int = 0  # live calls whose model (or usage) is not known
     bypassed: list[str] = field(default_factory=list)
     """Model calls the agent's own spans show that never reached the gateway."""
+    forked_at: int | None = None  # a fork: the model call it went live at
     tools_replayed: int = 0  # tool calls (MCP ``tools/call``) answered from the cassette
     tools_live: int = 0  # tool calls that went to the real server
     tools_misses: int = 0  # MCP requests that missed (also among ``misses``)
@@ -63,6 +64,8 @@ class Summary:
         if self.bypassed:
             n = len(self.bypassed)
             line += f" · {n} model {'call' if n == 1 else 'calls'} bypassed the gateway"
+        if self.forked_at is not None:
+            line += f" · forked at call {self.forked_at}"
         return line
 
     @property
@@ -88,6 +91,7 @@ class Summary:
             "live_cost": self.live_cost,
             "live_unpriced": self.live_unpriced,
             "bypassed": list(self.bypassed),
+            "forked_at": self.forked_at,
             "tools": {
                 "replayed": self.tools_replayed,
                 "live": self.tools_live,
