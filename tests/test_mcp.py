@@ -546,3 +546,19 @@ def test_a_cassette_with_tool_calls_round_trips_in_every_version(
     assert loads(text) == c
     assert dumps(loads(text)) == text
     assert loads(V1.encode(c)) == c  # version 1 keeps them among its interactions too
+
+
+def test_recording_a_server_nobody_named_is_refused_not_a_miss(tmp_path: Path) -> None:
+    import httpx
+
+    import otel_replay
+
+    with otel_replay.record(tmp_path / "c.json") as handle, httpx.Client() as client:
+        answer = client.post(
+            handle.url + "/mcp/weather", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"}
+        )
+    assert answer.status_code == 404
+    assert (
+        "no MCP server weather was given (--mcp weather=URL)" in answer.json()["error"]["message"]
+    )
+    assert handle.summary is not None and handle.summary.misses == []

@@ -90,6 +90,8 @@ class McpMount:
         session = self._session()
         tools = session.tools
         url = self.servers().get(name)
+        if url is None and not tools.matches:  # recording a server nobody named
+            return unknown_server(name)
         # a session the real server issued (auto mode: its initialize went live) is the
         # server's to hear of, notifications and all
         issued = request.headers.get(wire.SESSION_HEADER)
