@@ -35,6 +35,8 @@ from otel_replay.readers.view import Event
 
 __all__ = ["read", "read_span"]
 
+_STREAMING = (genai.IS_STREAMING, genai.LLM_IS_STREAMING)
+
 
 def read_span(
     resource: Mapping[str, Any],
@@ -106,7 +108,7 @@ def read(span: Span, attrs: Mapping[str, Any], events: Sequence[Event]) -> Excha
             finish_reasons=[str(f) for f in finish] if isinstance(finish, list | tuple) else [],
         ),
         span,
-        stream=bool(merged.get(genai.IS_STREAMING) or merged.get(genai.LLM_IS_STREAMING)),
+        stream=any(view.as_flag(merged.get(k)) for k in _STREAMING),
         source="openllmetry" if flattened else "genai-semconv",
         failed=failed,
     )
