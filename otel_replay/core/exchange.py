@@ -120,6 +120,9 @@ class Exchange:
     ``parent_span_id`` to the agent's span when the request carried ``traceparent``.
     ``source`` names what produced it: ``"otel-replay"``, ``"openinference"``,
     ``"genai-semconv"``, ``"openllmetry"``, ``"claude-code"``, ...
+    ``context`` holds the settings a trace recorded with the call that are not request
+    parameters of the provider's API (a framework's client settings: a context-window
+    size, a base URL): kept for whoever reads the cassette, never compared.
     """
 
     provider: str
@@ -135,3 +138,4 @@ class Exchange:
     span_id: str | None = None
     parent_span_id: str | None = None
     source: str = "otel-replay"
+    context: dict[str, JSON] = field(default_factory=dict)

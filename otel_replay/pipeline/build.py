@@ -395,4 +395,5 @@ def redact_exchange(exchange: Exchange, redactor: Redactor) -> Exchange:
         request=clean_request,
         response=clean_response,
         raw_request=redactor.json(exchange.raw_request),
+        context=redactor.json(exchange.context),
     )

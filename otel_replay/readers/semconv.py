@@ -33,7 +33,7 @@ from otel_replay.readers.operation import operation_of
 from otel_replay.readers.rebuild import ViewRequest, ViewResponse, exchange_from_view
 from otel_replay.readers.view import Event
 
-__all__ = ["read", "read_span"]
+__all__ = ["call_api", "read", "read_span"]
 
 _STREAMING = (genai.IS_STREAMING, genai.LLM_IS_STREAMING)
 
@@ -48,6 +48,16 @@ def read_span(
     with recorded content. ``events`` are the span's events plus log records linked to it."""
     del resource
     return read(span, view.span_attributes(span) if attrs is None else attrs, events)
+
+
+def call_api(span: Span, attrs: Mapping[str, Any]) -> str | None:
+    """The API the model call a span declares went to (its provider, and an operation
+    that is a model call), content or not."""
+    named = attrs.get(genai.PROVIDER_NAME) or attrs.get(genai.SYSTEM)
+    provider = view.provider_name(named, attrs.get(genai.REQUEST_MODEL))
+    if provider is None or operation_of(provider, attrs, span.name) is None:
+        return None
+    return provider
 
 
 def read(span: Span, attrs: Mapping[str, Any], events: Sequence[Event]) -> Exchange | None:
