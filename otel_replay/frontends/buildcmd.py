@@ -3,8 +3,9 @@ the census of what a build would replay.
 
 Both print the same summary: per source (instrumentation and version), the model calls
 seen and how many replay exactly, semantically or not at all, with the reason and the
-setting that fixes it. ``build`` exits 1 when it saw model calls and can replay none
-(and then writes no cassette); ``doctor`` exits 1 when some call cannot be replayed.
+setting that fixes it. ``build`` exits 1 when it found nothing to replay: model calls it
+can replay none of, or no model call at all (an agent's own telemetry), and then writes
+no cassette; ``doctor`` exits 1 when some call cannot be replayed.
 """
 
 from __future__ import annotations
@@ -57,7 +58,12 @@ def build_command(args: argparse.Namespace) -> int:
 
     progress = None if args.quiet or not sys.stderr.isatty() else _progress_bar()
     report = build_file(
-        args.traces, args.output, progress=progress, on_error=_say("build"), **_selection(args)
+        args.traces,
+        args.output,
+        progress=progress,
+        on_error=_say("build"),
+        keep_empty=False,
+        **_selection(args),
     )
     if progress is not None:
         print(file=sys.stderr)
@@ -73,6 +79,9 @@ def build_command(args: argparse.Namespace) -> int:
             " replay none of them (reasons above); no cassette written",
             file=sys.stderr,
         )
+        return 1
+    if not report.written and not bad:
+        print("otel-replay build: nothing to replay; no cassette written", file=sys.stderr)
         return 1
     if not report.written:
         print(
