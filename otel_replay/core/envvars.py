@@ -84,3 +84,46 @@ SECRET_NAME_SUFFIXES = (
 """A variable whose name ends so (after any ``_2``-style number) holds a secret."""
 SECRET_NAME_WORDS = ("SECRET", "PASSWORD")
 """A variable whose name holds one of these anywhere (``SECRET_KEY_BASE``) holds a secret."""
+SECRET_WORDS = frozenset(
+    {"KEY", "APIKEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "CREDENTIALS"}
+)
+"""A name holding one of these as a word anywhere (words split at ``_``, ``-``, ``.`` and
+camelCase: ``API_TOKEN_FILE_CONTENT``, ``clientSecret``) names a secret; ``KEYBOARD``,
+``MAX_TOKENS`` hold none as a word."""
+DESCRIBING_WORDS = frozenset(
+    {
+        "COUNT",
+        "COUNTS",
+        "LIMIT",
+        "LIMITS",
+        "USAGE",
+        "USED",
+        "SIZE",
+        "LENGTH",
+        "LEN",
+        "TYPE",
+        "KIND",
+        "NAME",
+        "NAMES",
+        "ID",
+        "IDS",
+        "INDEX",
+        "PATH",
+        "DIR",
+        "URL",
+        "URI",
+        "ENDPOINT",
+        "HEADER",
+        "FIELD",
+        "PREFIX",
+        "BUDGET",
+        "RATE",
+        "TTL",
+        "EXPIRY",
+        "EXPIRES",
+        "EXPIRATION",
+        "HINT",
+    }
+)
+"""A word after a secret word that makes the name describe the secret rather than hold
+it: ``TOKEN_COUNT``, ``llm.token_count.prompt``, ``token_type``, ``KEY_ID``."""

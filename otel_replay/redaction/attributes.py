@@ -1,0 +1,66 @@
+"""Telemetry attributes named like a secret: an OTLP document's values under such a name
+hold placeholders, whatever the value looks like.
+
+An attribute is a ``{"key": NAME, "value": ANYVALUE}`` pair (on a span, a span event, a
+log record, a resource; and inside a ``kvlistValue`` at any depth), so a secret under it
+never reads ``"name": "value"`` in the line's text, the form the secret shapes know. The
+trace store finds the names of a line's attributes with one linear scan
+(:func:`names_a_secret`) and, when one names a secret (``aws_secret_access_key``,
+``API_TOKEN_FILE_CONTENT``, ``db.password``: :func:`~otel_replay.redaction.names.
+is_secret_field`), rewrites the document (:func:`scrub_secret_attributes`).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import Any
+
+import re2
+
+from otel_replay.core.exchange import JSON
+from otel_replay.redaction.names import credential_like, is_secret_field
+
+__all__ = ["names_a_secret", "scrub_secret_attributes"]
+
+_KEYS = re2.compile(r'"key":\s*"([^"\\]*)"')
+_UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
+
+
+@functools.lru_cache(maxsize=4096)
+def _secret(name: str) -> bool:
+    return is_secret_field(name)
+
+
+def names_a_secret(text: str) -> bool:
+    """Whether an OTLP JSON line holds an attribute whose name marks a secret."""
+    return any(_secret(name) for name in {m.group(1) for m in _KEYS.finditer(text)})
+
+
+def scrub_secret_attributes(node: JSON) -> JSON:
+    """An OTLP JSON document (or part of one) whose attributes named like a secret hold
+    ``[REDACTED:attribute:NAME]`` in place of each string value that looks like a
+    credential (8 characters or more, no spaces)."""
+    if isinstance(node, list):
+        return [scrub_secret_attributes(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    key = node.get("key")
+    if isinstance(key, str) and "value" in node and _secret(key):
+        placeholder = f"[REDACTED:attribute:{_UNSAFE.sub('_', key)}]"
+        return {**node, "value": _hidden(node["value"], placeholder)}
+    return {k: scrub_secret_attributes(v) for k, v in node.items()}
+
+
+def _hidden(value: Any, placeholder: str) -> Any:
+    """An AnyValue (JSON form) with every credential-like string replaced."""
+    if isinstance(value, dict):
+        return {
+            k: placeholder
+            if k == "stringValue" and isinstance(v, str) and credential_like(v)
+            else _hidden(v, placeholder)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [_hidden(item, placeholder) for item in value]
+    return value
