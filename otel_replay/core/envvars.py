@@ -42,6 +42,15 @@ AWS_DEFAULT_REGION = "AWS_DEFAULT_REGION"
 # gateway that signs the calls itself.
 ANTHROPIC_BEDROCK_BASE_URL = "ANTHROPIC_BEDROCK_BASE_URL"
 CLAUDE_CODE_SKIP_BEDROCK_AUTH = "CLAUDE_CODE_SKIP_BEDROCK_AUTH"
+# Older names frameworks still read for the same base URLs (found in their sources):
+# langchain-openai and litellm read ``OPENAI_API_BASE`` (litellm after ``OPENAI_BASE_URL``,
+# langchain-openai before it); litellm reads ``ANTHROPIC_API_BASE``, ``GEMINI_API_BASE``,
+# ``AZURE_API_BASE`` and ``AWS_BEDROCK_RUNTIME_ENDPOINT``.
+OPENAI_API_BASE = "OPENAI_API_BASE"
+ANTHROPIC_API_BASE = "ANTHROPIC_API_BASE"
+GEMINI_API_BASE = "GEMINI_API_BASE"
+AZURE_API_BASE = "AZURE_API_BASE"
+AWS_BEDROCK_RUNTIME_ENDPOINT = "AWS_BEDROCK_RUNTIME_ENDPOINT"
 # The key given to an agent that has none during replay (the SDKs refuse to start
 # without one); never a credential.
 PLACEHOLDER_KEY = "otel-replay-no-key"
