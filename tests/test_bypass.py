@@ -66,10 +66,14 @@ def cassette(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def replay(cassette: Path, direct: str) -> subprocess.CompletedProcess[str]:
+def replay(
+    cassette: Path, direct: str, agent: str = AGENT, *, provider: str = "GOOGLE_"
+) -> subprocess.CompletedProcess[str]:
+    """A strict replay of ``agent`` (its second client at ``direct``, or none for
+    ``-``), in an environment holding none of the caller's OTel or ``provider`` variables."""
     script = cassette.parent / "agent.py"
-    script.write_text(AGENT)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "GOOGLE_"))}
+    script.write_text(agent)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", provider))}
     env.update(NO_PROXY="127.0.0.1,localhost", CI="true")
     env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
     command = [sys.executable, "-m", "otel_replay.frontends.cli", "replay", "--mode", "strict"]
@@ -167,7 +171,7 @@ OPENINFERENCE_AGENT = textwrap.dedent(
     trace.set_tracer_provider(provider)
     OpenAIInstrumentor().instrument(tracer_provider=provider)
 
-    direct = sys.argv[1]
+    direct = sys.argv[2]
     ask = [{"role": "user", "content": "hi"}]
     # through the gateway: the client finds it by OPENAI_BASE_URL
     with openai.OpenAI(api_key="sk-test") as through:
@@ -201,14 +205,7 @@ def openai_cassette(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def replay_openinference(cassette: Path, direct: str) -> subprocess.CompletedProcess[str]:
-    script = cassette.parent / "oi_agent.py"
-    script.write_text(OPENINFERENCE_AGENT)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "OPENAI_"))}
-    env.update(NO_PROXY="127.0.0.1,localhost", CI="true")
-    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
-    command = [sys.executable, "-m", "otel_replay.frontends.cli", "replay", "--mode", "strict"]
-    command += ["--cassette", str(cassette), "--", sys.executable, str(script), direct]
-    return subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+    return replay(cassette, direct, OPENINFERENCE_AGENT, provider="OPENAI_")
 
 
 def test_an_openinference_call_that_bypassed_the_gateway_is_named(openai_cassette):

@@ -75,14 +75,19 @@ def test_both_turns_replay_in_another_directory_with_another_home(recorded, tmp_
     assert recorded.tool_out.strip() == "stub reply to: " + NOTE.strip()
 
 
-def test_both_turns_replay_in_a_git_repository_with_commits_and_untracked_files(recorded, tmp_path):
-    folder = _project(tmp_path / "repo")
-    git_repository(folder)
+def _both_turns_hit(recorded: Recorded, folder: Path, tmp_path: Path) -> None:
+    """Both recorded turns replay in ``folder`` (HOME another), giving the same output."""
     home = tmp_path / "home"
     plain = replay(_copy(recorded.plain, tmp_path), folder, home, "-p", PLAIN)
     _hits(plain, 1, recorded.plain_out)
     tool = replay(_copy(recorded.tool, tmp_path), folder, home, "-p", TOOL, *TOOL_ARGS)
     _hits(tool, 2, recorded.tool_out)
+
+
+def test_both_turns_replay_in_a_git_repository_with_commits_and_untracked_files(recorded, tmp_path):
+    folder = _project(tmp_path / "repo")
+    git_repository(folder)
+    _both_turns_hit(recorded, folder, tmp_path)
 
 
 def test_a_recording_made_a_day_earlier_replays(recorded, tmp_path):
@@ -188,12 +193,7 @@ def test_a_recording_made_in_a_git_repository_replays_outside_one(recorded_in_gi
     status block is on the recording's side only, the environment section says false."""
     assert "# gitStatus" in recorded_in_git.plain.read_text(encoding="utf-8")
     assert "Is a git repository: true" in recorded_in_git.plain.read_text(encoding="utf-8")
-    folder = _project(tmp_path / "scratch")
-    home = tmp_path / "home"
-    plain = replay(_copy(recorded_in_git.plain, tmp_path), folder, home, "-p", PLAIN)
-    _hits(plain, 1, recorded_in_git.plain_out)
-    tool = replay(_copy(recorded_in_git.tool, tmp_path), folder, home, "-p", TOOL, *TOOL_ARGS)
-    _hits(tool, 2, recorded_in_git.tool_out)
+    _both_turns_hit(recorded_in_git, _project(tmp_path / "scratch"), tmp_path)
 
 
 def test_a_recording_made_outside_git_replays_in_a_checkout_on_another_branch(recorded, tmp_path):

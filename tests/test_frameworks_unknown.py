@@ -41,9 +41,9 @@ from opentelemetry.util.genai.types import (
     ToolCallRequest,
     ToolCallResponse,
 )
-from third_party_agents import OPENAI_TOOLS, Traced
+from third_party_agents import OPENAI_TOOLS, Traced, openai_turn
 
-TEMPERATURE = 0.3
+TEMPERATURE = 0.2  # what the client sends (``third_party_agents.openai_turn``)
 SCOPE = "tiny_agents"
 
 
@@ -71,32 +71,8 @@ def client_settings(base_url: str, stream: bool) -> dict[str, Any]:
 
 def ask(client: openai.OpenAI, messages: list[Any], stream: bool) -> dict[str, Any]:
     """One call as the framework's client makes it: the reply as a message dict."""
-    kwargs: dict[str, Any] = {
-        "model": MODEL,
-        "messages": messages,
-        "tools": OPENAI_TOOLS,
-        "temperature": TEMPERATURE,
-    }
-    if not stream:
-        message = client.chat.completions.create(**kwargs).choices[0].message
-        calls = [c.model_dump(include={"id", "type", "function"}) for c in message.tool_calls or []]
-        return {"role": "assistant", "content": message.content, "tool_calls": calls}
-    text: list[str] = []
-    calls_by_index: dict[int, dict[str, Any]] = {}
-    for chunk in client.chat.completions.create(**kwargs, stream=True):
-        for choice in chunk.choices:
-            text.append(choice.delta.content or "")
-            for tc in choice.delta.tool_calls or []:
-                slot = calls_by_index.setdefault(
-                    tc.index,
-                    {"id": "", "type": "function", "function": {"name": "", "arguments": ""}},
-                )
-                slot["id"] = tc.id or slot["id"]
-                if tc.function is not None:
-                    slot["function"]["name"] += tc.function.name or ""
-                    slot["function"]["arguments"] += tc.function.arguments or ""
-    calls = [calls_by_index[i] for i in sorted(calls_by_index)]
-    return {"role": "assistant", "content": "".join(text) or None, "tool_calls": calls}
+    reply = openai_turn(client, messages, stream)
+    return {"role": "assistant", **reply, "content": reply["content"] or None}
 
 
 Recorder = Any

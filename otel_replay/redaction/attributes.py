@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import Any
 
 import re2
 
 from otel_replay.core.exchange import JSON
+from otel_replay.redaction.headers import scrub_attributes
 from otel_replay.redaction.names import credential_like, is_secret_field
 
 __all__ = ["names_a_secret", "scrub_secret_attributes"]
@@ -41,26 +41,8 @@ def scrub_secret_attributes(node: JSON) -> JSON:
     """An OTLP JSON document (or part of one) whose attributes named like a secret hold
     ``[REDACTED:attribute:NAME]`` in place of each string value that looks like a
     credential (8 characters or more, no spaces)."""
-    if isinstance(node, list):
-        return [scrub_secret_attributes(item) for item in node]
-    if not isinstance(node, dict):
-        return node
-    key = node.get("key")
-    if isinstance(key, str) and "value" in node and _secret(key):
-        placeholder = f"[REDACTED:attribute:{_UNSAFE.sub('_', key)}]"
-        return {**node, "value": _hidden(node["value"], placeholder)}
-    return {k: scrub_secret_attributes(v) for k, v in node.items()}
+    return scrub_attributes(node, _placeholder, credential_like)
 
 
-def _hidden(value: Any, placeholder: str) -> Any:
-    """An AnyValue (JSON form) with every credential-like string replaced."""
-    if isinstance(value, dict):
-        return {
-            k: placeholder
-            if k == "stringValue" and isinstance(v, str) and credential_like(v)
-            else _hidden(v, placeholder)
-            for k, v in value.items()
-        }
-    if isinstance(value, list):
-        return [_hidden(item, placeholder) for item in value]
-    return value
+def _placeholder(key: str) -> str | None:
+    return f"[REDACTED:attribute:{_UNSAFE.sub('_', key)}]" if _secret(key) else None
