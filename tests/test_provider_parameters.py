@@ -91,6 +91,8 @@ def test_a_parameter_counts_under_the_name_the_api_takes_it_by():
     assert by_api("anthropic", "messages", {"stop": ["x"]}) == ({"stop_sequences": ["x"]}, {})
     both = {"max_tokens": 1, "max_output_tokens": 2}
     assert by_api("openai", "responses", both) == ({"max_output_tokens": 2}, {"max_tokens": 1})
+    two = {"max_completion_tokens": 1, "max_output_tokens": 2}
+    assert by_api("anthropic", "messages", two) == ({"max_tokens": 1}, {"max_output_tokens": 2})
 
 
 def test_sampling_settings_gemini_takes_inside_its_config_are_context():

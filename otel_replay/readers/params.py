@@ -60,8 +60,8 @@ def by_api(
         if value is None:
             continue
         named = _api_name(name, accepted)
-        if named is None or (named != name and named in recorded):
-            context[name] = value  # not the API's, or an alias beside the API's own name
+        if named is None or (named != name and (named in recorded or named in params)):
+            context[name] = value  # not the API's, or an alias beside another name of it
         else:
             params[named] = value
     return params, context
