@@ -105,7 +105,8 @@ class ProviderSpec:
     surface: str = ""
     also_base_env: tuple[str, ...] = ()
     """Other variables that clients read for the same base URL (Claude Code on Bedrock
-    reads ``ANTHROPIC_BEDROCK_BASE_URL``): each is given the gateway's URL too."""
+    reads ``ANTHROPIC_BEDROCK_BASE_URL``; frameworks read older names, litellm's
+    ``OPENAI_API_BASE``): each is given the gateway's URL too."""
     """Where its API surface lives, ``module:attribute`` (once per ``api``)."""
     agent_path: str = ""
     default_base: str | None = None

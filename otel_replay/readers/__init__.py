@@ -170,8 +170,10 @@ def read_exchanges(
                 yield from window.add(found.exchange, found.fidelity)
             elif model_call(attrs):
                 counts.skipped(source, diagnose(with_details(attrs, events), events, scope.name))
-            elif agent_spans is not None:
-                agent_spans.add(span, attrs, scope.name)
+            else:
+                counts.other(source)
+                if agent_spans is not None:
+                    agent_spans.add(span, attrs, scope.name)
     yield from window.flush()
 
 
