@@ -1,0 +1,24 @@
+/** otel-replay for Node: the engine's `serve` protocol, and the summary it reports.
+ * The Vitest helpers are `otel-replay/vitest` and `otel-replay/vitest/setup`. */
+
+export {
+  applyEnv,
+  findEngine,
+  MODES,
+  OtelReplayError,
+  ReplayMissError,
+  resolveMode,
+  Serve,
+  type Engine,
+  type Mode,
+  type ServeOptions,
+} from "./engine.js";
+export { cassettePath } from "./cassette.js";
+export {
+  combined,
+  failure,
+  runSection,
+  summaryLine,
+  type Block,
+  type Summary,
+} from "./summary.js";

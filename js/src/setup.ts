@@ -1,0 +1,100 @@
+/** `otel-replay/vitest/setup`: a Vitest `globalSetup` that runs one `otel-replay serve`
+ * for the whole run, for clients built when a module is imported (the AI SDK's default
+ * providers read their base URL then), and prints the run's summary at its end.
+ *
+ * ```ts
+ * // vitest.config.ts
+ * export default defineConfig({ test: { globalSetup: ["otel-replay/vitest/setup"] } });
+ * ```
+ *
+ * The run's cassette is `OTEL_REPLAY_CASSETTE`, else `cassettes/run.json` under the
+ * project's root; the mode and the engine are found as for `useReplay`. For other
+ * settings, a setup file of your own: `export default replaySetup({ cassette: "…" })`.
+ */
+
+import { resolve } from "node:path";
+
+import { applyEnv, findEngine, ReplayMissError, resolveMode, Serve, type Mode } from "./engine.js";
+import { failure, META_KEY, runSection, type Block } from "./summary.js";
+
+export interface SetupOptions {
+  /** The run's cassette (relative to the project's root); default
+   * `OTEL_REPLAY_CASSETTE`, else `cassettes/run.json`. */
+  cassette?: string;
+  mode?: Mode;
+  enginePath?: string | readonly string[];
+  /** Upstreams by provider name (`{ openai: "http://…/v1" }`): `--upstream-NAME URL`. */
+  upstreams?: Record<string, string>;
+  /** More `otel-replay serve` options, as words. */
+  args?: readonly string[];
+}
+
+interface Task {
+  name: string;
+  meta?: Record<string, unknown>;
+  tasks?: Task[];
+}
+
+/** The part of Vitest's `TestProject` the setup reads. */
+interface Project {
+  config: { root: string };
+  vitest?: { state?: { getFiles(): Task[] } };
+}
+
+function testBlocks(project: Project): Block[] {
+  const blocks: Block[] = [];
+  const visit = (task: Task): void => {
+    const found = task.meta?.[META_KEY];
+    if (Array.isArray(found)) blocks.push(...(found as Block[]));
+    for (const child of task.tasks ?? []) visit(child);
+  };
+  for (const file of project.vitest?.state?.getFiles() ?? []) visit(file);
+  return blocks;
+}
+
+/** A `globalSetup` function with these settings. */
+export function replaySetup(options: SetupOptions = {}) {
+  return async function setup(project: Project): Promise<() => Promise<void>> {
+    const root = project.config?.root ?? process.cwd();
+    const mode = resolveMode(options.mode);
+    const cassette = resolve(
+      root,
+      options.cassette ?? process.env.OTEL_REPLAY_CASSETTE ?? "cassettes/run.json",
+    );
+    const args: string[] = [];
+    for (const [name, url] of Object.entries(options.upstreams ?? {})) {
+      args.push(`--upstream-${name}`, url);
+    }
+    args.push(...(options.args ?? []));
+    const serve =
+      mode === "off"
+        ? null
+        : await Serve.start({ engine: findEngine(options.enginePath), cassette, mode, args });
+    // set before the test workers start, so they inherit it
+    const restore = applyEnv(serve?.env ?? {});
+    return async function teardown(): Promise<void> {
+      restore();
+      const blocks = testBlocks(project);
+      let problem: string | null = null;
+      if (serve !== null) {
+        const summary = await serve.stop();
+        if (summary.spans_received || summary.replayed || summary.live || summary.misses.length) {
+          blocks.unshift({ test: "(run)", cassette, mode, summary });
+        }
+        problem = failure(summary);
+      }
+      if (blocks.length) {
+        const lines = runSection(blocks, "mixed");
+        process.stdout.write(`\n otel-replay \n${lines.join("\n")}\n`);
+      }
+      if (problem !== null) {
+        process.exitCode = 1;
+        throw new ReplayMissError(
+          `${problem}\n(cassette ${cassette}; explain: otel-replay why --cassette ${cassette})`,
+        );
+      }
+    };
+  };
+}
+
+export default replaySetup();

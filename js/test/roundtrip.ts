@@ -1,0 +1,45 @@
+/** Record an agent against the stub upstream, then replay it strictly with the upstream
+ * stopped: the same answers, every call replayed. */
+
+import { afterAll, beforeAll, describe, expect, onTestFinished, test } from "vitest";
+
+import { useReplay, type Replay } from "otel-replay/vitest";
+
+import { scratch, startStub, upstreams, type Stub } from "./peers.js";
+
+export type Agent = () => Promise<string>;
+
+export function recordThenReplay(title: string, calls: number, agent: Agent): void {
+  describe(title, () => {
+    let stub: Stub;
+    let recorded = "";
+    const folder = scratch();
+    const name = title.replace(/[^A-Za-z0-9]+/g, "-");
+    beforeAll(async () => {
+      stub = await startStub();
+    });
+    afterAll(async () => {
+      await stub.stop();
+      folder.remove();
+    });
+
+    test("records against the provider", async () => {
+      await useReplay(name, { mode: "record", fixturesDir: folder.dir, upstreams: upstreams(stub) });
+      recorded = await agent();
+      expect(recorded).toContain("stub reply to:");
+    });
+
+    test("replays strictly with the provider stopped", async () => {
+      await stub.stop();
+      let replay: Replay | undefined;
+      onTestFinished(() => {
+        // runs after useReplay's own end (hooks run last registered first)
+        expect(replay?.summary?.replayed).toBe(calls);
+        expect(replay?.summary?.misses).toEqual([]);
+      });
+      replay = await useReplay(name, { mode: "strict", fixturesDir: folder.dir });
+      expect(replay.env.OPENAI_BASE_URL).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/v1$/);
+      expect(await agent()).toBe(recorded);
+    });
+  });
+}
