@@ -89,9 +89,11 @@ export function replaySetup(options: SetupOptions = {}) {
       }
       if (problem !== null) {
         process.exitCode = 1;
-        throw new ReplayMissError(
+        const error = new ReplayMissError(
           `${problem}\n(cassette ${cassette}; explain: otel-replay why --cassette ${cassette})`,
         );
+        error.stack = `${error.name}: ${error.message}`; // where it was thrown says nothing
+        throw error;
       }
     };
   };

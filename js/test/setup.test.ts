@@ -1,0 +1,44 @@
+/** The globalSetup form: one engine for the run serves a provider made at import, and
+ * the end of the run prints the summary the pytest plugin prints. */
+
+import { join } from "node:path";
+
+import { afterAll, beforeAll, expect, test } from "vitest";
+
+import { runSuite } from "./nested.js";
+import { scratch, startStub, type Stub } from "./peers.js";
+
+const folder = scratch();
+let stub: Stub;
+
+beforeAll(async () => {
+  stub = await startStub();
+});
+afterAll(async () => {
+  await stub.stop();
+  folder.remove();
+});
+
+test("a provider made at import is recorded, then replayed strictly", async () => {
+  const env = {
+    OTEL_REPLAY_CASSETTE: join(folder.dir, "run.json"),
+    OPENAI_API_KEY: "sk-test-key-for-the-stub",
+  };
+  const recorded = await runSuite("setup.config.ts", folder.dir, {
+    ...env,
+    OTEL_REPLAY_MODE: "record",
+    OPENAI_BASE_URL: stub.openai_url,
+  });
+  expect(recorded.code, recorded.output).toBe(0);
+  expect(recorded.output).toContain("otel-replay: 0 replayed · 1 live · 0 misses");
+  await stub.stop();
+
+  const replayed = await runSuite("setup.config.ts", folder.dir, { ...env, CI: "1" });
+  expect(replayed.code, replayed.output).toBe(0);
+  expect(replayed.tests.get("a provider made at import")?.status).toBe("passed");
+  expect(replayed.output).toMatch(/otel-replay: 1 replayed · 0 live · 0 misses · \d+ spans? received · 1 blocks/);
+
+  const changed = await runSuite("setup.config.ts", folder.dir, { ...env, CI: "1", PROMPT: "Lyon" });
+  expect(changed.code, changed.output).not.toBe(0);
+  expect(changed.output).toContain("(run): replay miss: messages changed");
+});
