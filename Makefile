@@ -8,8 +8,12 @@ CLIENTS := $(VENV)/clients/.installed
 # the headless browser the HTML report is tested in: Debian's chromium, installed only when
 # missing (needs root or sudo on a fresh Debian machine; nothing is downloaded at test time)
 BROWSER := $(VENV)/.chromium
+# the npm package in js/ (its Vitest suite runs the engine from this tree): npm ci, cached
+JS := js/node_modules/.installed
+# the TypeScript example, installed against js/ (npm ci, cached)
+JS_EXAMPLE := examples/typescript/node_modules/.installed
 
-.PHONY: demo test lint typecheck bench soak clients browser clean
+.PHONY: demo test test-py test-js lint typecheck bench soak clients browser js clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -39,8 +43,27 @@ browser: $(BROWSER)
 demo: $(STAMP)
 	$(BIN)/otel-replay demo
 
-test: lint typecheck $(CLIENTS) $(BROWSER)
+# pytest and Vitest are independent: `make -j2 test` runs them side by side
+test: test-py test-js
+
+test-py: lint typecheck $(CLIENTS) $(BROWSER)
 	$(BIN)/python -m pytest -q -n 2
+
+$(JS): js/package.json js/package-lock.json
+	cd js && npm ci --no-audit --no-fund --loglevel=error
+	touch $(JS)
+
+js: $(JS)
+
+$(JS_EXAMPLE): $(JS) examples/typescript/package.json examples/typescript/package-lock.json
+	cd examples/typescript && npm ci --no-audit --no-fund --loglevel=error
+	touch $(JS_EXAMPLE)
+
+test-js: $(STAMP) $(JS) $(JS_EXAMPLE)
+	cd js && OTEL_REPLAY_PYTHON=$(CURDIR)/$(BIN)/python npx tsc -p . && \
+		OTEL_REPLAY_PYTHON=$(CURDIR)/$(BIN)/python npx vitest run
+	cd examples/typescript && CI=1 OTEL_REPLAY_BIN="$(CURDIR)/$(BIN)/python -m otel_replay" \
+		npx vitest run
 
 lint: $(STAMP)
 	$(BIN)/ruff check otel_replay tests benchmarks examples fuzz
@@ -57,4 +80,5 @@ soak: $(STAMP)
 	SOAK_SECONDS=1200 $(BIN)/python -m pytest -q tests/test_soak.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache \
+		js/node_modules js/dist examples/typescript/node_modules

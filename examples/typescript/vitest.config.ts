@@ -1,0 +1,10 @@
+import { defineConfig } from "vitest/config";
+
+export default defineConfig({
+  test: {
+    // each test starts the engine (a Python process)
+    testTimeout: 30_000,
+  },
+  // otel-replay is linked from this repository's js/: one copy of Vitest for both
+  resolve: { dedupe: ["vitest"] },
+});
