@@ -98,6 +98,29 @@ export function resolveMode(option?: string, env: NodeJS.ProcessEnv = process.en
   return chosen as Mode;
 }
 
+/** The settings `useReplay` and the run-wide setup share. */
+export interface EngineOptions {
+  /** `strict` | `auto` | `record` | `off`; default `OTEL_REPLAY_MODE`, else `strict` when
+   * `CI` is set and `auto` otherwise. */
+  mode?: Mode;
+  /** The engine's command: a path, or words (`.venv/bin/python -m otel_replay`); default
+   * `OTEL_REPLAY_BIN`, else `otel-replay` on PATH, else `python3 -m otel_replay`. */
+  enginePath?: string | readonly string[];
+  /** Upstreams by provider name (`{ openai: "http://…/v1" }`): `--upstream-NAME URL`. */
+  upstreams?: Record<string, string>;
+  /** More `otel-replay serve` options, as words. */
+  args?: readonly string[];
+}
+
+/** The `serve` options the settings ask for. */
+export function serveArgs(options: EngineOptions): string[] {
+  const args: string[] = [];
+  for (const [name, url] of Object.entries(options.upstreams ?? {})) {
+    args.push(`--upstream-${name}`, url);
+  }
+  return args.concat(options.args ?? []);
+}
+
 export interface ServeOptions {
   engine: Engine;
   cassette?: string;

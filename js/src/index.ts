@@ -9,7 +9,9 @@ export {
   ReplayMissError,
   resolveMode,
   Serve,
+  serveArgs,
   type Engine,
+  type EngineOptions,
   type Mode,
   type ServeOptions,
 } from "./engine.js";

@@ -14,19 +14,21 @@
 
 import { resolve } from "node:path";
 
-import { applyEnv, findEngine, ReplayMissError, resolveMode, Serve, type Mode } from "./engine.js";
-import { failure, META_KEY, runSection, type Block } from "./summary.js";
+import {
+  applyEnv,
+  findEngine,
+  ReplayMissError,
+  resolveMode,
+  Serve,
+  serveArgs,
+  type EngineOptions,
+} from "./engine.js";
+import { explained, failure, META_KEY, runSection, type Block } from "./summary.js";
 
-export interface SetupOptions {
+export interface SetupOptions extends EngineOptions {
   /** The run's cassette (relative to the project's root); default
    * `OTEL_REPLAY_CASSETTE`, else `cassettes/run.json`. */
   cassette?: string;
-  mode?: Mode;
-  enginePath?: string | readonly string[];
-  /** Upstreams by provider name (`{ openai: "http://…/v1" }`): `--upstream-NAME URL`. */
-  upstreams?: Record<string, string>;
-  /** More `otel-replay serve` options, as words. */
-  args?: readonly string[];
 }
 
 interface Task {
@@ -61,11 +63,7 @@ export function replaySetup(options: SetupOptions = {}) {
       root,
       options.cassette ?? process.env.OTEL_REPLAY_CASSETTE ?? "cassettes/run.json",
     );
-    const args: string[] = [];
-    for (const [name, url] of Object.entries(options.upstreams ?? {})) {
-      args.push(`--upstream-${name}`, url);
-    }
-    args.push(...(options.args ?? []));
+    const args = serveArgs(options);
     const serve =
       mode === "off"
         ? null
@@ -89,9 +87,7 @@ export function replaySetup(options: SetupOptions = {}) {
       }
       if (problem !== null) {
         process.exitCode = 1;
-        const error = new ReplayMissError(
-          `${problem}\n(cassette ${cassette}; explain: otel-replay why --cassette ${cassette})`,
-        );
+        const error = new ReplayMissError(explained(problem, cassette));
         error.stack = `${error.name}: ${error.message}`; // where it was thrown says nothing
         throw error;
       }

@@ -111,3 +111,8 @@ export function runSection(blocks: readonly Block[], mode: string): string[] {
   }
   return lines;
 }
+
+/** A failure's message with the cassette it happened in and the command that explains it. */
+export function explained(problem: string, cassette: string): string {
+  return `${problem}\n(cassette ${cassette}; explain: otel-replay why --cassette ${cassette})`;
+}

@@ -21,28 +21,20 @@ import {
   resolveMode,
   ReplayMissError,
   Serve,
+  serveArgs,
+  type EngineOptions,
   type Mode,
 } from "./engine.js";
-import { failure, META_KEY, type Block, type Summary } from "./summary.js";
+import { explained, failure, META_KEY, type Block, type Summary } from "./summary.js";
 
 export { OtelReplayError, ReplayMissError } from "./engine.js";
-export type { Mode } from "./engine.js";
+export type { EngineOptions, Mode } from "./engine.js";
 export type { Block, Summary } from "./summary.js";
 
-export interface ReplayOptions {
-  /** `strict` | `auto` | `record` | `off`; default `OTEL_REPLAY_MODE`, else `strict` when
-   * `CI` is set and `auto` otherwise. */
-  mode?: Mode;
+export interface ReplayOptions extends EngineOptions {
   /** The cassette folder; default `cassettes` beside the test file (a relative folder is
    * taken from the test file's folder). */
   fixturesDir?: string;
-  /** The engine's command: a path, or words (`.venv/bin/python -m otel_replay`); default
-   * `OTEL_REPLAY_BIN`, else `otel-replay` on PATH, else `python3 -m otel_replay`. */
-  enginePath?: string | readonly string[];
-  /** Upstreams by provider name (`{ openai: "http://…/v1" }`): `--upstream-NAME URL`. */
-  upstreams?: Record<string, string>;
-  /** More `otel-replay serve` options, as words. */
-  args?: readonly string[];
 }
 
 /** The running replay of one test. `summary` is set once the test has ended. */
@@ -56,14 +48,6 @@ export interface Replay {
 
 interface FinishedContext {
   task: { name: string; fails?: boolean; meta: Record<string, unknown>; file?: { name: string } };
-}
-
-function serveArgs(options: ReplayOptions): string[] {
-  const args: string[] = [];
-  for (const [name, url] of Object.entries(options.upstreams ?? {})) {
-    args.push(`--upstream-${name}`, url);
-  }
-  return args.concat(options.args ?? []);
 }
 
 /** Start the engine for `<fixturesDir>/<name>.json`, set its environment until the test
@@ -96,9 +80,7 @@ export async function useReplay(name: string, options: ReplayOptions = {}): Prom
     const problem = failure(summary);
     if (problem !== null) {
       task.fails = false; // a miss is never an expected failure: it fails under it.fails too
-      throw new ReplayMissError(
-        `${problem}\n(cassette ${cassette}; explain: otel-replay why --cassette ${cassette})`,
-      );
+      throw new ReplayMissError(explained(problem, cassette));
     }
   });
   return replay;

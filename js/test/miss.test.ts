@@ -1,23 +1,15 @@
 /** A changed prompt fails its test, also when the agent swallows the error and also under
  * `it.fails`: a miss is never an expected failure. */
 
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { expect, test } from "vitest";
 
 import { runSuite } from "./nested.js";
-import { scratch, startStub, type Stub } from "./peers.js";
+import { stubForFile } from "./peers.js";
 
-const folder = scratch();
-let stub: Stub;
-
-beforeAll(async () => {
-  stub = await startStub();
-});
-afterAll(async () => {
-  await stub.stop();
-  folder.remove();
-});
+const folder = stubForFile();
 
 test("a changed prompt fails its test, it.fails included", async () => {
+  const stub = folder.stub();
   const recorded = await runSuite("miss.config.ts", folder.dir, {
     OTEL_REPLAY_MODE: "record",
     OPENAI_BASE_URL: stub.openai_url,

@@ -6,6 +6,8 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { createInterface } from "node:readline";
+
+import { afterAll, beforeAll } from "vitest";
 import { fileURLToPath } from "node:url";
 
 export const JS = resolve(dirname(fileURLToPath(import.meta.url)), "..");
@@ -64,4 +66,25 @@ export function scratch(): { dir: string; remove(): void } {
 /** The upstream options for a record run against the stub. */
 export function upstreams(stub: Stub): Record<string, string> {
   return { openai: stub.openai_url, anthropic: stub.anthropic_url };
+}
+
+/** A stub upstream and a scratch folder for the tests of this file: started before them,
+ * stopped and removed after them. `stub()` is the running stub. */
+export function stubForFile(): { stub(): Stub; dir: string } {
+  let running: Stub | undefined;
+  const folder = scratch();
+  beforeAll(async () => {
+    running = await startStub();
+  });
+  afterAll(async () => {
+    await running?.stop();
+    folder.remove();
+  });
+  return {
+    stub: () => {
+      if (running === undefined) throw new Error("the stub is started before the tests");
+      return running;
+    },
+    dir: folder.dir,
+  };
 }

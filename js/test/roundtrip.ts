@@ -1,36 +1,29 @@
 /** Record an agent against the stub upstream, then replay it strictly with the upstream
  * stopped: the same answers, every call replayed. */
 
-import { afterAll, beforeAll, describe, expect, onTestFinished, test } from "vitest";
+import { describe, expect, onTestFinished, test } from "vitest";
 
 import { useReplay, type Replay } from "otel-replay/vitest";
 
-import { scratch, startStub, upstreams, type Stub } from "./peers.js";
+import { stubForFile, upstreams } from "./peers.js";
 
 export type Agent = () => Promise<string>;
 
 export function recordThenReplay(title: string, calls: number, agent: Agent): void {
   describe(title, () => {
-    let stub: Stub;
     let recorded = "";
-    const folder = scratch();
+    const folder = stubForFile();
     const name = title.replace(/[^A-Za-z0-9]+/g, "-");
-    beforeAll(async () => {
-      stub = await startStub();
-    });
-    afterAll(async () => {
-      await stub.stop();
-      folder.remove();
-    });
 
     test("records against the provider", async () => {
-      await useReplay(name, { mode: "record", fixturesDir: folder.dir, upstreams: upstreams(stub) });
+      const upstream = upstreams(folder.stub());
+      await useReplay(name, { mode: "record", fixturesDir: folder.dir, upstreams: upstream });
       recorded = await agent();
       expect(recorded).toContain("stub reply to:");
     });
 
     test("replays strictly with the provider stopped", async () => {
-      await stub.stop();
+      await folder.stub().stop();
       let replay: Replay | undefined;
       onTestFinished(() => {
         // runs after useReplay's own end (hooks run last registered first)

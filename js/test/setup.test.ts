@@ -3,23 +3,15 @@
 
 import { join } from "node:path";
 
-import { afterAll, beforeAll, expect, test } from "vitest";
+import { expect, test } from "vitest";
 
 import { runSuite } from "./nested.js";
-import { scratch, startStub, type Stub } from "./peers.js";
+import { stubForFile } from "./peers.js";
 
-const folder = scratch();
-let stub: Stub;
-
-beforeAll(async () => {
-  stub = await startStub();
-});
-afterAll(async () => {
-  await stub.stop();
-  folder.remove();
-});
+const folder = stubForFile();
 
 test("a provider made at import is recorded, then replayed strictly", async () => {
+  const stub = folder.stub();
   const env = {
     OTEL_REPLAY_CASSETTE: join(folder.dir, "run.json"),
     OPENAI_API_KEY: "sk-test-key-for-the-stub",
