@@ -65,7 +65,7 @@ export function scratch(): { dir: string; remove(): void } {
 
 /** The upstream options for a record run against the stub. */
 export function upstreams(stub: Stub): Record<string, string> {
-  return { openai: stub.openai_url, anthropic: stub.anthropic_url };
+  return { openai: stub.openai_url, anthropic: stub.anthropic_url, gemini: stub.url };
 }
 
 /** A stub upstream and a scratch folder for the tests of this file: started before them,
