@@ -27,18 +27,19 @@ import { explained, failure, META_KEY, runSection, type Block } from "./summary.
 
 export interface SetupOptions extends EngineOptions {
   /** The run's cassette (relative to the project's root); default
-   * `OTEL_REPLAY_CASSETTE`, else `cassettes/run.json`. */
-  cassette?: string;
+   * `OTEL_REPLAY_CASSETTE`, else `cassettes/run.json`. `null`: no engine for the run, only
+   * the summary of the tests' own (`otel-replay/vitest/summary`). */
+  cassette?: string | null;
 }
 
-interface Task {
+export interface Task {
   name: string;
   meta?: Record<string, unknown>;
   tasks?: Task[];
 }
 
 /** The part of Vitest's `TestProject` the setup reads. */
-interface Project {
+export interface Project {
   config: { root: string };
   vitest?: { state?: { getFiles(): Task[] } };
 }
@@ -65,7 +66,7 @@ export function replaySetup(options: SetupOptions = {}) {
     );
     const args = serveArgs(options);
     const serve =
-      mode === "off"
+      mode === "off" || options.cassette === null
         ? null
         : await Serve.start({ engine: findEngine(options.enginePath), cassette, mode, args });
     // set before the test workers start, so they inherit it

@@ -25,6 +25,7 @@ test("a changed prompt fails its test, it.fails included", async () => {
   expect(same.code, same.output).toBe(0);
   expect(same.tests.get("asks")?.status).toBe("passed");
   expect(same.tests.get("asks, expected to fail")?.status).toBe("passed");
+  expect(same.output).toContain("otel-replay: 2 replayed · 0 live · 0 misses · 0 spans received · 2 blocks");
 
   const changed = await runSuite("miss.config.ts", folder.dir, {
     CI: "true",
@@ -32,6 +33,9 @@ test("a changed prompt fails its test, it.fails included", async () => {
     PROMPT: "Lyon",
   });
   expect(changed.code).toBe(1);
+  // the end of the run: the pytest plugin's summary, each miss with its test
+  expect(changed.output).toContain("otel-replay: 0 replayed · 0 live · 2 misses · 0 spans received · 2 blocks");
+  expect(changed.output).toMatch(/miss\.case\.ts > asks: replay miss: messages changed/);
   for (const name of ["asks", "asks, expected to fail"]) {
     const outcome = changed.tests.get(name);
     expect(outcome?.status, changed.output).toBe("failed");
