@@ -1,11 +1,13 @@
 """The AI SDK's spans as a source: ``ai.generateText.doGenerate`` / ``ai.streamText.doStream``
 read back into the requests its providers sent.
 
-``traces/ai_sdk.jsonl`` is a trace the real AI SDK produced (``js/scripts/ai-sdk-trace.mjs``:
-a tool-using agent on ``@ai-sdk/openai``'s Chat and Responses models and on
-``@ai-sdk/anthropic``, streamed and not, recorded through the gateway against the stub
-upstream). It holds the gateway's own spans, with the exact bodies, beside the AI SDK's:
-each call read from the AI SDK's span must match the request the gateway saw.
+``traces/ai_sdk.jsonl`` (AI SDK 6) and ``traces/ai_sdk_v4.jsonl`` (AI SDK 4, whose
+prompt says ``args`` / ``result`` / ``parameters``) are traces the real AI SDK produced
+(``js/scripts/ai-sdk-trace.mjs``: a tool-using agent on ``@ai-sdk/openai``'s Chat (and,
+from AI SDK 5 on, Responses) models and on ``@ai-sdk/anthropic``, streamed and not,
+recorded through the gateway against the stub upstream). Each holds the gateway's own
+spans, with the exact bodies, beside the AI SDK's: each call read from the AI SDK's span
+must match the request the gateway saw.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from otel_replay.cassette.model import dump
@@ -26,19 +29,25 @@ from otel_replay.pipeline.build import build
 from otel_replay.readers import read_exchanges
 from otel_replay.readers.registry import READERS, read_call
 
-TRACE = Path(__file__).parent / "traces" / "ai_sdk.jsonl"
+TRACES = Path(__file__).parent / "traces"
+TRACE = TRACES / "ai_sdk.jsonl"
+CHAT, RESPONSES, MESSAGES = ("openai", "chat"), ("openai", "responses"), ("anthropic", "messages")
+FIXTURES = [
+    pytest.param(TRACE, (CHAT, RESPONSES, MESSAGES), id="ai-sdk-6"),
+    pytest.param(TRACES / "ai_sdk_v4.jsonl", (CHAT, MESSAGES), id="ai-sdk-4"),
+]
 AI_SDK = next(r for r in READERS if r.name == "ai-sdk")
 OWN = next(r for r in READERS if r.name == "otel-replay")
 
 
-def _requests() -> list[ExportTraceServiceRequest]:
-    return [traces_from_json(line) for line in TRACE.read_text().splitlines() if line.strip()]
+def _requests(trace: Path = TRACE) -> list[ExportTraceServiceRequest]:
+    return [traces_from_json(line) for line in trace.read_text().splitlines() if line.strip()]
 
 
-def _read(scope: str) -> list[Exchange]:
+def _read(scope: str, trace: Path = TRACE) -> list[Exchange]:
     reader = AI_SDK if scope == "ai" else OWN
     found = []
-    for request in _requests():
+    for request in _requests(trace):
         for _resource, scope_, span in iter_spans(request):
             if (scope_.name == "ai") != (scope == "ai"):
                 continue
@@ -48,18 +57,14 @@ def _read(scope: str) -> list[Exchange]:
     return sorted(found, key=lambda e: e.start_ns)
 
 
-def test_each_ai_sdk_call_reads_as_the_request_its_provider_sent():
-    from_sdk, sent = _read("ai"), _read("gateway")
-    assert len(from_sdk) == len(sent) == 12  # three models, streamed and not, two calls each
+@pytest.mark.parametrize(("trace", "apis"), FIXTURES)
+def test_each_ai_sdk_call_reads_as_the_request_its_provider_sent(trace, apis):
+    from_sdk, sent = _read("ai", trace), _read("gateway", trace)
+    # each model, streamed and not, two calls each (a tool call, then the answer)
+    assert len(from_sdk) == len(sent) == 4 * len(apis)
     kinds = {(e.provider, e.operation, e.stream) for e in from_sdk}
     assert kinds == {
-        (provider, operation, stream)
-        for provider, operation in (
-            ("openai", "chat"),
-            ("openai", "responses"),
-            ("anthropic", "messages"),
-        )
-        for stream in (False, True)
+        (provider, operation, s) for provider, operation in apis for s in (False, True)
     }
     for view, exact in zip(from_sdk, sent, strict=True):
         assert (view.provider, view.operation, view.stream) == (

@@ -1,9 +1,14 @@
-// Writes the AI SDK trace fixture of the Python tests (tests/traces/ai_sdk.jsonl): a small
+// Writes the AI SDK trace fixtures of the Python tests (tests/traces/ai_sdk*.jsonl): a small
 // tool-using agent on each AI SDK provider the gateway serves, streamed and not, recorded
 // through `otel-replay serve` against the stub upstream, its own telemetry exported to the
 // same gateway. The file holds the gateway's spans (exact bodies) beside the AI SDK's.
 //
 //   OTEL_REPLAY_BIN=".venv/bin/python -m otel_replay" node js/scripts/ai-sdk-trace.mjs OUT.jsonl
+//
+// It runs against the AI SDK installed where it is run from: js/ (AI SDK 6), or a folder
+// with AI SDK 4 and this package installed (`npm install ai@4.3.19 @ai-sdk/openai@1.3.24
+// @ai-sdk/anthropic@1.2.12 zod@3.25.76 @opentelemetry/sdk-trace-node@2.12.1
+// @opentelemetry/exporter-trace-otlp-http@0.223.1 path/to/js`, then copy this script there).
 
 import { spawn } from "node:child_process";
 import { mkdtempSync } from "node:fs";
@@ -15,10 +20,16 @@ import { createAnthropic } from "@ai-sdk/anthropic";
 import { createOpenAI } from "@ai-sdk/openai";
 import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
 import { NodeTracerProvider, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-node";
-import { generateText, stepCountIs, streamText, tool } from "ai";
+import * as ai from "ai";
 import { z } from "zod";
 
-import { findEngine, Serve } from "../dist/index.js";
+import { findEngine, Serve } from "otel-replay";
+
+const { generateText, streamText, tool } = ai;
+// AI SDK 5 on: `inputSchema` and `stopWhen`; AI SDK 4: `parameters` and `maxSteps`
+const modern = typeof ai.stepCountIs === "function";
+const steps = modern ? { stopWhen: ai.stepCountIs(3) } : { maxSteps: 3 };
+const schema = (value) => (modern ? { inputSchema: value } : { parameters: value });
 
 const out = process.argv[2];
 const engine = findEngine();
@@ -43,11 +54,13 @@ const anthropic = createAnthropic({ baseURL: serve.env.ANTHROPIC_BASE_URL, apiKe
 const tools = {
   weather: tool({
     description: "the weather in a city",
-    inputSchema: z.object({ city: z.string() }),
+    ...schema(z.object({ city: z.string() })),
     execute: async ({ city }) => ({ city, sky: "sunny" }),
   }),
 };
-const models = [openai.chat("gpt-4o-mini"), openai("gpt-4o-mini"), anthropic("claude-sonnet-4-5")];
+// (AI SDK 4's Responses model asks for fields the stub's Responses answers leave out)
+const models = [openai.chat("gpt-4o-mini"), anthropic("claude-sonnet-4-5")];
+if (modern) models.splice(1, 0, openai.responses("gpt-4o-mini"));
 for (const model of models) {
   for (const stream of [false, true]) {
     const settings = {
@@ -55,10 +68,16 @@ for (const model of models) {
       system: "You answer briefly.",
       prompt: "Paris",
       tools,
-      stopWhen: stepCountIs(3),
+      ...steps,
       experimental_telemetry: { isEnabled: true },
     };
-    console.log(stream ? await streamText(settings).text : (await generateText(settings)).text);
+    if (stream) {
+      let text = "";
+      for await (const chunk of streamText(settings).textStream) text += chunk;
+      console.log(text);
+    } else {
+      console.log((await generateText(settings)).text);
+    }
   }
 }
 await tracer.forceFlush();
