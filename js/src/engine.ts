@@ -159,7 +159,7 @@ export class Serve {
     args.push(...(options.args ?? []));
     const child = spawn(engine.command, args, {
       cwd: options.cwd,
-      env: options.env ?? process.env,
+      env: options.env ?? callerEnv(),
       stdio: ["pipe", "pipe", "pipe"],
     });
     const stderr: string[] = [];
@@ -260,17 +260,59 @@ function parse(line: string): Record<string, unknown> | null {
   }
 }
 
+/** The values a gateway's environment replaced, by name (null: it was not set). */
+type Layer = Map<string, string | null>;
+
+const layers: Layer[] = [];
+
+/** Where the run-wide setup leaves the values its environment replaced, for the test
+ * workers (which inherit its environment, not its memory). */
+const OUTER = "OTEL_REPLAY_OUTER_ENV";
+
 /** Set `env` in `process.env`; returns what puts the previous values back. */
 export function applyEnv(env: Record<string, string>): () => void {
-  const previous = new Map<string, string | undefined>();
+  const previous: Layer = new Map();
   for (const [name, value] of Object.entries(env)) {
-    previous.set(name, process.env[name]);
+    previous.set(name, process.env[name] ?? null);
     process.env[name] = value;
   }
+  layers.push(previous);
   return () => {
+    layers.splice(layers.indexOf(previous), 1);
     for (const [name, value] of previous) {
-      if (value === undefined) delete process.env[name];
+      if (value === null) delete process.env[name];
       else process.env[name] = value;
     }
   };
+}
+
+/** Hand the values `env` replaced on to processes started from here (the test workers):
+ * `callerEnv` there undoes them too. */
+export function passOuterEnv(env: Record<string, string>, previous: NodeJS.ProcessEnv): void {
+  const outer = Object.fromEntries(Object.keys(env).map((name) => [name, previous[name] ?? null]));
+  process.env[OUTER] = JSON.stringify(outer);
+}
+
+/** The environment as the caller had it before any gateway's was set: what an engine is
+ * started with, so that its upstreams are the caller's own (`OPENAI_BASE_URL` …), never
+ * another gateway. */
+export function callerEnv(): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  const undo = (layer: Iterable<[string, string | null]>): void => {
+    for (const [name, value] of layer) {
+      if (value === null) delete env[name];
+      else env[name] = value;
+    }
+  };
+  for (const layer of [...layers].reverse()) undo(layer);
+  const outer = env[OUTER];
+  delete env[OUTER];
+  if (outer) {
+    try {
+      undo(Object.entries(JSON.parse(outer) as Record<string, string | null>));
+    } catch {
+      // not ours: nothing to undo
+    }
+  }
+  return env;
 }

@@ -3,6 +3,7 @@
 
 export {
   applyEnv,
+  callerEnv,
   findEngine,
   MODES,
   OtelReplayError,

@@ -17,6 +17,7 @@ import { resolve } from "node:path";
 import {
   applyEnv,
   findEngine,
+  passOuterEnv,
   ReplayMissError,
   resolveMode,
   Serve,
@@ -70,9 +71,13 @@ export function replaySetup(options: SetupOptions = {}) {
         ? null
         : await Serve.start({ engine: findEngine(options.enginePath), cassette, mode, args });
     // set before the test workers start, so they inherit it
-    const restore = applyEnv(serve?.env ?? {});
+    const env = serve?.env ?? {};
+    const before = { ...process.env };
+    const restore = applyEnv(env);
+    passOuterEnv(env, before);
     return async function teardown(): Promise<void> {
       restore();
+      delete process.env.OTEL_REPLAY_OUTER_ENV;
       const blocks = testBlocks(project);
       let problem: string | null = null;
       if (serve !== null) {
