@@ -8,12 +8,17 @@ CLIENTS := $(VENV)/clients/.installed
 # the headless browser the HTML report is tested in: Debian's chromium, installed only when
 # missing (needs root or sudo on a fresh Debian machine; nothing is downloaded at test time)
 BROWSER := $(VENV)/.chromium
+# the tracing backends `build --from` is tested against, each in a venv of its own (their
+# dependencies are not the project's): Arize Phoenix, and chDB (ClickHouse in process)
+PHOENIX_VERSION := 20.26.1
+CHDB_VERSION := 4.4.0
+BACKENDS := $(VENV)/phoenix/.installed $(VENV)/chdb/.installed
 # the npm package in js/ (its Vitest suite runs the engine from this tree): npm ci, cached
 JS := js/node_modules/.installed
 # the TypeScript example, installed against js/ (npm ci, cached)
 JS_EXAMPLE := examples/typescript/node_modules/.installed
 
-.PHONY: demo test test-py test-js lint typecheck bench soak clients browser js clean
+.PHONY: demo test test-py test-js docs lint typecheck bench soak clients browser backends js clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -40,13 +45,27 @@ $(BROWSER): | $(BIN)/python
 
 browser: $(BROWSER)
 
+$(VENV)/phoenix/.installed: | $(BIN)/python
+	$(PYTHON) -m venv $(VENV)/phoenix
+	$(VENV)/phoenix/bin/python -m pip install --quiet --upgrade pip
+	$(VENV)/phoenix/bin/python -m pip install --quiet 'arize-phoenix==$(PHOENIX_VERSION)'
+	touch $@
+
+$(VENV)/chdb/.installed: | $(BIN)/python
+	$(PYTHON) -m venv $(VENV)/chdb
+	$(VENV)/chdb/bin/python -m pip install --quiet --upgrade pip
+	$(VENV)/chdb/bin/python -m pip install --quiet 'chdb==$(CHDB_VERSION)'
+	touch $@
+
+backends: $(BACKENDS)
+
 demo: $(STAMP)
 	$(BIN)/otel-replay demo
 
 # pytest and Vitest are independent: `make -j2 test` runs them side by side
 test: test-py test-js
 
-test-py: lint typecheck $(CLIENTS) $(BROWSER)
+test-py: lint typecheck docs $(CLIENTS) $(BROWSER) $(BACKENDS)
 	$(BIN)/python -m pytest -q -n 2
 
 $(JS): js/package.json js/package-lock.json
@@ -65,14 +84,20 @@ test-js: $(STAMP) $(JS) $(JS_EXAMPLE)
 	cd examples/typescript && CI=1 OTEL_REPLAY_BIN="$(CURDIR)/$(BIN)/python -m otel_replay" \
 		npx vitest run
 
+# the documentation site (docs/, mkdocs.yml) into build/site: strict (a broken link, an
+# anchor that is not there or a page left out of the navigation fails it), nothing fetched;
+# the reference pages are made from the code as it builds (docs/hooks.py, docs/gen_ref.py)
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir build/site
+
 lint: $(STAMP)
-	$(BIN)/ruff check otel_replay tests benchmarks examples fuzz
-	$(BIN)/ruff format --check otel_replay tests benchmarks examples fuzz
+	$(BIN)/ruff check otel_replay tests benchmarks examples fuzz docs
+	$(BIN)/ruff format --check otel_replay tests benchmarks examples fuzz docs
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-bench: $(STAMP)
+bench: $(STAMP) $(BACKENDS)
 	$(BIN)/python -m benchmarks
 
 # the soak test of `make test` (45 s), run for 20 minutes

@@ -28,6 +28,7 @@ BENCHMARKS = (
     "startup",
     "loading",
     "small_calls",
+    "backends",
 )
 
 

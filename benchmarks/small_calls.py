@@ -5,7 +5,7 @@ definitions and the user's question, then one call per tool round, each carrying
 so far, so the calls are small (2 to 6 KB here) and many (200: 20 runs of 10 calls). The
 session is recorded through the gateway (a bare server as the upstream), then sent again,
 sequentially, byte for byte as recorded (these frameworks put no time or fresh id into
-their requests), to the bare server and to the gateway replaying strictly. A third pass
+their requests), to the bare server and to the gateway replaying strictly. A third round
 measures recording itself: the gateway in record mode against the bare server alone.
 """
 

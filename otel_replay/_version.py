@@ -1,3 +1,3 @@
 """The package version: a leaf module every layer may import."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

@@ -28,8 +28,10 @@ from schema_check import validate_cassette_file
 from third_party_agents import Traced, traced
 
 from otel_replay.cassette.model import Cassette, load
+from otel_replay.core.exchange import JSON
 from otel_replay.gateway.runner import GatewayConfig, GatewayThread
-from otel_replay.pipeline.build import survey
+from otel_replay.pipeline.build import build_file, survey
+from otel_replay.readers.entry import EntrySpans
 from otel_replay.testing.stub import run_stub
 
 SYSTEM = "You are a weather assistant. Use the tool."
@@ -153,14 +155,21 @@ class Trip:
 
 
 def round_trip(
-    tmp_path: Path, agent: Agent, summary: str, spans: Iterable[str], *, calls: int = 4
+    tmp_path: Path,
+    agent: Agent,
+    summary: str,
+    spans: Iterable[str],
+    *,
+    calls: int = 4,
+    entries: bool = False,
 ) -> Trip:
     """Production run (stub upstream, instrumented, spans to a file), ``otel-replay build``
     on the file, then a strict replay of the same agent from the cassette with the
     upstream gone. Asserts the build (its summary names the source and counts ``calls``
     model calls, replayable as ``summary`` says), that the cassette is valid and carries
-    the agent's other ``spans`` (by name) of the calls' traces, and the replay; returns
-    the evidence."""
+    the agent's other ``spans`` (by name) of the calls' traces, and the replay; with
+    ``entries``, that each run's entry (what ``build --emit-test`` calls the agent with
+    and expects) is its question and final answer. Returns the evidence."""
     with run_stub() as stub:
         production = agent(stub.openai_url, tmp_path)
     assert production.answers == [FINAL_TEXT, FINAL_TEXT], production
@@ -176,6 +185,8 @@ def round_trip(
     ]
     validate_cassette_file(cassette_path)
     cassette = load(cassette_path)
+    if entries:
+        assert run_entries(traces, tmp_path) == {q: FINAL_TEXT for q in QUESTIONS}
     assert len(cassette.interactions) == calls, built.stderr
     kept = cassette.source.get("spans", [])
     assert {s["name"] for s in kept} == set(spans), kept
@@ -201,6 +212,19 @@ def round_trip(
         summary.replayed,
         [str(m) for m in summary.misses],
     )
+
+
+def run_entries(traces: Sequence[Path], tmp_path: Path) -> dict[JSON, JSON]:
+    """Each run's entry as ``build --emit-test`` reads it: the question it was asked (its
+    one argument, or the ``question`` a chain was invoked with) and its output."""
+    found = EntrySpans()
+    build_file(traces, tmp_path / "entries.json", entries=found)
+    read: dict[JSON, JSON] = {}
+    for trace_id in found.runs():
+        entry = found.entry(trace_id)
+        call = entry.call
+        read[call.args[0] if call.args else call.kwargs.get("question")] = entry.output
+    return read
 
 
 def source(scope: str, distribution: str) -> str:

@@ -27,6 +27,7 @@ EXPECTED_ROWS = {
     "11 start-up": 1,
     "12 small calls": 2,
     "13 loading": 2,
+    "14 backends": 3,
 }
 
 

@@ -111,6 +111,14 @@ exchanges = st.builds(
     span_id=st.none() | hex16,
     parent_span_id=st.none() | hex16,
     source=st.sampled_from(["otel-replay", "genai-semconv", "openinference"]),
+    provenance=st.none()
+    | st.fixed_dictionaries(
+        {
+            "call": st.integers(1, 99),
+            "origin": st.sampled_from(["replayed", "live"]),
+            "model": st.none() | text,
+        }
+    ),
 )
 cassettes = st.builds(
     Cassette,

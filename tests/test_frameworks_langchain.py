@@ -26,4 +26,6 @@ SPANS = {
 @pytest.mark.parametrize("instrumentation", ["openinference", "openllmetry"])
 def test_langchain_trace_replays(tmp_path, worker, instrumentation):
     summary = semantic(SOURCES[instrumentation])
-    round_trip(tmp_path, worker.agent(instrumentation), summary, SPANS[instrumentation])
+    round_trip(
+        tmp_path, worker.agent(instrumentation), summary, SPANS[instrumentation], entries=True
+    )

@@ -26,7 +26,9 @@ SPANS = {
 @pytest.mark.parametrize("instrumentation", ["openinference", "openllmetry"])
 def test_openai_agents_trace_replays(tmp_path, worker, instrumentation):
     summary = semantic(SOURCES[instrumentation])
-    round_trip(tmp_path, worker.agent(instrumentation), summary, SPANS[instrumentation])
+    round_trip(
+        tmp_path, worker.agent(instrumentation), summary, SPANS[instrumentation], entries=True
+    )
 
 
 def test_two_instrumentations_of_one_call_keep_the_most_faithful(tmp_path, worker):

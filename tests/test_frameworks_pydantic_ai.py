@@ -75,7 +75,7 @@ def test_pydantic_ai_native_instrumentation_replays(tmp_path, version):
         if version == 2
         else ["invoke_agent agent", "execute_tool get_weather"]
     )
-    round_trip(tmp_path, instrumented(pydantic_ai_agent(version)), summary, spans)
+    round_trip(tmp_path, instrumented(pydantic_ai_agent(version)), summary, spans, entries=True)
 
 
 def test_a_trace_without_content_gets_the_setting_that_fixes_it(tmp_path):

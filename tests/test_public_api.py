@@ -34,7 +34,7 @@ EXPECTED = [
 
 def test_all_is_pinned() -> None:
     assert sorted(otel_replay.__all__) == EXPECTED
-    assert otel_replay.__version__ == "0.1.0"
+    assert otel_replay.__version__ == "0.2.0"
 
 
 def test_every_name_resolves() -> None:

@@ -287,7 +287,7 @@ FIELD_PIECES = [
 @given(st.lists(st.sampled_from(FIELD_PIECES), max_size=40).map("".join))
 def test_prefilter_passes_every_text_redaction_changes(text: str) -> None:
     """The token names are looked for with what follows them: no field they name slips
-    past the prefilter, while ``max_tokens`` alone no longer sends a body to the walk."""
+    past the prefilter, while ``max_tokens`` alone does not send a body to the walk."""
     redactor = Redactor()
     if redactor.text(text) != text:
         assert redactor.might_hold_secret(text)

@@ -213,7 +213,18 @@ def exchanges(draw: st.DrawFn) -> Exchange:
         span_id=draw(hex_ids),
         parent_span_id=draw(st.none() | hex_ids),
         source=draw(st.sampled_from(["otel-replay", "openinference"])),
+        provenance=draw(st.none() | provenances),
     )
+
+
+provenances = st.fixed_dictionaries(
+    {
+        "call": st.integers(1, 50),
+        "origin": st.sampled_from(["replayed", "live"]),
+        "model": st.none() | st.sampled_from(["gpt-4o-mini", "claude-haiku-4-5"]),
+    }
+)
+"""A forked run's interaction (``session.fork``)."""
 
 
 def attrs(span: Span) -> dict[str, Any]:

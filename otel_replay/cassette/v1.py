@@ -111,6 +111,8 @@ def interaction_dict(ex: Exchange) -> dict[str, JSON]:
     out["source"] = ex.source
     out["start_ns"] = ex.start_ns
     out["end_ns"] = ex.end_ns
+    if ex.provenance is not None:
+        out["provenance"] = ex.provenance
     return out
 
 
@@ -218,7 +220,7 @@ class _Encoder:
 _TOP_KEYS = frozenset({"version", "source", "interactions"})
 _INTERACTION_KEYS = frozenset(
     "provider operation method request raw_request stream response trace_id span_id"
-    " parent_span_id source start_ns end_ns".split()
+    " parent_span_id source start_ns end_ns provenance".split()
 )
 _REQUEST_KEYS = frozenset({*COMPONENTS, "known", "views"})
 _RESPONSE_KEYS = frozenset({"status", "headers", "body", "text", "events", "fault"})
@@ -300,6 +302,7 @@ def decode_interaction(value: object, where: str) -> Exchange:
         span_id=obj.opt("span_id", None, "str"),
         parent_span_id=obj.opt("parent_span_id", None, "str"),
         source=obj.opt("source", "otel-replay", "str"),
+        provenance=obj.opt("provenance", None, "dict"),
     )
 
 

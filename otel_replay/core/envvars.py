@@ -68,6 +68,11 @@ OTEL_REPLAY_MODE = "OTEL_REPLAY_MODE"
 # Read by otel-replay.
 CI = "CI"
 OTEL_REPLAY_UPDATE_SNAPSHOTS = "OTEL_REPLAY_UPDATE_SNAPSHOTS"  # rewrite trace snapshots
+# ``build --from``: extra request headers (``k=v,k2=v2``), and the backends' own credentials
+OTEL_REPLAY_FROM_HEADERS = "OTEL_REPLAY_FROM_HEADERS"
+PHOENIX_API_KEY = "PHOENIX_API_KEY"
+CLICKHOUSE_USER = "CLICKHOUSE_USER"
+CLICKHOUSE_PASSWORD = "CLICKHOUSE_PASSWORD"
 
 SECRET_NAME_SUFFIXES = (
     "_KEY",

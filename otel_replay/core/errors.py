@@ -70,6 +70,17 @@ class UpstreamError(OtelReplayError):
         super().__init__(f"upstream {upstream} {kind}{suffix}")
 
 
+class SourceError(OtelReplayError):
+    """A tracing backend (``build --from``) could not be read: unreachable, credentials
+    refused, no such trace, or an answer that is not what its API documents. ``source``
+    names the backend and its address (never its credentials)."""
+
+    def __init__(self, source: str, problem: str) -> None:
+        self.source = source
+        self.problem = problem
+        super().__init__(f"{source}: {problem}")
+
+
 class EgressBlocked(OtelReplayError, ConnectionError):
     """A connection to a model provider was attempted while egress is blocked."""
 

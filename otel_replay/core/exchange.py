@@ -120,6 +120,9 @@ class Exchange:
     ``parent_span_id`` to the agent's span when the request carried ``traceparent``.
     ``source`` names what produced it: ``"otel-replay"``, ``"openinference"``,
     ``"genai-semconv"``, ``"openllmetry"``, ``"claude-code"``, ...
+    ``provenance`` says how the answer came to be where a run forked a recording
+    (``session.fork``): the call's place in the run, whether it was replayed from the
+    cassette forked or went live, and the model that answered.
     """
 
     provider: str
@@ -135,3 +138,4 @@ class Exchange:
     span_id: str | None = None
     parent_span_id: str | None = None
     source: str = "otel-replay"
+    provenance: dict[str, JSON] | None = None

@@ -28,8 +28,16 @@ from otel_replay.session.session import MODES, Summary, default_mode
 if TYPE_CHECKING:
     from otel_replay.frontends.telemetry import Flushed, Telemetry
     from otel_replay.otlp.received import LogRecord, MetricPoint, SpanList
+    from otel_replay.session.fork import ForkPlan
 
-__all__ = ["GatewayHandle", "patched_environ", "raise_for_misses", "record", "replay"]
+__all__ = [
+    "GatewayHandle",
+    "fork_plan",
+    "patched_environ",
+    "raise_for_misses",
+    "record",
+    "replay",
+]
 
 PathLike = str | os.PathLike[str]
 
@@ -42,7 +50,7 @@ class GatewayHandle:
     gateway's base URL (``""`` in mode ``off``); ``summary`` is set when the block ends.
     ``spans``, ``logs`` and ``metrics`` are the agent's telemetry received during the block
     (and later in the block's traces), flushed when the block ends; ``flush()`` waits for
-    it inside the block.
+    it inside the block. ``fork_to`` is where a fork of the cassette is written.
     """
 
     mode: str
@@ -51,6 +59,7 @@ class GatewayHandle:
     url: str = ""
     summary: Summary | None = None
     telemetry: Telemetry | None = None
+    fork_to: Path | None = None  # a fork (``fork=(N, model)``): the cassette it writes
 
     def _telemetry(self) -> Telemetry:
         if self.telemetry is None:
@@ -149,12 +158,14 @@ def _run(
     report: PathLike | None,
     upstreams: dict[str, str],
     rules: PathLike | None = None,
+    fork: ForkPlan | None = None,
 ) -> Iterator[GatewayHandle]:
     if mode not in MODES:
         raise ConfigError(f"unknown mode {mode!r}; use one of {', '.join(MODES)}")
     if timing not in ("fast", "recorded"):
         raise ConfigError(f"unknown timing {timing!r}; use fast or recorded")
     handle = GatewayHandle(mode=mode, cassette=Path(cassette))
+    handle.fork_to = None if fork is None else fork.target
     if mode == "off":
         yield handle
         handle.summary = Summary(mode="off", cassette=str(cassette))
@@ -173,6 +184,7 @@ def _run(
         report=_path(report),
         environ=dict(os.environ),
         rules=rule_sources(Path(cassette), rules),
+        fork=fork,
     )
     gateway = GatewayThread(config).start()
     assert gateway.server is not None
@@ -246,6 +258,8 @@ def replay(
     upstream_azure: str | None = None,
     upstreams: Mapping[str, str] | None = None,
     rules: PathLike | None = None,
+    fork: tuple[int | str, str | None] | None = None,
+    fork_to: PathLike | None = None,
 ) -> Iterator[GatewayHandle]:
     """Answer the block's model calls from ``cassette``.
 
@@ -257,14 +271,49 @@ def replay(
     ``rules``: a rule file above the one found and the rules recorded in the cassette.
     ``upstreams``: as for :func:`record`; the agent gets ``NAME_BASE_URL`` for every named
     upstream the cassette recorded anyway.
+    ``fork=(N, MODEL)`` forks the recorded run: the model calls before the N-th (1-based;
+    or ``"tool:NAME"``, ``"text:TEXT"``) replay strictly, the rest go live (with the
+    caller's own key), sent with ``MODEL`` unless it is None; the whole run is written to
+    ``fork_to`` (default: beside the cassette, ``NAME.fork-N-MODEL.json``; the block's
+    ``fork_to``), the cassette itself untouched. ``mode`` is then ``strict`` or unset.
     """
+    plan = fork_plan(cassette, fork, fork_to, mode)
     with _run(
-        mode=mode or default_mode(),
+        mode="strict" if plan is not None else mode or default_mode(),
         cassette=cassette,
         traces=traces,
         timing=timing,
         report=report,
         upstreams=_upstreams(upstream_openai, upstream_anthropic, upstream_azure, upstreams),
         rules=rules,
+        fork=plan,
     ) as handle:
         yield handle
+
+
+def fork_plan(
+    cassette: PathLike,
+    fork: tuple[int | str, str | None] | None,
+    fork_to: PathLike | None,
+    mode: str | None = None,
+) -> ForkPlan | None:
+    """The plan of ``fork=(N, MODEL)`` on ``cassette`` (None: no fork); a ConfigError
+    for one that cannot be."""
+    from otel_replay.session.fork import ForkPlan, fork_target
+    from otel_replay.session.fork_points import parse_live_from
+
+    if fork is None:
+        if fork_to is not None:
+            raise ConfigError("fork_to goes with fork=(N, MODEL)")
+        return None
+    if mode not in (None, "strict"):
+        raise ConfigError(
+            f"a fork replays strictly up to its point; it does not run in mode {mode}"
+        )
+    try:
+        point, model = fork
+    except (TypeError, ValueError):
+        raise ConfigError(f"fork takes (N, MODEL), not {fork!r}") from None
+    live_from = point if isinstance(point, int) else parse_live_from(str(point))
+    target = Path(fork_to) if fork_to is not None else fork_target(Path(cassette), live_from, model)
+    return ForkPlan(live_from, target, model)

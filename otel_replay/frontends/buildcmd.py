@@ -1,5 +1,5 @@
-"""``otel-replay build`` and ``otel-replay doctor``: trace files in; a cassette out, or
-the census of what a build would replay.
+"""``otel-replay build`` and ``otel-replay doctor``: trace files (or a tracing backend,
+``--from``) in; a cassette out, or the census of what a build would replay.
 
 Both print the same summary: per source (instrumentation and version), the model calls
 seen and how many replay exactly, semantically or not at all, with the reason and the
@@ -11,18 +11,42 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-if TYPE_CHECKING:
-    from otel_replay.readers.census import Census
+from otel_replay.core.errors import ConfigError
 
-__all__ = ["add_selection", "build_command", "doctor_command"]
+if TYPE_CHECKING:
+    from otel_replay.frontends.emittest import Emission
+    from otel_replay.pipeline.build import BuildReport, Origin
+    from otel_replay.readers.census import Census
+    from otel_replay.sources import Pull
+
+__all__ = ["add_selection", "build_command", "doctor_command", "output_path"]
+
+
+def output_path(text: str) -> Path:
+    """``-o``: a cassette, or with a trailing ``/`` a directory (made when missing) that
+    gets one cassette per trace."""
+    path = Path(text)
+    if text.endswith(("/", os.sep)):
+        path.mkdir(parents=True, exist_ok=True)
+    return path
 
 
 def add_selection(parser: argparse.ArgumentParser) -> None:
     """The options that choose spans, shared by ``build`` and ``doctor``."""
+    parser.add_argument(
+        "--from",
+        dest="source",
+        metavar="SOURCE",
+        help="read from a tracing backend instead of files: phoenix+http://HOST:PORT[/PROJECT], "
+        "jaeger+http://HOST:PORT, tempo+http://HOST:PORT, "
+        "clickhouse+http://HOST:PORT[/DATABASE][?table=otel_traces]",
+    )
     parser.add_argument("--trace-id", action="append", default=[], help="keep only this trace")
     parser.add_argument("--service", action="append", default=[], help="keep only service.name")
     parser.add_argument("--since", help="keep spans starting at or after (ISO-8601)")
@@ -40,6 +64,31 @@ def _selection(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
+def _origin(args: argparse.Namespace) -> Origin:
+    """The trace files, or the backend pull ``--from`` names."""
+    if bool(args.traces) == bool(args.source):
+        raise ConfigError("give trace files or --from SOURCE (one of the two)")
+    if not args.source:
+        paths: list[Path] = args.traces
+        return paths
+    return _pull(args)
+
+
+def _pull(args: argparse.Namespace) -> Pull:
+    from otel_replay.readers import Selection
+    from otel_replay.sources import open_source
+
+    chosen = _selection(args)
+    ids = chosen["trace_ids"]
+    selection = Selection(
+        trace_ids=frozenset(t.strip().lower() for t in ids) if ids else None,
+        services=frozenset(chosen["services"]) if chosen["services"] else None,
+        since_ns=chosen["since_ns"],
+        until_ns=chosen["until_ns"],
+    )
+    return open_source(args.source, selection)
+
+
 def _say(command: str) -> Callable[[Exception], None]:
     def on_error(exc: Exception) -> None:
         print(f"otel-replay {command}: skipped: {exc}", file=sys.stderr)
@@ -53,14 +102,56 @@ def _summary(command: str, census: Census) -> None:
 
 
 def build_command(args: argparse.Namespace) -> int:
+    from otel_replay.frontends.emittest import emission
     from otel_replay.pipeline.build import build_file
 
+    emit = emission(args)  # with --emit-test: the cassette is put in place with the test
+    origin = _origin(args)
+    if args.output.is_dir():
+        if not args.source:
+            raise ConfigError(
+                f"-o {args.output}: a directory; a build from files writes one cassette"
+            )
+        if emit is not None:
+            raise ConfigError(
+                f"-o {args.output}: a directory holds a cassette per trace; --emit-test writes"
+                " the test of one cassette: name a file"
+            )
+        return _per_trace(args, _pull(args))
+    output = args.output if emit is None else emit.staged
+    options = {} if emit is None else emit.build_options()
     progress = None if args.quiet or not sys.stderr.isatty() else _progress_bar()
     report = build_file(
-        args.traces, args.output, progress=progress, on_error=_say("build"), **_selection(args)
+        origin,
+        output,
+        progress=progress,
+        on_error=_say("build"),
+        **_selection(args),
+        **options,
     )
     if progress is not None:
         print(file=sys.stderr)
+    return _built(args.output, report, emit)
+
+
+def _per_trace(args: argparse.Namespace, pull: Pull) -> int:
+    """``-o DIR/``: one cassette a trace, ``DIR/<trace id>.json``."""
+    from otel_replay.pipeline.build import build_file
+
+    chosen = _selection(args)
+    worst, count = 0, 0
+    for trace_id, spans in pull.groups():
+        output = args.output / f"{trace_id}.json"
+        selection = {**chosen, "trace_ids": {trace_id}}
+        report = build_file(spans, output, on_error=_say("build"), **selection)
+        worst = max(worst, _built(output, report))
+        count += 1
+    if not count:
+        raise pull.no_spans()
+    return worst
+
+
+def _built(output: Path, report: BuildReport, emit: Emission | None = None) -> int:
     _summary("build", report.census)
     for note in report.notes:  # Claude Code's own account of the calls it skipped
         print(f"otel-replay build: {note}", file=sys.stderr)
@@ -80,9 +171,11 @@ def build_command(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 1
+    if emit is not None:
+        emit.finish(report.origin)
     n = report.interactions
     print(
-        f"otel-replay build: {n} interaction{'s' if n != 1 else ''} → {args.output}"
+        f"otel-replay build: {n} interaction{'s' if n != 1 else ''} → {output}"
         + (f" ({bad_records} skipped)" if bad else ""),
         file=sys.stderr,
     )
@@ -92,7 +185,7 @@ def build_command(args: argparse.Namespace) -> int:
 def doctor_command(args: argparse.Namespace) -> int:
     from otel_replay.pipeline.build import survey
 
-    census = survey(args.traces, on_error=_say("doctor"), **_selection(args))
+    census = survey(_origin(args), on_error=_say("doctor"), **_selection(args))
     if args.json:
         print(json.dumps(census.to_json(), indent=2, ensure_ascii=False))
     else:
@@ -103,6 +196,14 @@ def doctor_command(args: argparse.Namespace) -> int:
 
 def _progress_bar() -> Callable[[int, int], None]:
     def show(done: int, total: int) -> None:
+        if not total:  # a backend's answer: its size is not known ahead
+            print(
+                f"\rotel-replay build: {done / 1e6:.1f} MB read",
+                end="",
+                file=sys.stderr,
+                flush=True,
+            )
+            return
         pct = 100.0 * done / total if total else 100.0
         print(
             f"\rotel-replay build: {done / 1e6:.1f}/{total / 1e6:.1f} MB ({pct:.0f}%)",

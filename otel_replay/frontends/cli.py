@@ -20,13 +20,21 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from otel_replay.core.errors import OtelReplayError
-from otel_replay.frontends.buildcmd import add_selection, build_command, doctor_command
+from otel_replay.frontends.buildcmd import (
+    add_selection,
+    build_command,
+    doctor_command,
+    output_path,
+)
+from otel_replay.frontends.emittest import add_emit_options
+from otel_replay.frontends.forkopts import add_fork_options, fork_plan
 from otel_replay.providers import PROVIDERS
 from otel_replay.providers.named import parse_upstream
 from otel_replay.session.modes import MODES, default_mode
 
 if TYPE_CHECKING:
     from otel_replay.gateway.runner import GatewayConfig
+    from otel_replay.session.fork import ForkPlan
 
 _USAGE_CMD = "-- CMD... (the agent command to run, after --)"
 
@@ -105,6 +113,7 @@ def _parser() -> argparse.ArgumentParser:
         help="replay streams as fast as possible or at the recorded pace",
     )
     _gateway_options(rep)
+    add_fork_options(rep)
 
     srv = sub.add_parser("serve", help="run the gateway alone until SIGINT/SIGTERM or EOF")
     srv.add_argument("--cassette", type=Path)
@@ -114,16 +123,17 @@ def _parser() -> argparse.ArgumentParser:
     srv.add_argument("--timing", choices=("fast", "recorded"), default="fast")
     _gateway_options(srv)
 
-    bld = sub.add_parser("build", help="derive a cassette from trace files")
-    bld.add_argument("traces", nargs="+", type=Path, metavar="TRACES")
-    bld.add_argument("-o", "--output", type=Path, required=True, metavar="CASSETTE")
+    bld = sub.add_parser("build", help="derive a cassette from trace files or a tracing backend")
+    bld.add_argument("traces", nargs="*", type=Path, metavar="TRACES")
+    bld.add_argument("-o", "--output", type=output_path, required=True, metavar="CASSETTE")
     add_selection(bld)
+    add_emit_options(bld)
     bld.add_argument("--quiet", action="store_true", help="no progress display")
 
     doc = sub.add_parser(
         "doctor", help="per source: model calls seen, how replayable, and what to fix"
     )
-    doc.add_argument("traces", nargs="+", type=Path, metavar="TRACES")
+    doc.add_argument("traces", nargs="*", type=Path, metavar="TRACES")
     add_selection(doc)
     doc.add_argument("--json", action="store_true", help="the census as JSON on stdout")
 
@@ -147,6 +157,9 @@ def _parser() -> argparse.ArgumentParser:
     show.add_argument("--cassette", type=Path, help="also the rules recorded in this cassette")
     _rules_option(show)
 
+    ref = sub.add_parser("refresh", help="record a cassette again with its recorded command")
+    ref.add_argument("cassette", type=Path, metavar="CASSETTE")
+    ref.add_argument("--yes", action="store_true", help="run it without asking")
     sub.add_parser("demo", help="record and replay a built-in agent against a stub upstream")
     _report_parsers(sub)
     return parser
@@ -209,6 +222,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.command == "report":
                 return reportcmd.report_command(args.traces, args.output)
             return reportcmd.diff_command(args.base, args.new, args.format, args.output)
+        if args.command == "refresh":
+            from otel_replay.frontends.refreshcmd import refresh_command
+
+            return refresh_command(args.cassette, args.yes)
         if args.command == "demo":
             from otel_replay.testing.demo import run_demo
 
@@ -221,7 +238,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 2
 
 
-def _config(args: argparse.Namespace, mode: str, command: list[str]) -> GatewayConfig:
+def _config(
+    args: argparse.Namespace, mode: str, command: list[str], fork: ForkPlan | None = None
+) -> GatewayConfig:
     from otel_replay.frontends.rulefiles import rule_sources
     from otel_replay.gateway.runner import GatewayConfig
 
@@ -241,6 +260,7 @@ def _config(args: argparse.Namespace, mode: str, command: list[str]) -> GatewayC
         report=args.report,
         command=command,
         rules=rule_sources(args.cassette, args.rules),
+        fork=fork,
     )
 
 
@@ -249,9 +269,12 @@ def _run(args: argparse.Namespace, command: list[str]) -> int:
     from otel_replay.gateway.runner import GatewayThread
 
     mode = "record" if args.command == "record" else (args.mode or default_mode())
+    fork = fork_plan(args) if args.command == "replay" else None
+    if fork is not None:
+        mode = "strict"  # up to the fork point; live from it
     if mode == "off":
         return _child(command, dict(os.environ))
-    gateway = GatewayThread(_config(args, mode, command)).start(early=True)
+    gateway = GatewayThread(_config(args, mode, command, fork)).start(early=True)
     try:
         # an agent that reads no base-URL variable gets the gateway's on its command line
         code = _child(agent_command(command, gateway.env), {**os.environ, **gateway.env})

@@ -28,7 +28,7 @@ import pytest
 
 from otel_replay.core.errors import CassetteError, ConfigError, EgressBlocked, ReplayMiss
 from otel_replay.frontends import pytest_telemetry
-from otel_replay.frontends.api import GatewayHandle, patched_environ
+from otel_replay.frontends.api import GatewayHandle, fork_plan, patched_environ
 from otel_replay.frontends.pytest_telemetry import (  # noqa: F401  (a hook and a fixture)
     otel_replay_telemetry,
     pytest_load_initial_conftests,
@@ -124,19 +124,26 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.fixture
 def otel_replay(request: pytest.FixtureRequest) -> Callable[..., ReplayBlock]:
-    """``otel_replay(name=None, *, mode=None)`` returns a context manager (``with`` or
-    ``async with``) that replays or records the block's model calls. A bare name means
-    ``<test dir>/cassettes/NAME.json``; a path is used as given; no name means the marker's
-    ``cassette=`` or the test's name. The block yields a :class:`GatewayHandle` (``.spans``)."""
+    """``otel_replay(name=None, *, mode=None, fork=None, fork_to=None)`` returns a context
+    manager (``with`` or ``async with``) that replays or records the block's model calls.
+    A bare name means ``<test dir>/cassettes/NAME.json``; a path is used as given; no name
+    means the marker's ``cassette=`` or the test's name. ``fork=(N, MODEL)`` forks the
+    recorded run as the Python API's ``replay`` does (whatever the mode options say). The
+    block yields a :class:`GatewayHandle` (``.spans``, ``.fork_to``)."""
     plugin = request.config.stash[_PLUGIN]
     item = request.node
 
     def open_block(
-        name: str | os.PathLike[str] | None = None, *, mode: str | None = None
+        name: str | os.PathLike[str] | None = None,
+        *,
+        mode: str | None = None,
+        fork: tuple[int | str, str | None] | None = None,
+        fork_to: str | os.PathLike[str] | None = None,
     ) -> ReplayBlock:
-        return ReplayBlock(
-            plugin, item, plugin.cassette_for(item, name), plugin.mode_for(item, mode)
-        )
+        cassette = plugin.cassette_for(item, name)
+        plan = fork_plan(cassette, fork, fork_to, mode)
+        chosen = "strict" if plan is not None else plugin.mode_for(item, mode)
+        return ReplayBlock(plugin, item, cassette, chosen, plan)
 
     return open_block
 
@@ -183,12 +190,16 @@ class SharedGateway:
 class ReplayBlock:
     """One ``with otel_replay(...)`` block."""
 
-    def __init__(self, plugin: OtelReplayPlugin, item: Any, cassette: Path, mode: str) -> None:
+    def __init__(
+        self, plugin: OtelReplayPlugin, item: Any, cassette: Path, mode: str, fork: Any = None
+    ) -> None:
         self.plugin = plugin
         self.item = item
         self.cassette = cassette
         self.mode = mode
+        self.fork = fork  # a ForkPlan, or None
         self.handle = GatewayHandle(mode=mode, cassette=cassette)
+        self.handle.fork_to = None if fork is None else fork.target
         self.loaded = 0  # recordings in the cassette when the block began
         self._env: Any = None
 
@@ -214,6 +225,8 @@ class ReplayBlock:
             first = summary.misses[0]
             add_failure(self.item, self.plugin.miss_message(first, self.cassette))
             raise ReplayMiss(first.removeprefix("replay miss: ")) from exc
+        if self.fork is not None and summary.write_errors:  # the fork was not written
+            add_failure(self.item, f"otel-replay: {summary.write_errors[0]}")
         if summary.failed and summary.bypassed:  # strict: calls the agent's spans show
             message = f"otel-replay: model calls bypassed the gateway: {summary.bypassed}"
             add_failure(self.item, message)
@@ -302,8 +315,10 @@ class OtelReplayPlugin:
             raise ConfigError("otel_replay blocks cannot be nested")
         try:
             rules = rule_sources(block.cassette)  # otel-replay.toml: cwd, beside the cassette
+            named = [name for name, url in self.upstreams.items() if url]
+            fork = block.fork and block.fork.given_to(named, os.environ)
             session = Session(
-                mode=block.mode, cassette=block.cassette, rules=rules, suite=self.suite
+                mode=block.mode, cassette=block.cassette, rules=rules, suite=self.suite, fork=fork
             )
         except CassetteError as exc:
             problem = str(exc)
@@ -332,10 +347,9 @@ class OtelReplayPlugin:
         block.handle.telemetry.close()  # the agent's exporters deliver into the block
         summary = self.gateway.end()
         clean = clean and not summary.misses
+        mode = "fork" if block.fork is not None else block.mode  # a fork uses a prefix only
         self.results.append(
-            BlockResult(
-                block.item.nodeid, str(block.cassette), block.mode, summary, block.loaded, clean
-            )
+            BlockResult(block.item.nodeid, str(block.cassette), mode, summary, block.loaded, clean)
         )
         return summary
 

@@ -37,6 +37,7 @@ from otel_replay.gateway.call import (
     within_depth,
 )
 from otel_replay.gateway.decide import Decision, OwnKeys, decide, lowered, matches
+from otel_replay.gateway.fork import live_call
 from otel_replay.gateway.guard import host_guard, read_body
 from otel_replay.gateway.limits import Limits
 from otel_replay.gateway.playback import play
@@ -125,16 +126,22 @@ class Gateway:
         raw = await read_body(request, self.limits.body_timeout)
         if not isinstance(raw, bytes):  # not against StreamResponse: an ABC, slow at first
             return raw
-        at_once = self._at_once()
-        replayed = await self._replay_as_sent(request, route, raw) if at_once else None
+        fork = self.session.fork
+        number = 0 if fork is None else fork.take()  # a fork counts the calls
+        live = fork is not None and fork.live(number)
+        at_once = self._at_once() and not live
+        replayed = await self._replay_as_sent(request, route, raw, number) if at_once else None
         if replayed is not None:
             return replayed
         try:
-            call, exact = self._call(request, route, headers, raw, tried=at_once)
+            call, exact = self._call(request, route, headers, raw, tried=at_once, live=live)
         except BodyTooDeep as exc:
             log.warning("%s (%s %s)", exc, request.method, request.path)
             error = providers.get(route.api).error_body(400, str(exc), "invalid_request_error")
             return web.json_response(error, status=400, headers={"x-should-retry": "false"})
+        call.number = number
+        if live and fork is not None:  # past the fork point: live, never matched
+            return await self._carry_out(request, call, live_call(call, fork, self._own_keys))
         mode = call.session.mode
         if mode == "auto" and call.session.has_live_rules and call.session.is_live(call.canonical):
             own = self._own_keys.offered(call.upstream, lowered(headers))
@@ -163,7 +170,7 @@ class Gateway:
         )
 
     async def _replay_as_sent(
-        self, request: web.Request, route: Route, raw: bytes
+        self, request: web.Request, route: Route, raw: bytes, number: int = 0
     ) -> web.StreamResponse | None:
         """The replay of the recording whose body is exactly ``raw`` (a small body, as
         sent), or None when there is none (the full path then decides)."""
@@ -179,9 +186,10 @@ class Gateway:
         plain = as_recorded(recorded.response, stream)
         if plain is None:  # it changes form or replays a fault
             call, _ = self._call(request, route, request.headers, raw, hit=index)
+            call.number = number
             decision = decide(session.mode, routed=True, match=index, own_key=False)
             return await self._carry_out(request, call, decision)
-        session.replayed_hit(index)
+        session.replayed_hit(index, number)
         return plain
 
     def _shallow(self, raw: bytes, reader: Bodies) -> bool:
@@ -204,13 +212,15 @@ class Gateway:
         *,
         tried: bool = False,
         hit: int | None = None,
+        live: bool = False,
     ) -> tuple[Call, int | None]:
         """The call, and the recording its exact body hits (when the mode matches; ``hit``
-        when already found, ``tried``: not found by its bytes)."""
+        when already found, ``tried``: not found by its bytes; ``live``: a fork's call
+        past its point, not matched)."""
         session = self.session
         provider = providers.get(route.api)
         path = route.provider_path(request.path, request.query)
-        matching = matches(session.mode)
+        matching = matches(session.mode) and not live
         exact_first = matching and not session.has_live_rules  # a live call consumes nothing
         reader = self._bodies_for(session)
         later, exact = None, hit
@@ -260,7 +270,7 @@ class Gateway:
             return refusal.answer_miss(call, decision.miss)
         assert decision.index is not None
         recorded = call.session.recording(decision.index)
-        call.session.replayed_hit(decision.index)
+        call.session.replayed_hit(decision.index, call.number)
         answer = await play(call, recorded.response, self.timing)
         if call.session.writes_replayed_spans:  # the agent has its answer first
             await deliver(answer, request)
@@ -301,7 +311,7 @@ class Gateway:
             path=call.route.forward_path(request.raw_path.partition("?")[0]),
             query=request.query_string,
             headers=providers.forwarded_headers(call.upstream, headers),  # only its own credentials
-            body=call.raw,
+            body=call.raw if call.sent is None else call.sent,
         )
         try:
             # the call is prepared while the provider works; what is left when the answer

@@ -172,6 +172,9 @@ class Call:
     """Reads the body, when that is left until first needed (record mode reads it while
     the provider works)."""
     draft: RequestDraft | None = None  # its span's request half (``preparing``)
+    sent: bytes | None = None  # the body sent upstream, when not the agent's (a fork's model)
+    number: int = 0  # its place among a fork's calls (1-based; 0: no fork)
+    provenance: dict[str, JSON] | None = None  # a fork's live call: see ``Exchange``
     _canonical: CanonicalRequest | None = None
     _steps: Iterator[object] | None = None  # ``preparing``, once begun
 
@@ -263,6 +266,7 @@ class Call:
             trace_id=self.trace_id or new_trace_id(),
             span_id=new_span_id(),
             parent_span_id=self.parent_span_id,
+            provenance=self.provenance,
         )
 
     def redacted_stream(self, events: list[SSEEvent]) -> tuple[list[SSEEvent], JSON]:

@@ -27,6 +27,7 @@ from otel_replay.providers.spec import PLACEHOLDER_REGION
 
 if TYPE_CHECKING:
     from otel_replay.gateway.upstream import Upstream
+    from otel_replay.session.fork import ForkPlan
     from otel_replay.session.session import Session
 
 __all__ = [
@@ -61,6 +62,7 @@ class GatewayConfig:
     """Base URLs by upstream name (``PROVIDERS``); ``upstream_NAME`` fields are the same."""
     rules: RuleSources = DEFAULT_SOURCES  # the rule files and profiles matching uses
     limits: Limits = field(default_factory=Limits)  # on bodies, upstream answers, nesting
+    fork: ForkPlan | None = None  # replay up to a call, live from it (``session.fork``)
 
     def named_upstreams(self) -> dict[str, str]:
         """The base URLs the caller named, by upstream."""

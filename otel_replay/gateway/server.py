@@ -43,14 +43,17 @@ def open_session(config: GatewayConfig) -> Session:
     """The session a gateway with ``config`` runs: the cassette loaded and indexed."""
     # secrets of this process and of the caller's environment, when one is handed in
     secrets_from = None if config.environ is None else {**os.environ, **config.environ}
+    fork = config.fork
     return Session(
         mode=config.mode,
         cassette=config.cassette,
         traces=config.traces,
         command=config.command,
+        upstreams=config.named_upstreams(),
         report=config.report,
         redactor=Redactor.from_environment(secrets_from),
         rules=config.rules,
+        fork=fork and fork.given_to(config.named_upstreams(), config.caller_environ()),
     )
 
 

@@ -219,7 +219,7 @@ def otlp_line(doc: Any) -> str:
 
     Only for OTLP documents: their numbers are finite (a double that is not is written as
     the string ``"NaN"`` or ``"Infinity"``; a body is held as text), where orjson would
-    write ``null``. What orjson refuses is encoded by the standard library, as before."""
+    write ``null``. What orjson refuses is encoded by the standard library."""
     text = orjson_text(doc)
     return _COMPACT.encode(doc) if text is None else text.decode("utf-8")
 

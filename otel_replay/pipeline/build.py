@@ -7,24 +7,21 @@ interaction per model call, in start-time order, with every secret redacted: ``b
 returns it, ``build_file`` writes it with memory flat in the number of calls.
 
 Files holding log records (``resourceLogs``) are read first so that GenAI events exported
-as logs join their spans.
+as logs join their spans. In place of files, every function here also takes ``Spans``:
+the export requests of a tracing backend (``otel_replay.sources``, ``build --from``).
 """
 
 from __future__ import annotations
 
-import gzip
 import json
 import logging
 import os
 import re
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import closing
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-
-from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from otel_replay.cassette.format import LongArray
 from otel_replay.cassette.model import Cassette
@@ -35,23 +32,16 @@ from otel_replay.core.errors import CassetteError, ConfigError, TraceFormatError
 from otel_replay.core.exchange import JSON, Exchange, SSEEvent
 from otel_replay.core.jsontext import encodes
 from otel_replay.core.spill import SpillError
-from otel_replay.otlp.files import iter_log_requests, iter_trace_requests
-from otel_replay.readers import AgentSpans, Census, Selection, read_exchanges
+from otel_replay.pipeline.reading import ErrorHandler, Progress, Reader, Spans
+from otel_replay.readers import AgentSpans, Census, EntrySpans, Selection, read_exchanges
 from otel_replay.readers.claude_code import ClaudeCodeReader
 from otel_replay.redaction.redact import Redactor
 
-__all__ = ["BuildReport", "build", "build_file", "expand_paths", "parse_time", "survey"]
+__all__ = ["BuildReport", "Spans", "build", "build_file", "expand_paths", "parse_time", "survey"]
 
 log = logging.getLogger(__name__)
 
-Progress = Callable[[int, int], None]
-ErrorHandler = Callable[[TraceFormatError], None]
-
-_LOG_MARKERS = (b'"resourceLogs"', b'"resource_logs"')
-_CHUNK = 1 << 20
-# Within a file, progress is estimated from the decoded size of each request.
-_JSON_RATIO = 2.0
-_GZIP_RATIO = 0.15
+Origin = Sequence[Path] | Spans
 
 
 def parse_time(text: str) -> int:
@@ -100,6 +90,10 @@ def expand_paths(paths: Sequence[Path]) -> list[Path]:
     return unique
 
 
+def _default_on_error(exc: TraceFormatError) -> None:
+    log.warning("skipped: %s", exc)
+
+
 def _hidden(path: Path) -> bool:
     return path.name.startswith(".")
 
@@ -112,89 +106,21 @@ def _rotated(path: Path) -> list[Path]:
     return sorted(siblings)
 
 
-def _has_logs(path: Path) -> bool:
-    """Whether a file may hold log records: JSON naming ``resourceLogs``, or protobuf
-    whose file name says logs."""
-    opener = gzip.open if _is_gzip(path) else open
-    tail = b""
-    try:
-        with opener(path, "rb") as handle:
-            first = True
-            while chunk := handle.read(_CHUNK):
-                if first and chunk.lstrip()[:1] not in (b"{", b"\xef"):
-                    return "log" in path.name.lower()
-                first = False
-                window = tail + chunk
-                if any(marker in window for marker in _LOG_MARKERS):
-                    return True
-                tail = chunk[-32:]
-    except (OSError, EOFError):
-        return False  # reported when the traces are read
-    return False
-
-
-def _is_gzip(path: Path) -> bool:
-    try:
-        with path.open("rb") as handle:
-            return handle.read(2) == b"\x1f\x8b"
-    except OSError:
-        return False
-
-
-def _default_on_error(exc: TraceFormatError) -> None:
-    log.warning("skipped: %s", exc)
-
-
-class _Reader:
-    """Streams requests from the files, counting bad input and reporting progress."""
-
-    def __init__(self, files: list[Path], progress: Progress | None, on_error: ErrorHandler):
-        self.files = files
-        self.sizes = [f.stat().st_size for f in files]
-        self.total = sum(self.sizes)
-        self.progress = progress
-        self.errors = 0
-        self._on_error = on_error
-
-    def on_error(self, exc: TraceFormatError) -> None:
-        self.errors += 1
-        self._on_error(exc)
-
-    def logs(self) -> Iterator[ExportLogsServiceRequest]:
-        for file in self.files:
-            if _has_logs(file):
-                yield from iter_log_requests(file, on_error=self.on_error)
-
-    def traces(self) -> Iterator[ExportTraceServiceRequest]:
-        done = 0
-        for file, size in zip(self.files, self.sizes, strict=True):
-            ratio = _GZIP_RATIO if _is_gzip(file) else _JSON_RATIO
-            decoded = 0
-            for request in iter_trace_requests(file, on_error=self.on_error):
-                yield request
-                decoded += request.ByteSize()
-                self._report(done + min(size, int(decoded * ratio)))
-            done += size
-            self._report(done)
-
-    def _report(self, read: int) -> None:
-        if self.progress is not None:
-            self.progress(min(read, self.total), self.total)
-
-
 @dataclass(frozen=True, slots=True)
 class BuildReport:
     """What ``build_file`` did: interactions written, bad records skipped, whether the
     cassette was written (not when every record was bad, nor when model calls were seen
     and none can be replayed (``unreplayable``): an existing file is kept), ``notes``: per
-    Claude Code source that skipped calls, what it showed and why, and the census of
-    every source (what ``build`` and ``doctor`` print)."""
+    Claude Code source that skipped calls, what it showed and why, the census of every
+    source (what ``build`` and ``doctor`` print), and ``origin``: what the build read, in
+    a few words (the trace files as given; a backend's address)."""
 
     interactions: int
     skipped: int
     written: bool
     notes: tuple[str, ...] = ()
     census: Census = field(default_factory=Census)
+    origin: str = ""
 
     @property
     def unreplayable(self) -> bool:
@@ -207,7 +133,7 @@ class _Job:
 
     def __init__(
         self,
-        paths: Sequence[Path],
+        paths: Origin,
         trace_ids: Iterable[str] | None,
         services: Iterable[str] | None,
         since_ns: int | None,
@@ -216,19 +142,26 @@ class _Job:
         on_error: ErrorHandler | None,
         redactor: Redactor | None,
         folder: Path | None = None,
+        entries: EntrySpans | None = None,
     ) -> None:
-        self.files = expand_paths(paths)
+        spans = None if isinstance(paths, Sequence) else paths
+        self.files = expand_paths(paths) if isinstance(paths, Sequence) else []
+        # what the build read, as an emitted test names it (a backend without credentials)
+        self.origin = (
+            ", ".join(str(p) for p in paths) if isinstance(paths, Sequence) else paths.name
+        )
         self.selection = Selection(
             trace_ids=frozenset(t.strip().lower() for t in trace_ids) if trace_ids else None,
             services=frozenset(services) if services else None,
             since_ns=since_ns,
             until_ns=until_ns,
         )
-        self.reader = _Reader(self.files, progress, on_error or _default_on_error)
+        self.reader = Reader(self.files, progress, on_error or _default_on_error, spans)
         self.redactor = redactor or Redactor.from_environment()
         self.body_events = ClaudeCodeReader(body_dirs=[f.parent for f in self.files])
         self.census = Census()
         self.agent_spans = AgentSpans(folder=folder)
+        self.entries = entries
         self.trace_ids: set[str] = set()
 
     def exchanges(self) -> Iterator[Exchange]:
@@ -250,6 +183,7 @@ class _Job:
             body_events=self.body_events,
             census=self.census,
             agent_spans=self.agent_spans,
+            entries=self.entries,
         )
         yield from found
 
@@ -265,6 +199,9 @@ class _Job:
             "until_ns": selection.until_ns,
         }
         source = build_source(self.files, self.reader.errors, chosen)
+        if self.reader.spans is not None:
+            del source["traces"]
+            source["from"] = self.reader.spans.name
         order = self.agent_spans.order(self.trace_ids)
         if order:
             source["spans"] = self._long_spans(order) if long else [*map(self._span, order)]
@@ -282,7 +219,7 @@ class _Job:
 
 
 def build(
-    paths: Sequence[Path],
+    paths: Origin,
     *,
     trace_ids: Iterable[str] | None = None,
     services: Iterable[str] | None = None,
@@ -306,7 +243,7 @@ def build(
 
 
 def build_file(
-    paths: Sequence[Path],
+    paths: Origin,
     output: str | os.PathLike[str],
     *,
     trace_ids: Iterable[str] | None = None,
@@ -317,15 +254,28 @@ def build_file(
     on_error: ErrorHandler | None = None,
     redactor: Redactor | None = None,
     source: dict[str, JSON] | None = None,
+    entries: EntrySpans | None = None,
 ) -> BuildReport:
     """Write the cassette :func:`build` returns to ``output`` (the same text ``dump``
     writes), holding only a few integers per interaction in memory: each interaction
     spills to a temporary file beside ``output`` as it is read. ``output`` is replaced
     atomically at the end; when every record was bad it is left as it was. ``source``
-    replaces the build's own provenance (``record`` states its command). Raises
+    replaces the build's own provenance (``record`` states its command). ``entries``
+    collects the run's entry as the spans are read (``--emit-test``). Raises
     ``CassetteError`` when the cassette cannot be written."""
     folder = Path(output).parent
-    job = _Job(paths, trace_ids, services, since_ns, until_ns, progress, on_error, redactor, folder)
+    job = _Job(
+        paths,
+        trace_ids,
+        services,
+        since_ns,
+        until_ns,
+        progress,
+        on_error,
+        redactor,
+        folder,
+        entries,
+    )
     with CassetteWriter(output) as writer, closing(job.agent_spans):
         try:
             for exchange in job.exchanges():
@@ -345,7 +295,7 @@ def build_file(
             if source is None:
                 source = _with_places(job.source(long=True), job)
             writer.commit(source)
-    return BuildReport(count, skipped, written, notes, job.census)
+    return BuildReport(count, skipped, written, notes, job.census, job.origin)
 
 
 def _with_places(source: dict[str, JSON], job: _Job) -> dict[str, JSON]:
@@ -359,7 +309,7 @@ def _with_places(source: dict[str, JSON], job: _Job) -> dict[str, JSON]:
 
 
 def survey(
-    paths: Sequence[Path],
+    paths: Origin,
     *,
     trace_ids: Iterable[str] | None = None,
     services: Iterable[str] | None = None,

@@ -31,12 +31,21 @@ from otel_replay.readers.agent_spans import AgentSpans
 from otel_replay.readers.census import Census, Problem, Source
 from otel_replay.readers.claude_code import ClaudeCodeReader, event_name
 from otel_replay.readers.diagnose import diagnose, model_call
+from otel_replay.readers.entry import EntrySpans
 from otel_replay.readers.pieces import Pieces
 from otel_replay.readers.registry import BODY_EVENTS, Reading, read_call
 from otel_replay.readers.view import Event, with_details
 from otel_replay.readers.window import WINDOW, Window
 
-__all__ = ["WINDOW", "AgentSpans", "Census", "Selection", "read_exchanges", "read_span"]
+__all__ = [
+    "WINDOW",
+    "AgentSpans",
+    "Census",
+    "EntrySpans",
+    "Selection",
+    "read_exchanges",
+    "read_span",
+]
 
 ErrorHandler = Callable[[TraceFormatError], None]
 
@@ -101,6 +110,7 @@ def read_exchanges(
     body_events: ClaudeCodeReader | None = None,
     census: Census | None = None,
     agent_spans: AgentSpans | None = None,
+    entries: EntrySpans | None = None,
 ) -> Iterator[Exchange]:
     """Every model call in the trace requests (and log requests), one exchange per call,
     in start-time order. Logs are read first: GenAI events linked to a span join it, and
@@ -109,7 +119,8 @@ def read_exchanges(
     ``on_error`` (default: raise) and is skipped. ``census`` counts, per source, the model
     calls seen and how replayable they are (see ``readers.census``); Claude Code's tallies
     join it once the logs are read. ``agent_spans`` collects the spans that are not model
-    calls (``readers.agent_spans``)."""
+    calls (``readers.agent_spans``); ``entries`` every selected span, for the run's entry
+    (``readers.entry``)."""
     select = selection or _ALL
     handle = on_error or _raise
     counts = census or Census()
@@ -150,6 +161,8 @@ def read_exchanges(
                 handle(TraceFormatError(where, f"cannot read: {problem}"))
                 counts.skipped(source, Problem(f"cannot read: {problem}"))
                 continue
+            if entries is not None:
+                entries.add(span, attrs, scope.name, None if found is None else found.exchange)
             if found is not None:
                 counts.read(source, found.fidelity, found.exchange)
                 if agent_spans is not None:

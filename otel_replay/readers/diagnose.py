@@ -19,7 +19,7 @@ from otel_replay.readers.census import Problem
 from otel_replay.readers.messages import content_stripped
 from otel_replay.readers.view import Event, json_value
 
-__all__ = ["SETTINGS", "diagnose", "model_call"]
+__all__ = ["SETTINGS", "capture_fix", "diagnose", "model_call"]
 
 _CONTENT = (
     genai.INPUT_MESSAGES,
@@ -55,7 +55,9 @@ def model_call(attrs: Mapping[str, Any]) -> bool:
     return attrs.get(genai.OI_SPAN_KIND) in genai.OI_MODEL_KINDS
 
 
-def _capture_fix(attrs: Mapping[str, Any], scope: str) -> str:
+def capture_fix(attrs: Mapping[str, Any], scope: str) -> str:
+    """The setting that makes the instrumentation of a span (its attribute family, or its
+    scope where it has a setting of its own) record message content."""
     own = SETTINGS.get(scope)
     if own is not None:
         return own
@@ -101,7 +103,7 @@ def _not_captured(attrs: Mapping[str, Any], events: Sequence[Event], scope: str)
     inputs = json_value(attrs.get(genai.INPUT_MESSAGES))
     if _captured(attrs, events) and not content_stripped(inputs):
         return None
-    return Problem("message content not captured", _capture_fix(attrs, scope))
+    return Problem("message content not captured", capture_fix(attrs, scope))
 
 
 def _no_provider(attrs: Mapping[str, Any], events: Sequence[Event], scope: str) -> Problem | None:

@@ -127,6 +127,7 @@ def span_to_exchange(
             stream=bool(attrs.get(own.STREAM, False)),
             **span_place(span),
             source=str(attrs.get(own.SOURCE, own.OWN_SOURCE)),
+            provenance=_loads(attrs, own.PROVENANCE) if own.PROVENANCE in attrs else None,
         )
     except (KeyError, ValueError, TypeError, AttributeError) as exc:
         raise TraceFormatError(where, f"corrupt otel_replay attributes: {exc}") from exc

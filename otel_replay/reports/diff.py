@@ -83,7 +83,16 @@ class TrajectoryDiff:
         text = f"differ at {where}: {row.what}"
         if subject:
             text += f" ({step.kind} {subject})"
+        if step.kind == "model":  # as a fork counts them (replay --live-from)
+            side = self.new if row.new is not None else self.base
+            text += f" at call {_model_calls(side.steps, step)}"
         return text + f" · BASE {nb} steps, NEW {nn}"
+
+
+def _model_calls(steps: list[Step], step: Step) -> int:
+    """The number of model step ``step`` among ``steps``'s model calls (1-based)."""
+    models = [s for s in steps if s.kind == "model"]
+    return next(i for i, s in enumerate(models, 1) if s is step)
 
 
 def _compare(base: Step, new: Step) -> list[tuple[str, str, str]]:

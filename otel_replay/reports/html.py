@@ -22,7 +22,7 @@ from otel_replay.reports.prices import cost_of
 from otel_replay.reports.spantree import SpanNode, roots, walk
 from otel_replay.spans import attributes as own
 
-__all__ = ["asset", "page", "span_data"]
+__all__ = ["asset", "fork_of", "page", "span_data"]
 
 MAX_ATTRIBUTE_CHARS = 20_000
 """Longer attribute values are cut in the page (the trace file keeps them whole)."""
@@ -85,6 +85,18 @@ def _answer(exchange: Exchange) -> Any:
     return out
 
 
+def fork_of(nodes: Sequence[SpanNode]) -> tuple[SpanNode, str] | None:
+    """A forked run's first live call (``replay --live-from``) and a line saying where
+    the fork is: ``forked at call 3 · live with gpt-4o-mini``; None for another run."""
+    for node in sorted(nodes, key=lambda n: n.start_ns):
+        provenance = node.exchange.provenance if node.exchange is not None else None
+        if provenance and provenance.get("origin") == "live":
+            model = provenance.get("model")
+            live = f" · live with {model}" if model else ""
+            return node, f"forked at call {provenance.get('call')}{live}"
+    return None
+
+
 def _span(node: SpanNode, parent: int, t0: int) -> dict[str, Any]:
     item: dict[str, Any] = {
         "p": parent,
@@ -124,10 +136,13 @@ def span_data(nodes: Sequence[SpanNode]) -> list[dict[str, Any]]:
     index: dict[int, int] = {}
     out: list[dict[str, Any]] = []
     parent_of = {id(child): id(node) for node in nodes for child in node.children}
+    fork = fork_of(nodes)
     for node, _depth in ordered:
         parent = index.get(parent_of.get(id(node), -1), -1)
         index[id(node)] = len(out)
         out.append(_span(node, parent, t0))
+        if fork is not None and fork[0] is node:
+            out[-1]["fk"] = fork[1]  # the page marks the fork point on the timeline
     return out
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from otel_replay.reports.diff import TrajectoryDiff
 from otel_replay.reports.difftext import render_md, render_text, shown_rows, step_label
-from otel_replay.reports.html import page, span_data
+from otel_replay.reports.html import fork_of, page, span_data
 from otel_replay.reports.prices import cost_of, money, price_date
 from otel_replay.reports.spantree import SpanNode
 from otel_replay.reports.trajectory import trajectory_from_spans
@@ -42,12 +42,18 @@ def _cost(value: float | None) -> str:
     return "" if value is None else f" · live calls cost {money(value)} (prices of {price_date()})"
 
 
+def _fork(nodes: Sequence[SpanNode]) -> str:
+    fork = fork_of(nodes)
+    return "" if fork is None else f" · {fork[1]}"
+
+
 def _summary_html(nodes: Sequence[SpanNode], doc: dict[str, Any] | None) -> str:
     c = counts(nodes)
     line = (
         f"{c['spans']} spans · {c['replayed']} replayed · {c['live']} live · "
         f"{c['misses']} {'miss' if c['misses'] == 1 else 'misses'} · {c['ms']:.0f} ms"
         + _cost(c["cost"])
+        + _fork(nodes)
     )
     out = [f'<p id="summary">{_e(line)}</p>']
     if doc:
@@ -85,7 +91,7 @@ def run_markdown(nodes: Sequence[SpanNode], doc: dict[str, Any] | None, traces: 
     if doc:
         lines.append(
             f"{doc['replayed']} replayed · {doc['live']} live · {len(doc['misses'])} misses · "
-            f"{doc['spans_received']} spans received" + _cost(doc.get("live_cost"))
+            f"{doc['spans_received']} spans received" + _cost(doc.get("live_cost")) + _fork(nodes)
         )
         for miss in doc.get("miss_details", []):
             lines.append(f"- **{miss.get('message', '')}**")
@@ -93,7 +99,7 @@ def run_markdown(nodes: Sequence[SpanNode], doc: dict[str, Any] | None, traces: 
     else:
         lines.append(
             f"{c['spans']} spans · {c['replayed']} replayed · {c['live']} live · "
-            f"{c['misses']} misses" + _cost(c["cost"])
+            f"{c['misses']} misses" + _cost(c["cost"]) + _fork(nodes)
         )
     if nodes:
         steps = trajectory_from_spans(nodes, str(traces or ""), []).steps

@@ -69,7 +69,9 @@ def cost_of(exchange: Exchange) -> float | None:
     """The list price of one model call in the table's currency, or None when its model
     is not in the table or its answer reports no usage."""
     request = exchange.request  # a Bedrock model id priced as the model it names
-    price = price_of(providers.match_model(request.endpoint, request.model))
+    answered = (exchange.provenance or {}).get("model")  # a fork's model, sent in its place
+    model = answered if isinstance(answered, str) else request.model
+    price = price_of(providers.match_model(request.endpoint, model))
     usage = usage_of(exchange)
     if price is None or not usage:
         return None

@@ -33,6 +33,7 @@ class Summary:
     live_unpriced: int = 0  # live calls whose model (or usage) is not known
     bypassed: list[str] = field(default_factory=list)
     """Model calls the agent's own spans show that never reached the gateway."""
+    forked_at: int | None = None  # a fork: the model call it went live at
 
     def cost_text(self) -> str | None:
         """``live calls cost $0.0123`` (and how many could not be priced), or None."""
@@ -58,6 +59,8 @@ class Summary:
         if self.bypassed:
             n = len(self.bypassed)
             line += f" · {n} model {'call' if n == 1 else 'calls'} bypassed the gateway"
+        if self.forked_at is not None:
+            line += f" · forked at call {self.forked_at}"
         return line
 
     @property
@@ -83,6 +86,7 @@ class Summary:
             "live_cost": self.live_cost,
             "live_unpriced": self.live_unpriced,
             "bypassed": list(self.bypassed),
+            "forked_at": self.forked_at,
         }
 
 

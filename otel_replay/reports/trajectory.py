@@ -121,7 +121,8 @@ def _model_step(
         ("answer", _text(answer)),
     )
     shown = _text(_new_messages(normal, before))
-    state = span.state if span is not None else None
+    origin = (exchange.provenance or {}).get("origin")  # a fork's: replayed or live
+    state = span.state if span is not None else origin if isinstance(origin, str) else None
     span_id = span.span_id if span is not None else None
     return Step("model", normal.model or exchange.operation, facts, shown, span_id, state)
 

@@ -10,12 +10,12 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from collections.abc import Generator, Iterator
+from collections.abc import Generator, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from otel_replay.cassette.model import Cassette, dump, load, locked
-from otel_replay.cassette.provenance import run_source
+from otel_replay.cassette.provenance import run_directory, run_source
 from otel_replay.cassette.recordings import Recordings
 from otel_replay.core.errors import CassetteError, ConfigError, ReplayMiss
 from otel_replay.core.exchange import CanonicalRequest, Exchange
@@ -34,6 +34,7 @@ from otel_replay.reports.misses import write_misses
 from otel_replay.reports.prices import priced_total
 from otel_replay.reports.run import Summary as Summary
 from otel_replay.session.bypass import BypassWatch
+from otel_replay.session.fork import Fork, ForkPlan
 from otel_replay.session.modes import MODES as MODES
 from otel_replay.session.modes import RECORDING
 from otel_replay.session.modes import default_mode as default_mode
@@ -67,23 +68,34 @@ class Session:
         report: Path | None = None,
         rules: RuleSources = DEFAULT_SOURCES,
         suite: SuiteWrites | None = None,
+        fork: ForkPlan | None = None,
+        upstreams: Mapping[str, str] | None = None,
     ) -> None:
         if mode not in MODES:
             raise ConfigError(f"unknown mode {mode!r}; use one of {', '.join(MODES)}")
+        if fork is not None and mode != "strict":
+            raise ConfigError(f"a fork replays its prefix strictly; it cannot run in mode {mode}")
         if mode == "auto" and cassette is None:
             raise ConfigError("mode auto needs a cassette (--cassette PATH)")
         self.mode = mode
         self.cassette_path = cassette
         self.command = command or []
+        # what a refresh needs to run the command again: where it runs, what it reaches
+        self.upstreams = dict(upstreams or {})
+        self.run_cwd = str(Path.cwd()) if command else None
         self.report_path = report
         self.suite = suite
         self.redactor = redactor or Redactor.from_environment()
         self.user_traces = traces
         self.cassette = self._load_cassette()  # first: a bad cassette leaves nothing behind
+        # strict up to the fork point, live from it (``session.fork``)
+        self.fork = (
+            None if fork is None or cassette is None else Fork(fork, self.cassette, cassette)
+        )
         self.recordings = Recordings(self.cassette)
         # an HTML or Markdown report shows the run's spans: they need a trace file too
         self._spans_for_report = report is not None and report.suffix.lower() in SPAN_REPORTS
-        self.trace_file = RunTraceFile(traces, mode in RECORDING or self._spans_for_report)
+        self.trace_file = RunTraceFile(traces, self.records or self._spans_for_report)
         trace_file = self.trace_file.path
         redact, redact_text = self.redactor.json, self.redactor.text
         by_parts = self.redactor.values_avoid(JOINT_CHARS)
@@ -192,8 +204,8 @@ class Session:
 
     @property
     def records(self) -> bool:
-        """Whether the run records live calls (see ``RECORDING``)."""
-        return self.mode in RECORDING
+        """Whether the run records live calls (see ``RECORDING``; a fork's go live)."""
+        return self.mode in RECORDING or self.fork is not None
 
     @property
     def writes_spans(self) -> bool:
@@ -201,11 +213,14 @@ class Session:
         return self.records or self.writes_replayed_spans
 
     # -- events from the gateway -----------------------------------------------------------
-    def replayed_hit(self, index: int) -> None:
+    def replayed_hit(self, index: int, number: int = 0) -> None:
+        """Recording ``index`` replayed (``number``: the call's in a fork)."""
         self.bypass.reached(self.recording(index).provider)
         with self._lock:
             self.replayed += 1
             self.hits.append(index)
+            if self.fork is not None:
+                self.fork.prefix_calls.append(number)
 
     def replayed_span(self, exchange: Exchange) -> None:
         """The span of a replayed call (``writes_replayed_spans``), written once the agent
@@ -376,12 +391,13 @@ class Session:
             live_cost=cost if len(self.live) > unpriced else None,
             live_unpriced=unpriced,
             bypassed=self.bypass.bypassed(),
+            forked_at=self.fork.at if self.fork is not None and self.fork.reached else None,
         )
 
     def _write_errors(self) -> list[str]:
         failure = self.store.failure
         if failure is None:
-            return []
+            return [self.fork.problem] if self.fork is not None and self.fork.problem else []
         saved = len(self.live) - self.unsaved
         return [
             f"{failure}; recording stopped there: {self.unsaved} live call(s) answered but "
@@ -394,6 +410,9 @@ class Session:
         self.trace_file.remove()
 
     def _write_cassette(self) -> None:
+        if self.fork is not None:
+            self._write_fork(self.fork)
+            return
         path = self.cassette_path
         if path is not None and self.live and len(self.live) == self.unsaved:
             log.error("otel-replay: no exchange of this run was saved; kept %s as it was", path)
@@ -413,6 +432,12 @@ class Session:
         if derived:
             append_or_start(path, self.suite, None, lambda: derived, self._source)
 
+    def _write_fork(self, fork: Fork) -> None:
+        """The fork's cassette: the recordings replayed, then the live exchanges."""
+        if fork.writable(len(self.misses)):
+            replayed = [self.recording(i) for i in self.hits]
+            fork.write(replayed, self.live, self._derive(), self._source(fork.plan.target))
+
     def _derive(self) -> list[Exchange]:
         """The exchanges recorded in this run (the live exchanges select its traces)."""
         return self.trace_file.derive(self._trace_ids, len(self.live))
@@ -420,8 +445,13 @@ class Session:
     def _derive_into(self, path: Path) -> None:
         self.trace_file.derive_into(path, self._trace_ids, len(self.live), self._source())
 
-    def _source(self) -> dict[str, Any]:
-        source = run_source(self.command, self.user_traces, self.redactor.text)
+    def _source(self, target: Path | None = None) -> dict[str, Any]:
+        """The provenance of the cassette written to ``target`` (default: the session's)."""
+        written = target or self.cassette_path
+        where = run_directory(written, self.run_cwd) if written and self.run_cwd else None
+        source = run_source(
+            self.command, self.user_traces, self.redactor.text, cwd=where, upstreams=self.upstreams
+        )
         requests = [ex.request for ex in self.live]
         rules = self.rules.recorded_form(requests, self.places.places, self.places.mentioned)
         if rules is not None:

@@ -45,6 +45,9 @@ RESPONSE_BODY = P + "response.body"
 RESPONSE_BODY_IS_JSON = P + "response.body_is_json"
 RESPONSE_EVENTS = P + "response.events"
 RESPONSE_FAULT = P + "response.fault"
+PROVENANCE = P + "provenance"
+"""A forked run's call (JSON): its place in the run, replayed or live, and the model that
+answered (``Exchange.provenance``)."""
 
 MISS = P + "miss"
 """On a miss span (``spans.miss``): the miss line the agent got. A miss span carries no

@@ -185,6 +185,8 @@ def _add_project(
     if response.fault is not None:
         attrs.text(own.RESPONSE_FAULT, response.fault)
     attrs.flag(own.REPLAYED, replayed)
+    if ex.provenance is not None:
+        attrs.text(own.PROVENANCE, _dumps(ex.provenance))
     if ledger is not None and ledger.inline:
         attrs.text(own.PIECES_INLINE, _dumps(ledger.inline))
 

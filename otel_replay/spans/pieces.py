@@ -2,9 +2,9 @@
 them back).
 
 A coding agent resends its system prompt, its tools and every earlier message on every
-turn, and each span used to hold all of it twice (the GenAI attributes and the exact
-body). Here every string of ``MIN_PIECE`` characters or more is a *piece*, named by a
-hash of its text, and stored once per trace file:
+turn, and a span writing each string where it occurs would hold all of it twice (the
+GenAI attributes and the exact body). Here every string of ``MIN_PIECE`` characters or
+more is a *piece*, named by a hash of its text, and stored once per trace file:
 
 - in a GenAI attribute (``gen_ai.input.messages``, ``gen_ai.output.messages``,
   ``gen_ai.system_instructions``, ``gen_ai.tool.definitions``), where it first appears,

@@ -5,7 +5,8 @@ are computed from the request, so the same request always gets the same answer:
 
 - with tools offered and no tool result yet in the conversation, the model calls the first
   tool with ``{"<first parameter>": "<last user text>"}``;
-- otherwise it answers ``stub reply to: <last user or tool text>``;
+- otherwise it answers ``stub reply to: <last user or tool text>`` (``voice``: another word
+  than ``stub``, so that a second stub stands for another model);
 - a user's text may script the turn (Anthropic Messages): ``stub:call NAME {json}`` calls
   the offered tool ``NAME`` with those arguments, ``stub:text`` answers in text although
   tools are offered (``stub_turns.directive``).
@@ -43,7 +44,7 @@ from typing import Any
 from aiohttp import web
 
 from otel_replay.testing import stub_anthropic, stub_bedrock, stub_gemini, stub_openai
-from otel_replay.testing.stub_turns import Reply, digest, tokens
+from otel_replay.testing.stub_turns import VOICE, Reply, digest, tokens
 
 __all__ = ["STS_PATH", "Fault", "StubUpstream", "main", "run_stub"]
 
@@ -83,8 +84,9 @@ class StubUpstream:
     """The fake provider server. Use ``async with StubUpstream() as stub`` or
     :func:`run_stub` from synchronous code."""
 
-    def __init__(self, *, event_delay: float = 0.0) -> None:
+    def __init__(self, *, event_delay: float = 0.0, voice: str = "stub") -> None:
         self.event_delay = event_delay
+        self.voice = voice  # text answers read "<voice> reply to: ..."
         self.received: list[Received] = []
         self.faults: deque[Fault] = deque()
         self.scripted: deque[list[dict[str, Any]]] = deque()
@@ -153,6 +155,7 @@ class StubUpstream:
         return None
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
+        VOICE.set(self.voice)  # this request's task only
         raw = await request.read()
         try:
             body: Any = json.loads(raw) if raw else None

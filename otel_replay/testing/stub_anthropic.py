@@ -13,6 +13,7 @@ from otel_replay.testing.stub_turns import (
     first_param,
     has_tool_result,
     last_text,
+    reply_to,
     sse,
     tokens,
     words,
@@ -52,7 +53,7 @@ def messages(body: dict[str, Any]) -> Reply:
         stop = "tool_use"
         out_text = json.dumps(args)
     else:
-        out_text = f"stub reply to: {last_text(messages)}"
+        out_text = reply_to(last_text(messages))
         content = [{"type": "text", "text": out_text}]
         stop = "end_turn"
     usage = {

@@ -16,7 +16,7 @@ import zlib
 from typing import Any
 
 from otel_replay.testing import stub_anthropic
-from otel_replay.testing.stub_turns import digest, first_param, tokens, words
+from otel_replay.testing.stub_turns import digest, first_param, reply_to, tokens, words
 
 __all__ = ["CONTENT_TYPE", "converse", "exception", "frame", "invoke", "split"]
 
@@ -82,7 +82,7 @@ def converse(body: dict[str, Any], stream: bool) -> dict[str, Any] | list[bytes]
         use = {"toolUseId": "tooluse_" + digest(body, 22), "name": spec.get("name"), "input": args}
         block, stop, out_text = {"toolUse": use}, "tool_use", json.dumps(args)
     else:
-        out_text = f"stub reply to: {_last_text(messages)}"
+        out_text = reply_to(_last_text(messages))
         block, stop = {"text": out_text}, "end_turn"
     usage = {"inputTokens": tokens(json.dumps(messages)), "outputTokens": tokens(out_text)}
     usage["totalTokens"] = usage["inputTokens"] + usage["outputTokens"]

@@ -8,7 +8,15 @@ import json
 import re
 from typing import Any
 
-from otel_replay.testing.stub_turns import Reply, digest, first_param, sse, tokens, words
+from otel_replay.testing.stub_turns import (
+    Reply,
+    digest,
+    first_param,
+    reply_to,
+    sse,
+    tokens,
+    words,
+)
 
 __all__ = ["answer", "is_gemini"]
 
@@ -52,7 +60,7 @@ def _generate(model: str, body: dict[str, Any]) -> dict[str, Any]:
         ]
         out_text = json.dumps(args)
     else:
-        out_text = f"stub reply to: {last}"
+        out_text = reply_to(last)
         parts = [{"text": out_text}]
     prompt, output = tokens(json.dumps(contents)), tokens(out_text)
     return {

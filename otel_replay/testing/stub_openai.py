@@ -15,6 +15,7 @@ from otel_replay.testing.stub_turns import (
     first_param,
     has_tool_result,
     last_text,
+    reply_to,
     sse,
     tokens,
     words,
@@ -44,7 +45,7 @@ def _chat_turn(body: dict[str, Any]) -> tuple[str, dict[str, Any] | None]:
         name = fn.get("name", "tool")
         args = {first_param(fn.get("parameters")): last_text(messages)}
         return "", {"id": "call_" + digest(body, 16), "name": name, "arguments": args}
-    return f"stub reply to: {last_text(messages)}", None
+    return reply_to(last_text(messages)), None
 
 
 def chat(body: dict[str, Any], azure: bool = False) -> Reply:
@@ -154,7 +155,7 @@ def responses(body: dict[str, Any], scripted: list[dict[str, Any]] | None = None
         ]
         text = args
     else:
-        text = f"stub reply to: {last_text(items)}"
+        text = reply_to(last_text(items))
         output = [
             {
                 "type": "message",
@@ -228,7 +229,7 @@ def _item_events(emit: Emit, index: int, item: dict[str, Any]) -> None:
 
 def completions(body: dict[str, Any]) -> dict[str, Any]:
     """A legacy Completions answer."""
-    text = f"stub reply to: {body.get('prompt', '')}"
+    text = reply_to(body.get("prompt", ""))
     return {
         "id": "cmpl-" + digest(body),
         "object": "text_completion",

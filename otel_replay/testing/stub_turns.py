@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +25,7 @@ __all__ = [
     "first_param",
     "has_tool_result",
     "last_text",
+    "reply_to",
     "sse",
     "tokens",
     "words",
@@ -31,6 +33,15 @@ __all__ = [
 
 Reply = dict[str, Any] | list[bytes]
 """A JSON body, or the chunks of an SSE stream."""
+
+VOICE: ContextVar[str] = ContextVar("voice", default="stub")
+"""Who answers in text (set per request by the stub serving it): a second stub with
+another voice stands for another model, answering the same request otherwise."""
+
+
+def reply_to(text: str) -> str:
+    """The text answer to ``text``: ``stub reply to: <text>`` in the default voice."""
+    return f"{VOICE.get()} reply to: {text}"
 
 
 def last_text(messages: list[Any]) -> str:

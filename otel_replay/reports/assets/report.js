@@ -14,9 +14,13 @@
     if (p >= 0 && p < i) { kids[p].push(i); depth[i] = depth[p] + 1; } else tops.push(i);
     if (spans[i].r === "miss" && p >= 0) hasMiss[p] = 1;
   }
-  var end = 0;
+  var end = 0, fork = -1;
   for (i = 0; i < n; i++) end = Math.max(end, spans[i].s + spans[i].d);
   end = end || 1;
+  // a forked run: its first live call, marked on every row's timeline
+  for (i = 0; i < n; i++) if (spans[i].fk && fork < 0) fork = i;
+  var forkLine = fork < 0 ? "" : '<b class="fork-at" title="' + esc(spans[fork].fk) +
+    '" style="left:' + (100 * spans[fork].s / end) + '%"></b>';
   // small runs open fully; large ones open their first levels
   for (i = 0; i < n; i++) open[i] = (n <= 2000 || depth[i] < 2) ? 1 : 0;
   // a miss is always in view: its ancestors open
@@ -76,7 +80,8 @@
   }
   function ms(v) { return v >= 1000 ? (v / 1000).toFixed(2) + " s" : v.toFixed(1) + " ms"; }
   function badge(s) {
-    if (s.st) return '<span class="badge b-' + s.st + '">' + s.st + "</span>";
+    var mark = s.fk ? '<span class="badge b-fork" title="' + esc(s.fk) + '">fork</span>' : "";
+    if (s.st) return '<span class="badge b-' + s.st + '">' + s.st + "</span>" + mark;
     if (s.r === "tool" || s.r === "agent") return '<span class="badge b-' + s.r + '">' + s.r + "</span>";
     return "";
   }
@@ -94,7 +99,8 @@
         '" role="treeitem" aria-level="' + (depth[j] + 1) + '"><span class="name" style="padding-left:' +
         (4 + depth[j] * 14) + 'px"><span class="tog">' + tog + '</span><span class="label">' +
         esc(s.n) + "</span>" + badge(s) +
-        '</span><span class="tl"><i style="left:' + left + "%;width:" + width + '%"></i></span>' +
+        '</span><span class="tl"><i style="left:' + left + "%;width:" + width + '%"></i>' + forkLine +
+        "</span>" +
         '<span class="dur">' + ms(s.d) + "</span></div>");
     }
     rowsEl.innerHTML = html.join("");
@@ -106,6 +112,7 @@
     out.push("<p>" + esc(s.r) + " · " + ms(s.d) + " at +" + ms(s.s) +
       (s.svc ? " · " + esc(s.svc) : "") + (s.c !== undefined ? " · $" + s.c.toFixed(6) : "") + "</p>");
     if (s.e) out.push('<p class="why">' + esc(s.e) + "</p>");
+    if (s.fk) out.push('<p class="fork">' + esc(s.fk) + "</p>");
     if (s.w) out.push('<h3>why</h3><pre class="why">' + esc(s.w) + "</pre>");
     if (s.q !== undefined) out.push('<details open class="request"><summary>request</summary><pre>' +
       esc(pretty(s.q)) + "</pre></details>");
