@@ -106,7 +106,9 @@ PROVIDERS: tuple[ProviderSpec, ...] = (
         name="anthropic",
         api="anthropic",
         title="Anthropic",
-        # /v1/messages* is always Anthropic's; its headers decide the paths both APIs have
+        # /v1/messages* is always Anthropic's; its headers decide the paths both APIs have.
+        # The AI SDK's provider posts to ${ANTHROPIC_BASE_URL}/messages (its default base
+        # carries /v1): the Messages API too, forwarded and recorded under /v1
         mounts=(
             Mount(
                 "/v1/",
@@ -114,6 +116,7 @@ PROVIDERS: tuple[ProviderSpec, ...] = (
                 headers=("anthropic-version", "x-api-key"),
                 rest=False,
             ),
+            Mount("/messages", under="/v1"),
         ),
         base_env=ev.ANTHROPIC_BASE_URL,
         also_base_env=(ev.ANTHROPIC_API_BASE,),

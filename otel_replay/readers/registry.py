@@ -27,7 +27,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from otel_replay.core import genai
 from otel_replay.core.exchange import Exchange
-from otel_replay.readers import openinference, semconv
+from otel_replay.readers import ai_sdk, openinference, semconv
 from otel_replay.readers.claude_code import ClaudeCodeReader
 from otel_replay.readers.own import span_to_exchange
 from otel_replay.readers.view import Event, with_details
@@ -124,6 +124,12 @@ READERS: tuple[Reader, ...] = (
         Fidelity.MESSAGES,
         openinference.read_messages,
         openinference.call_api,
+    ),
+    Reader(
+        "ai-sdk",
+        ((ai_sdk.MESSAGES,), (ai_sdk.PROVIDER,)),
+        Fidelity.MESSAGES,
+        ai_sdk.read,
     ),
     Reader(
         "genai-semconv",
