@@ -62,8 +62,8 @@ backends: $(BACKENDS)
 demo: $(STAMP)
 	$(BIN)/otel-replay demo
 
-# pytest and Vitest are independent: `make -j2 test` runs them side by side
-test: test-py test-js
+# Vitest, then pytest (independent: `make -j2 test` runs them side by side)
+test: test-js test-py
 
 test-py: lint typecheck docs $(CLIENTS) $(BROWSER) $(BACKENDS)
 	$(BIN)/python -m pytest -q -n 2
