@@ -13,8 +13,12 @@ BROWSER := $(VENV)/.chromium
 PHOENIX_VERSION := 20.26.1
 CHDB_VERSION := 4.4.0
 BACKENDS := $(VENV)/phoenix/.installed $(VENV)/chdb/.installed
+# the npm package in js/ (its Vitest suite runs the engine from this tree): npm ci, cached
+JS := js/node_modules/.installed
+# the TypeScript example, installed against js/ (npm ci, cached)
+JS_EXAMPLE := examples/typescript/node_modules/.installed
 
-.PHONY: demo test docs lint typecheck bench soak clients browser backends clean
+.PHONY: demo test test-py test-js docs lint typecheck bench soak clients browser backends js clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -58,8 +62,27 @@ backends: $(BACKENDS)
 demo: $(STAMP)
 	$(BIN)/otel-replay demo
 
-test: lint typecheck docs $(CLIENTS) $(BROWSER) $(BACKENDS)
+# Vitest, then pytest (independent: `make -j2 test` runs them side by side)
+test: test-js test-py
+
+test-py: lint typecheck docs $(CLIENTS) $(BROWSER) $(BACKENDS)
 	$(BIN)/python -m pytest -q -n 2
+
+$(JS): js/package.json js/package-lock.json
+	cd js && npm ci --no-audit --no-fund --loglevel=error
+	touch $(JS)
+
+js: $(JS)
+
+$(JS_EXAMPLE): $(JS) examples/typescript/package.json examples/typescript/package-lock.json
+	cd examples/typescript && npm ci --no-audit --no-fund --loglevel=error
+	touch $(JS_EXAMPLE)
+
+test-js: $(STAMP) $(JS) $(JS_EXAMPLE)
+	cd js && npx tsc -p . && npx tsc -p tsconfig.test.json
+	cd js && OTEL_REPLAY_PYTHON=$(CURDIR)/$(BIN)/python npx vitest run
+	cd examples/typescript && CI=1 OTEL_REPLAY_BIN="$(CURDIR)/$(BIN)/python -m otel_replay" \
+		npx vitest run
 
 # the documentation site (docs/, mkdocs.yml) into build/site: strict (a broken link, an
 # anchor that is not there or a page left out of the navigation fails it), nothing fetched;
@@ -82,4 +105,5 @@ soak: $(STAMP)
 	SOAK_SECONDS=1200 $(BIN)/python -m pytest -q tests/test_soak.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache \
+		js/node_modules js/dist examples/typescript/node_modules

@@ -278,3 +278,16 @@ SECRET_VALUES: dict[str, str] = {f"{s.kind}-{n}": s.secret for n, s in enumerate
 FAKE_OPENAI_KEY = fake("openai-key", 7).secret
 FAKE_ANTHROPIC_KEY = fake("anthropic-key", 7).secret
 """Keys for tests that pass one to an SDK and then check no trace or cassette holds it."""
+
+FILE_TOKEN_VARIABLE = "API_TOKEN_FILE_CONTENT"
+FILE_TOKEN = "tfc-" + _pick(random.Random("file-token"), ALNUM, 36)
+"""A variable whose name holds ``TOKEN`` as a word, not at its end, and its value, which
+has no known shape: only the variable's name marks it."""
+LOWER_AWS_SECRET = _pick(random.Random("lower-aws"), ALNUM + "/+", 40)
+"""An AWS secret key an agent keeps under a lower-case ``aws_secret_access_key``: in
+tool-call arguments (JSON carried in a string) and as a span attribute."""
+NAMED_SECRET_VALUES: dict[str, str] = {
+    FILE_TOKEN_VARIABLE: FILE_TOKEN,
+    "aws_secret_access_key": LOWER_AWS_SECRET,
+}
+"""Secrets that only the name they sit under marks, by that name."""

@@ -228,3 +228,25 @@ def test_start_times_beyond_int64_are_written_in_order(tmp_path: Path) -> None:
             writer.add(ex)
         writer.commit({})
     assert [ex.start_ns for ex in load(out).interactions] == [5, 2**63, 2**64 - 1]
+
+
+def test_cli_build_of_a_trace_without_model_calls_explains_and_writes_nothing(
+    tmp_path: Path,
+) -> None:
+    """An agent's own telemetry (Codex's spans, say) holds nothing to replay: ``build``
+    says what ``doctor`` says and fails, rather than write an empty cassette."""
+    spans = [make_span({"conversation.id": "c1"}, name=n) for n in ("codex.turn", "tool")]
+    path = write_lines(tmp_path / "traces.jsonl", traces(*spans))
+    out = tmp_path / "cassette.json"
+    done = subprocess.run(
+        [*CLI, "build", str(path), "-o", str(out)], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 1, done.stderr
+    doctor = subprocess.run([*CLI, "doctor", str(path)], capture_output=True, text=True)
+    said = [f"otel-replay build: {line}" for line in doctor.stdout.splitlines()]
+    assert done.stderr.splitlines() == [
+        *said,
+        "otel-replay build: nothing to replay; no cassette written",
+    ]
+    assert said[0].endswith("no model calls found among 2 spans: (unnamed instrumentation) (2)")
+    assert not out.exists()

@@ -66,10 +66,14 @@ def cassette(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def replay(cassette: Path, direct: str) -> subprocess.CompletedProcess[str]:
+def replay(
+    cassette: Path, direct: str, agent: str = AGENT, *, provider: str = "GOOGLE_"
+) -> subprocess.CompletedProcess[str]:
+    """A strict replay of ``agent`` (its second client at ``direct``, or none for
+    ``-``), in an environment holding none of the caller's OTel or ``provider`` variables."""
     script = cassette.parent / "agent.py"
-    script.write_text(AGENT)
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "GOOGLE_"))}
+    script.write_text(agent)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", provider))}
     env.update(NO_PROXY="127.0.0.1,localhost", CI="true")
     env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
     command = [sys.executable, "-m", "otel_replay.frontends.cli", "replay", "--mode", "strict"]
@@ -147,3 +151,88 @@ def test_a_vertex_ai_span_is_the_call_of_its_models_publisher():
     watch.reached("anthropic", int(3.5 * s))
     g = (b"G" * 8).hex()
     assert watch.bypassed() == [f"gcp.gemini call 'chat {g[:4]}' (span {g})"]
+
+
+# --- every instrumentation the readers know is watched ------------------------------------
+
+OPENINFERENCE_AGENT = textwrap.dedent(
+    """
+    import sys
+
+    import openai
+    from openinference.instrumentation.openai import OpenAIInstrumentor
+    from opentelemetry import trace
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter()))
+    trace.set_tracer_provider(provider)
+    OpenAIInstrumentor().instrument(tracer_provider=provider)
+
+    direct = sys.argv[2]
+    ask = [{"role": "user", "content": "hi"}]
+    # through the gateway: the client finds it by OPENAI_BASE_URL
+    with openai.OpenAI(api_key="sk-test") as through:
+        reply = through.chat.completions.create(model="MODEL", messages=ask)
+        print(reply.choices[0].message.content)
+    if direct != "-":
+        # a second client with the provider's address written in
+        with openai.OpenAI(api_key="sk-test", base_url=direct) as client:
+            reply = client.chat.completions.create(model="MODEL", messages=ask)
+            print(reply.choices[0].message.content)
+    provider.shutdown()
+    """
+).replace("MODEL", "gpt-4o-mini")
+
+
+@pytest.fixture(scope="module")
+def openai_cassette(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A recording of the one call the OpenInference agent makes through the gateway."""
+    import openai
+
+    path = tmp_path_factory.mktemp("bypass-oi") / "c.json"
+    with run_stub() as stub:
+        config = GatewayConfig(mode="record", cassette=path, grpc_port=None, environ={})
+        config.upstream_openai = stub.openai_url
+        with GatewayThread(config) as gw:
+            with openai.OpenAI(api_key="sk-test", base_url=gw.env["OPENAI_BASE_URL"]) as client:
+                ask = [{"role": "user", "content": "hi"}]
+                client.chat.completions.create(model="gpt-4o-mini", messages=ask)
+            assert gw.stop().live == 1
+    return path
+
+
+def replay_openinference(cassette: Path, direct: str) -> subprocess.CompletedProcess[str]:
+    return replay(cassette, direct, OPENINFERENCE_AGENT, provider="OPENAI_")
+
+
+def test_an_openinference_call_that_bypassed_the_gateway_is_named(openai_cassette):
+    """OpenInference names its provider in ``llm.provider``, not ``gen_ai.*``: the watch
+    asks the readers, so the call is seen all the same."""
+    with run_stub() as stub:
+        done = replay_openinference(openai_cassette, stub.openai_url)
+        reached = [r.path for r in stub.received]
+    assert reached == ["/v1/chat/completions"]  # the bypass, live
+    assert done.returncode == 1, done.stderr
+    assert "1 replayed · 0 live · 0 misses" in done.stderr
+    assert "· 1 model call bypassed the gateway" in done.stderr
+    assert "bypassed the gateway: openai call 'ChatCompletion'" in done.stderr
+
+
+def test_the_openinference_agent_through_the_gateway_passes(openai_cassette):
+    done = replay_openinference(openai_cassette, "-")
+    assert done.returncode == 0, done.stderr
+    assert "1 replayed · 0 live · 0 misses" in done.stderr
+    assert "bypassed" not in done.stderr
+
+
+def test_an_openinference_span_without_content_is_a_model_call():
+    s = 1_000_000_000
+    llm = {"openinference.span.kind": "LLM", "llm.provider": "anthropic"}
+    chain = {"openinference.span.kind": "CHAIN", "llm.provider": "anthropic"}
+    watch = BypassWatch()
+    watch.observe(_batch((b"L" * 8, b"", llm, s, 2 * s), (b"K" * 8, b"", chain, s, 2 * s)))
+    span = (b"L" * 8).hex()
+    assert watch.bypassed() == [f"anthropic call 'chat {span[:4]}' (span {span})"]

@@ -4,7 +4,7 @@ components not compared; a reader's own skip reasons fit in as data."""
 from __future__ import annotations
 
 from otel_replay.core.exchange import CanonicalRequest, Exchange, Response
-from otel_replay.readers.census import Census, Problem, Source
+from otel_replay.readers.census import NO_CALLS_FIX, Census, Problem, Source
 from otel_replay.readers.registry import Fidelity
 
 
@@ -38,4 +38,12 @@ def test_counts_reasons_and_what_was_not_compared():
 
 
 def test_no_model_calls_says_so():
-    assert Census().lines() == ["no model calls found"]
+    assert Census().lines() == ["no model calls found", f"  {NO_CALLS_FIX}"]
+
+
+def test_no_model_calls_names_the_spans_seen():
+    census = Census()
+    census.other(Source("codex_otel", "0.46.0"))
+    census.other(Source("codex_otel", "0.46.0"))
+    lines = census.lines()
+    assert lines[0] == "no model calls found among 2 spans: codex_otel 0.46.0 (2)"

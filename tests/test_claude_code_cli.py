@@ -7,8 +7,10 @@ prompt line or tool schema still misses, naming the component that changed."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import subprocess
 from dataclasses import dataclass
 from datetime import date, timedelta
 from pathlib import Path
@@ -73,14 +75,19 @@ def test_both_turns_replay_in_another_directory_with_another_home(recorded, tmp_
     assert recorded.tool_out.strip() == "stub reply to: " + NOTE.strip()
 
 
-def test_both_turns_replay_in_a_git_repository_with_commits_and_untracked_files(recorded, tmp_path):
-    folder = _project(tmp_path / "repo")
-    git_repository(folder)
+def _both_turns_hit(recorded: Recorded, folder: Path, tmp_path: Path) -> None:
+    """Both recorded turns replay in ``folder`` (HOME another), giving the same output."""
     home = tmp_path / "home"
     plain = replay(_copy(recorded.plain, tmp_path), folder, home, "-p", PLAIN)
     _hits(plain, 1, recorded.plain_out)
     tool = replay(_copy(recorded.tool, tmp_path), folder, home, "-p", TOOL, *TOOL_ARGS)
     _hits(tool, 2, recorded.tool_out)
+
+
+def test_both_turns_replay_in_a_git_repository_with_commits_and_untracked_files(recorded, tmp_path):
+    folder = _project(tmp_path / "repo")
+    git_repository(folder)
+    _both_turns_hit(recorded, folder, tmp_path)
 
 
 def test_a_recording_made_a_day_earlier_replays(recorded, tmp_path):
@@ -166,3 +173,39 @@ def test_the_sections_moved_by_bare_and_exclude_dynamic_replay_elsewhere(tmp_pat
         made = record(cassette, stub.url, first, tmp_path / "a", flag, "-p", PLAIN)
     done = replay(cassette, second, tmp_path / "b", flag, "-p", PLAIN)
     _hits(done, 1, made.stdout)
+
+
+@pytest.fixture(scope="module")
+def recorded_in_git(tmp_path_factory: pytest.TempPathFactory) -> Recorded:
+    """The same turns recorded in a git repository (its status in the first message, "Is
+    a git repository: true" in the environment section)."""
+    root = tmp_path_factory.mktemp("claude-git")
+    folder, home = _project(root / "carol" / "repo"), root / "carol"
+    git_repository(folder)
+    with run_stub() as stub:
+        plain = record(root / "plain.json", stub.url, folder, home, "-p", PLAIN)
+        tool = record(root / "tool.json", stub.url, folder, home, "-p", TOOL, *TOOL_ARGS)
+    return Recorded(folder, root / "plain.json", root / "tool.json", plain.stdout, tool.stdout)
+
+
+def test_a_recording_made_in_a_git_repository_replays_outside_one(recorded_in_git, tmp_path):
+    """The reverse of a scratch-directory recording replayed in a CI checkout: the git
+    status block is on the recording's side only, the environment section says false."""
+    assert "# gitStatus" in recorded_in_git.plain.read_text(encoding="utf-8")
+    assert "Is a git repository: true" in recorded_in_git.plain.read_text(encoding="utf-8")
+    _both_turns_hit(recorded_in_git, _project(tmp_path / "scratch"), tmp_path)
+
+
+def test_a_recording_made_outside_git_replays_in_a_checkout_on_another_branch(recorded, tmp_path):
+    folder = _project(tmp_path / "ci" / "checkout")
+    git_repository(folder)
+    git = {"GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+    subprocess.run(
+        ["git", "checkout", "-q", "-b", "ci-run"],
+        cwd=folder,
+        env={**os.environ, **git},
+        check=True,
+        timeout=30,
+    )
+    tool = replay(_copy(recorded.tool, tmp_path), folder, tmp_path / "h", "-p", TOOL, *TOOL_ARGS)
+    _hits(tool, 2, recorded.tool_out)

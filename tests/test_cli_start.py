@@ -5,6 +5,7 @@ waits in the port's backlog and is served, over HTTP and over the gRPC port alik
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 
@@ -300,3 +301,39 @@ def test_the_cassette_is_indexed_on_the_gateways_thread(tmp_path, monkeypatch):
     with runner.GatewayThread(config) as gateway:
         assert gateway.server is not None
     assert built == ["otel-replay-gateway"]
+
+
+def test_serve_answers_what_is_sent_as_soon_as_its_environment_is_printed(tmp_path):
+    # `serve` too prints its env line before the gateway is built: what is sent at once
+    # waits in the port's backlog and is served, and the end of stdin ends the run
+    serve = subprocess.Popen(
+        [sys.executable, "-m", "otel_replay", "serve", "--cassette", str(tmp_path / "c.json")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "OTEL_REPLAY_MODE": "record"},
+    )
+    try:
+        assert serve.stdout is not None and serve.stdin is not None
+        env = json.loads(serve.stdout.readline())["env"]
+        agent = subprocess.run(
+            [sys.executable, "-c", EXPORT_AT_ONCE],
+            env={**os.environ, **env},
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=True,
+        )
+        assert agent.stdout.strip() == "200"
+        serve.stdin.close()
+        summary = json.loads(serve.stdout.readline())["summary"]
+        assert serve.wait(60) == 0
+    finally:
+        if serve.poll() is None:
+            serve.kill()
+            serve.wait()
+        for stream in (serve.stdout, serve.stderr):
+            if stream is not None:
+                stream.close()
+    assert summary["spans_received"] == 1

@@ -215,7 +215,13 @@ def test_hand_written_pages_name_only_pytest_options_that_exist() -> None:
 
 
 def test_hand_written_pages_name_only_variables_the_code_knows() -> None:
-    readers = [*(ROOT / "otel_replay").rglob("*.py"), ROOT / "collector" / "config.yaml"]
+    readers = [
+        *(ROOT / "otel_replay").rglob("*.py"),
+        # the npm package's own (OTEL_REPLAY_BIN, …) and its tests
+        *(ROOT / "js" / "src").rglob("*.ts"),
+        *(ROOT / "js" / "test").rglob("*.ts"),
+        ROOT / "collector" / "config.yaml",
+    ]
     source = "\n".join(path.read_text(encoding="utf-8") for path in readers)
     wrong = []
     for path, text in _hand_written().items():

@@ -159,3 +159,45 @@ def test_emit_test_needs_an_entry_point(productions, tmp_path):
     assert "--emit-test needs --entry MODULE:FUNCTION" in missing.stderr
     assert "--entry 'agent.py': give MODULE:FUNCTION" in malformed.stderr
     assert _files(project / "tests") == []
+
+
+def test_an_incident_in_a_tracing_backend_becomes_a_passing_test(productions, tmp_path):
+    """The three commands of an incident: the production run's trace, as Jaeger v2 serves
+    it, is built with ``--from`` and ``--emit-test``; the emitted test names the backend
+    and the trace, and passes as written."""
+    from aiohttp import web
+    from backend_servers import serving
+
+    project = _project(productions, "openinference", tmp_path)
+    lines = (project / "traces.jsonl").read_text(encoding="utf-8").splitlines()
+    resource_spans = [rs for line in lines if line for rs in json.loads(line)["resourceSpans"]]
+    trace_ids = {
+        span["traceId"]
+        for rs in resource_spans
+        for scope in rs.get("scopeSpans", ())
+        for span in scope.get("spans", ())
+    }
+    (trace_id,) = trace_ids
+    (project / "traces.jsonl").unlink()  # the backend is now the only place it is
+    app = web.Application()
+
+    async def by_id(request: web.Request) -> web.Response:
+        if request.match_info["trace_id"] != trace_id:
+            return web.Response(status=404, text="trace not found")
+        return web.json_response({"result": {"resourceSpans": resource_spans}})
+
+    app.router.add_get("/api/v3/traces/{trace_id}", by_id)
+    entry = ["--emit-test", "tests/test_incident.py", "--entry", "weather_agent:answer"]
+    with serving(app) as url:
+        command = [*CLI, "build", "--from", f"jaeger+{url}", "--trace-id", trace_id]
+        command += ["-o", "tests/cassettes/incident.json", *entry]
+        built = subprocess.run(
+            command, cwd=project, env=_env(project), capture_output=True, text=True
+        )
+
+    assert built.returncode == 0, built.stderr
+    text = (project / "tests" / "test_incident.py").read_text(encoding="utf-8")
+    assert f"# From trace {trace_id} in jaeger at {url}" in text
+    green = _pytest(project)
+    assert green.returncode == 0, green.stdout + green.stderr
+    assert "1 passed" in green.stdout

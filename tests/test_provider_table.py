@@ -31,6 +31,8 @@ ROUTES = [
     ("/v1/messages/count_tokens", {"authorization": "Bearer k"}, ("anthropic", "anthropic")),
     ("/v1/models", {"anthropic-version": "2023-06-01"}, ("anthropic", "anthropic")),
     ("/v1/models", {"X-Api-Key": "k"}, ("anthropic", "anthropic")),
+    ("/messages", {"x-api-key": "k"}, ("anthropic", "anthropic")),
+    ("/messages/count_tokens", {}, ("anthropic", "anthropic")),
     ("/openai/deployments/d/chat/completions", {}, ("openai", "azure")),
     ("/openai/v1/responses", {"x-api-key": "k"}, ("openai", "azure")),
     ("/openai/models", {"api-key": "k"}, ("openai", "azure")),
@@ -65,6 +67,16 @@ def test_azure_is_a_mount_onto_the_openai_surface():
     plain = ROUTER.route("/v1/chat/completions", {})
     assert plain is not None
     assert plain.provider_path("/v1/chat/completions", query) == "/v1/chat/completions"
+
+
+def test_the_messages_api_without_its_version_is_read_and_forwarded_under_v1():
+    # the AI SDK's Anthropic provider posts to ${ANTHROPIC_BASE_URL}/messages
+    route = ROUTER.route("/messages", {"anthropic-version": "2023-06-01"})
+    assert route is not None and route.spec is providers.spec("anthropic")
+    assert route.forward_path("/messages") == "/v1/messages"
+    assert route.provider_path("/messages/count_tokens", {}) == "/v1/messages/count_tokens"
+    plain = ROUTER.route("/v1/messages", {})
+    assert plain is not None and plain.forward_path("/v1/messages") == "/v1/messages"
 
 
 def test_recorded_endpoints_behind_a_prefix_still_find_their_surface():

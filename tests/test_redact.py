@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -18,8 +19,9 @@ from secrets_corpus import (
     fake,
 )
 
+from otel_replay.redaction.attributes import names_a_secret, scrub_secret_attributes
 from otel_replay.redaction.headers import is_sensitive_header
-from otel_replay.redaction.names import is_secret_name, parse_dotenv, redact_argv
+from otel_replay.redaction.names import is_secret_field, is_secret_name, parse_dotenv, redact_argv
 from otel_replay.redaction.redact import PATTERNS_ONLY, Redactor
 
 NO_DOTENV = Path("/nonexistent-otel-replay-test-dir")
@@ -284,6 +286,20 @@ def test_dotenv_settings_are_not_treated_as_secrets(tmp_path):
         ("PYTEST_XDIST_WORKER_COUNT", False),
         ("MONKEY", False),
         ("PASSAGE_COUNT", False),
+        ("API_TOKEN_FILE_CONTENT", True),
+        ("aws_secret_access_key", True),
+        ("SLACK_BOT_TOKEN_V2", True),
+        ("clientSecret", True),
+        ("APIKey", True),
+        ("MAX_TOKENS", False),
+        ("max_tokens", False),
+        ("KEYBOARD", False),
+        ("TOKEN_COUNT", False),
+        ("token_count", False),
+        ("llm.token_count.prompt", False),
+        ("gen_ai.usage.input_tokens", False),
+        ("tokenizerPath", False),
+        ("SSH_KEY_PATH", False),
     ],
 )
 def test_secret_variable_names(name, secret):
@@ -469,3 +485,95 @@ def test_json_skips_only_what_the_walk_leaves_alone(body, secrets):
     redactor = Redactor.from_environment(env, cwd=NO_DOTENV)
     skipped, walked = redactor.json(copy.deepcopy(body)), redactor._walk(copy.deepcopy(body))
     assert json.dumps(skipped) == json.dumps(walked)  # as text: NaN is not equal to itself
+
+
+@pytest.mark.parametrize(
+    ("name", "secret"),
+    [
+        ("aws_secret_access_key", True),
+        ("API_TOKEN_FILE_CONTENT", True),
+        ("db.password", True),
+        ("deploy.apiKey", True),
+        ("key", False),  # a key/value pair's key
+        ("token", False),  # a log-probability's token
+        ("max_tokens", False),
+        ("token_count", False),
+        ("passwordHint", False),
+        ("keyboard", False),
+    ],
+)
+def test_secret_field_names(name, secret):
+    assert is_secret_field(name) is secret
+
+
+AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYzzzzzzzzzz"
+
+
+def test_a_secret_in_json_held_in_a_string_held_in_json_is_redacted_as_text():
+    """Tool-call arguments (JSON in a string) inside a span attribute (JSON in a string)
+    inside a trace line: the key's quotes are escaped once per level."""
+    arguments = json.dumps({"config": {"aws_secret_access_key": AWS_SECRET}, "n": 1})
+    messages = json.dumps([{"role": "assistant", "parts": [{"arguments": arguments}]}])
+    line = json.dumps({"key": "gen_ai.input.messages", "value": {"stringValue": messages}})
+    out = PATTERNS_ONLY.text(line)
+    assert AWS_SECRET not in out and "[REDACTED:aws-secret-key]" in out
+    inner = json.loads(
+        json.loads(json.loads(out)["value"]["stringValue"])[0]["parts"][0]["arguments"]
+    )
+    assert inner == {"config": {"aws_secret_access_key": "[REDACTED:aws-secret-key]"}, "n": 1}
+
+
+def test_a_value_under_a_name_with_a_secret_word_is_redacted_in_json():
+    body = {"args": {"API_TOKEN_FILE_CONTENT": "tfc-abcdefgh1234", "token_count": "12345678"}}
+    assert PATTERNS_ONLY.json(body) == {
+        "args": {"API_TOKEN_FILE_CONTENT": "[REDACTED:secret-field]", "token_count": "12345678"}
+    }
+
+
+def _attribute(name: str, value: dict[str, Any]) -> dict[str, Any]:
+    return {"key": name, "value": value}
+
+
+def test_attributes_named_like_a_secret_are_scrubbed_at_any_depth():
+    """Span, event, log and resource attributes, and key/value lists inside them."""
+    nested = {
+        "kvlistValue": {
+            "values": [
+                _attribute("region", {"stringValue": "eu-west-1"}),
+                _attribute("aws_secret_access_key", {"stringValue": AWS_SECRET}),
+            ]
+        }
+    }
+    doc = {
+        "resourceLogs": [
+            {
+                "resource": {
+                    "attributes": [
+                        _attribute("API_TOKEN_FILE_CONTENT", {"stringValue": "tfc-abcdefgh1234"})
+                    ]
+                },
+                "scopeLogs": [
+                    {
+                        "logRecords": [
+                            {
+                                "body": nested,
+                                "attributes": [
+                                    _attribute("deploy", nested),
+                                    _attribute("llm.token_count.prompt", {"intValue": "12"}),
+                                    _attribute("token_type", {"stringValue": "bearer-token"}),
+                                ],
+                            }
+                        ]
+                    }
+                ],
+            }
+        ]
+    }
+    text = json.dumps(doc, separators=(",", ":"))
+    assert names_a_secret(text)
+    scrubbed = json.dumps(scrub_secret_attributes(doc))
+    assert AWS_SECRET not in scrubbed and "tfc-abcdefgh1234" not in scrubbed
+    assert "[REDACTED:attribute:aws_secret_access_key]" in scrubbed
+    assert "[REDACTED:attribute:API_TOKEN_FILE_CONTENT]" in scrubbed
+    assert "eu-west-1" in scrubbed and "bearer-token" in scrubbed and '"12"' in scrubbed
+    assert not names_a_secret('{"key":"llm.token_count.prompt","value":{"intValue":"3"}}')

@@ -15,7 +15,11 @@ import pytest
 from conftest import files_text
 from secrets_corpus import (
     FAKE_OPENAI_KEY,
+    FILE_TOKEN,
+    FILE_TOKEN_VARIABLE,
     KINDS,
+    LOWER_AWS_SECRET,
+    NAMED_SECRET_VALUES,
     SECRET_VALUES,
     SECRETS,
     fake,
@@ -28,7 +32,7 @@ CLI = [sys.executable, "-m", "otel_replay"]
 SERVICE_TOKEN = "svc-token-9f8e7d6c5b4a39281706f5e4d3c2b1a0"  # a *_TOKEN variable's value
 
 AGENT = r"""
-import json, sys
+import json, os, sys
 import openai
 from opentelemetry import trace
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -48,10 +52,16 @@ client = openai.OpenAI(
     default_headers={"x-internal-token": values[0], "x-secret-key": values[1]},
     default_query={"api_key": values[2], "token": values[3]},
 )
+aws = open(sys.argv[4]).read()
+# the model calls the tool with the AWS secret in its arguments (JSON in a string)
+call = "stub:call lookup " + json.dumps({"query": "s3", "aws_secret_access_key": aws})
+prompt = "\n".join([corpus, os.environ["API_TOKEN_FILE_CONTENT"], call])
 messages = [{"role": "system", "content": "helper " + sys.argv[2]},
-            {"role": "user", "content": corpus}]
+            {"role": "user", "content": prompt}]
 with tracer.start_as_current_span("agent run") as span:
     span.set_attribute("agent.prompt", corpus)
+    span.set_attribute("aws_secret_access_key", aws)
+    span.set_attribute("deploy.API_TOKEN_FILE_CONTENT", os.environ["API_TOKEN_FILE_CONTENT"])
     for _ in range(3):
         calls, text = {}, []
         kwargs = {"model": "gpt-4o-mini", "messages": messages, "tools": tools}
@@ -101,9 +111,14 @@ def test_no_secret_reaches_any_file(tmp_path_factory: pytest.TempPathFactory, st
     (inputs / "agent.py").write_text(AGENT)
     (inputs / "secrets.json").write_text(json.dumps(SECRETS))
     agent = [sys.executable, str(inputs / "agent.py"), str(inputs / "secrets.json")]
-    v1, v2 = ["v1", stream], ["v2", stream]
+    (inputs / "aws.txt").write_text(LOWER_AWS_SECRET)
+    v1, v2 = ["v1", stream, str(inputs / "aws.txt")], ["v2", stream, str(inputs / "aws.txt")]
     cassette = out / "c.json"
-    env = {"OPENAI_API_KEY": FAKE_OPENAI_KEY, "BILLING_SERVICE_TOKEN": SERVICE_TOKEN}
+    env = {
+        "OPENAI_API_KEY": FAKE_OPENAI_KEY,
+        "BILLING_SERVICE_TOKEN": SERVICE_TOKEN,
+        FILE_TOKEN_VARIABLE: FILE_TOKEN,
+    }
     with run_stub() as stub:
         code = _cli(
             [
@@ -130,7 +145,7 @@ def test_no_secret_reaches_any_file(tmp_path_factory: pytest.TempPathFactory, st
             [r.headers for r in stub.received]
         )
     # the stub really was sent every secret (so the checks below are not vacuous)
-    for value in SECRET_VALUES.values():
+    for value in [*SECRET_VALUES.values(), *NAMED_SECRET_VALUES.values()]:
         assert json.dumps(value)[1:-1] in seen
     assert FAKE_OPENAI_KEY in seen
     code = _cli(
@@ -180,6 +195,7 @@ def test_no_secret_reaches_any_file(tmp_path_factory: pytest.TempPathFactory, st
     written = files_text(out)
     assert "replay miss: system prompt changed" in written  # the logs were captured
     leaked = [name for name, value in SECRET_VALUES.items() if value in written]
+    leaked += [name for name, value in NAMED_SECRET_VALUES.items() if value in written]
     leaked += [
         n for n, v in (("openai key", FAKE_OPENAI_KEY), ("token", SERVICE_TOKEN)) if v in written
     ]

@@ -88,20 +88,20 @@ def run_openai_agent(
     ]
     result = AgentResult()
     try:
-        first = _openai_turn(client, messages, stream)
+        first = openai_turn(client, messages, stream)
         calls = first["tool_calls"]
         messages.append({"role": "assistant", "content": None, "tool_calls": calls})
         for call in calls:
             args = json.loads(call["function"]["arguments"])
             result.tool_calls.append((call["id"], call["function"]["name"], args))
             messages.append({"role": "tool", "tool_call_id": call["id"], "content": TOOL_RESULT})
-        result.final_text = _openai_turn(client, messages, stream)["content"]
+        result.final_text = openai_turn(client, messages, stream)["content"]
     finally:
         client.close()
     return result
 
 
-def _openai_turn(client: openai.OpenAI, messages: list[Any], stream: bool) -> dict[str, Any]:
+def openai_turn(client: openai.OpenAI, messages: list[Any], stream: bool) -> dict[str, Any]:
     kwargs: dict[str, Any] = {
         "model": OPENAI_MODEL,
         "messages": messages,

@@ -109,6 +109,8 @@ def interaction_dict(ex: Exchange) -> dict[str, JSON]:
         if value is not None:
             out[key] = value
     out["source"] = ex.source
+    if ex.context:
+        out["context"] = ex.context
     out["start_ns"] = ex.start_ns
     out["end_ns"] = ex.end_ns
     if ex.provenance is not None:
@@ -220,7 +222,7 @@ class _Encoder:
 _TOP_KEYS = frozenset({"version", "source", "interactions"})
 _INTERACTION_KEYS = frozenset(
     "provider operation method request raw_request stream response trace_id span_id"
-    " parent_span_id source start_ns end_ns provenance".split()
+    " parent_span_id source context start_ns end_ns provenance".split()
 )
 _REQUEST_KEYS = frozenset({*COMPONENTS, "known", "views"})
 _RESPONSE_KEYS = frozenset({"status", "headers", "body", "text", "events", "fault"})
@@ -303,6 +305,7 @@ def decode_interaction(value: object, where: str) -> Exchange:
         parent_span_id=obj.opt("parent_span_id", None, "str"),
         source=obj.opt("source", "otel-replay", "str"),
         provenance=obj.opt("provenance", None, "dict"),
+        context=obj.opt("context", {}, "dict"),
     )
 
 

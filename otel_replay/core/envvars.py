@@ -42,6 +42,15 @@ AWS_DEFAULT_REGION = "AWS_DEFAULT_REGION"
 # gateway that signs the calls itself.
 ANTHROPIC_BEDROCK_BASE_URL = "ANTHROPIC_BEDROCK_BASE_URL"
 CLAUDE_CODE_SKIP_BEDROCK_AUTH = "CLAUDE_CODE_SKIP_BEDROCK_AUTH"
+# Older names frameworks still read for the same base URLs (found in their sources):
+# langchain-openai and litellm read ``OPENAI_API_BASE`` (litellm after ``OPENAI_BASE_URL``,
+# langchain-openai before it); litellm reads ``ANTHROPIC_API_BASE``, ``GEMINI_API_BASE``,
+# ``AZURE_API_BASE`` and ``AWS_BEDROCK_RUNTIME_ENDPOINT``.
+OPENAI_API_BASE = "OPENAI_API_BASE"
+ANTHROPIC_API_BASE = "ANTHROPIC_API_BASE"
+GEMINI_API_BASE = "GEMINI_API_BASE"
+AZURE_API_BASE = "AZURE_API_BASE"
+AWS_BEDROCK_RUNTIME_ENDPOINT = "AWS_BEDROCK_RUNTIME_ENDPOINT"
 # The key given to an agent that has none during replay (the SDKs refuse to start
 # without one); never a credential.
 PLACEHOLDER_KEY = "otel-replay-no-key"
@@ -91,3 +100,46 @@ SECRET_NAME_SUFFIXES = (
 """A variable whose name ends so (after any ``_2``-style number) holds a secret."""
 SECRET_NAME_WORDS = ("SECRET", "PASSWORD")
 """A variable whose name holds one of these anywhere (``SECRET_KEY_BASE``) holds a secret."""
+SECRET_WORDS = frozenset(
+    {"KEY", "APIKEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "CREDENTIALS"}
+)
+"""A name holding one of these as a word anywhere (words split at ``_``, ``-``, ``.`` and
+camelCase: ``API_TOKEN_FILE_CONTENT``, ``clientSecret``) names a secret; ``KEYBOARD``,
+``MAX_TOKENS`` hold none as a word."""
+DESCRIBING_WORDS = frozenset(
+    {
+        "COUNT",
+        "COUNTS",
+        "LIMIT",
+        "LIMITS",
+        "USAGE",
+        "USED",
+        "SIZE",
+        "LENGTH",
+        "LEN",
+        "TYPE",
+        "KIND",
+        "NAME",
+        "NAMES",
+        "ID",
+        "IDS",
+        "INDEX",
+        "PATH",
+        "DIR",
+        "URL",
+        "URI",
+        "ENDPOINT",
+        "HEADER",
+        "FIELD",
+        "PREFIX",
+        "BUDGET",
+        "RATE",
+        "TTL",
+        "EXPIRY",
+        "EXPIRES",
+        "EXPIRATION",
+        "HINT",
+    }
+)
+"""A word after a secret word that makes the name describe the secret rather than hold
+it: ``TOKEN_COUNT``, ``llm.token_count.prompt``, ``token_type``, ``KEY_ID``."""

@@ -123,6 +123,9 @@ class Exchange:
     ``provenance`` says how the answer came to be where a run forked a recording
     (``session.fork``): the call's place in the run, whether it was replayed from the
     cassette forked or went live, and the model that answered.
+    ``context`` holds the settings a trace recorded with the call that are not request
+    parameters of the provider's API (a framework's client settings: a context-window
+    size, a base URL): kept for whoever reads the cassette, never compared.
     """
 
     provider: str
@@ -139,3 +142,4 @@ class Exchange:
     parent_span_id: str | None = None
     source: str = "otel-replay"
     provenance: dict[str, JSON] | None = None
+    context: dict[str, JSON] = field(default_factory=dict)

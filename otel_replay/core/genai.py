@@ -139,6 +139,13 @@ EXCHANGE_OF_OPERATION: Mapping[str, str] = {
     "completion": "completions",
     "embeddings": "embeddings",
     "embedding": "embeddings",
+    # litellm's call types for its awaited forms (``acompletion``, …), which its callback
+    # names the operation by
+    "acompletion": "chat",
+    "atext_completion": "completions",
+    "aembedding": "embeddings",
+    "responses": "responses",
+    "aresponses": "responses",
 }
 """The exchange operation for a ``gen_ai.operation.name`` or ``llm.request.type`` value;
 other values (``invoke_agent``, ``execute_tool``) are not model calls."""

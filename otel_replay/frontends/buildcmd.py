@@ -3,8 +3,9 @@
 
 Both print the same summary: per source (instrumentation and version), the model calls
 seen and how many replay exactly, semantically or not at all, with the reason and the
-setting that fixes it. ``build`` exits 1 when it saw model calls and can replay none
-(and then writes no cassette); ``doctor`` exits 1 when some call cannot be replayed.
+setting that fixes it. ``build`` exits 1 when it found nothing to replay: model calls it
+can replay none of, or no model call at all (an agent's own telemetry), and then writes
+no cassette; ``doctor`` exits 1 when some call cannot be replayed.
 """
 
 from __future__ import annotations
@@ -126,6 +127,7 @@ def build_command(args: argparse.Namespace) -> int:
         output,
         progress=progress,
         on_error=_say("build"),
+        keep_empty=False,
         **_selection(args),
         **options,
     )
@@ -143,7 +145,7 @@ def _per_trace(args: argparse.Namespace, pull: Pull) -> int:
     for trace_id, spans in pull.groups():
         output = args.output / f"{trace_id}.json"
         selection = {**chosen, "trace_ids": {trace_id}}
-        report = build_file(spans, output, on_error=_say("build"), **selection)
+        report = build_file(spans, output, on_error=_say("build"), keep_empty=False, **selection)
         worst = max(worst, _built(output, report))
         count += 1
     if not count:
@@ -164,6 +166,9 @@ def _built(output: Path, report: BuildReport, emit: Emission | None = None) -> i
             " replay none of them (reasons above); no cassette written",
             file=sys.stderr,
         )
+        return 1
+    if not report.written and not bad:
+        print("otel-replay build: nothing to replay; no cassette written", file=sys.stderr)
         return 1
     if not report.written:
         print(

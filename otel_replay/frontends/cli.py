@@ -358,7 +358,7 @@ def _serve(args: argparse.Namespace) -> int:
     if mode == "off":
         print(json.dumps({"env": {}}), flush=True)
         return 0
-    gateway = GatewayThread(_config(args, mode, [])).start()
+    gateway = GatewayThread(_config(args, mode, [])).start(early=True)
     done = threading.Event()
     previous = {s: signal.signal(s, lambda *_: done.set()) for s in (signal.SIGINT, signal.SIGTERM)}
 

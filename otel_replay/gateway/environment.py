@@ -22,7 +22,7 @@ from otel_replay.gateway.limits import Limits
 from otel_replay.matching.profiles import RuleSources
 from otel_replay.matching.session_rules import DEFAULT_SOURCES
 from otel_replay.providers import mcp, vertex
-from otel_replay.providers.named import NAMED_PREFIX, named_prefix
+from otel_replay.providers.named import KNOWN, NAMED_PREFIX, named_prefix
 from otel_replay.providers.spec import PLACEHOLDER_REGION
 
 if TYPE_CHECKING:
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from otel_replay.session.session import Session
 
 __all__ = [
+    "VARIABLE_READERS",
     "GatewayConfig",
     "agent_environment",
     "agent_upstreams",
@@ -40,6 +41,66 @@ __all__ = [
 ]
 
 log = logging.getLogger("otel_replay.gateway")
+
+_BASE_READERS: dict[str, str] = {
+    ev.OPENAI_BASE_URL: "the openai SDK (Python, TypeScript) and what is built on it: "
+    "openai-agents, pydantic-ai, litellm, LangChain, Codex",
+    ev.OPENAI_API_BASE: "langchain-openai (before OPENAI_BASE_URL), litellm (after it), "
+    "older OpenAI clients",
+    ev.ANTHROPIC_BASE_URL: "the anthropic SDK (Python, TypeScript) and what is built on it: "
+    "pydantic-ai, LangChain; Claude Code, litellm",
+    ev.ANTHROPIC_API_BASE: "litellm (before ANTHROPIC_BASE_URL)",
+    ev.AZURE_OPENAI_ENDPOINT: "the openai SDK's AzureOpenAI, pydantic-ai's Azure provider",
+    ev.AZURE_API_BASE: "litellm's azure/ models",
+    ev.GOOGLE_GEMINI_BASE_URL: "google-genai (the Gemini API), Gemini CLI",
+    ev.GEMINI_API_BASE: "litellm's gemini/ models",
+    ev.GOOGLE_VERTEX_BASE_URL: "google-genai with vertexai=True",
+    ev.ANTHROPIC_VERTEX_BASE_URL: "the anthropic SDK's AnthropicVertex, Claude Code on Vertex AI",
+    ev.AWS_ENDPOINT_URL_BEDROCK_RUNTIME: "boto3 / botocore (bedrock-runtime)",
+    ev.ANTHROPIC_BEDROCK_BASE_URL: "the anthropic SDK's AnthropicBedrock, Claude Code on Bedrock",
+    ev.AWS_BEDROCK_RUNTIME_ENDPOINT: "litellm's bedrock/ models",
+}
+_OTHER_READERS: dict[str, str] = {
+    ev.OTLP_ENDPOINT: "OpenTelemetry SDKs' OTLP exporters (every signal)",
+    ev.OTLP_PROTOCOL: "OpenTelemetry SDKs' OTLP exporters (every signal)",
+    ev.OTLP_INSECURE: "OpenTelemetry SDKs' OTLP/gRPC exporters (every signal)",
+    ev.OTLP_TRACES_ENDPOINT: "OpenTelemetry SDKs' OTLP span exporters",
+    ev.OTLP_TRACES_PROTOCOL: "OpenTelemetry SDKs' OTLP span exporters",
+    ev.OTLP_TRACES_INSECURE: "OpenTelemetry SDKs' OTLP/gRPC span exporters",
+    ev.OTLP_LOGS_ENDPOINT: "OpenTelemetry SDKs' OTLP log exporters, Claude Code's and "
+    "Codex's telemetry",
+    ev.OTLP_LOGS_PROTOCOL: "OpenTelemetry SDKs' OTLP log exporters",
+    ev.OTLP_LOGS_INSECURE: "OpenTelemetry SDKs' OTLP/gRPC log exporters",
+    ev.OTLP_METRICS_ENDPOINT: "OpenTelemetry SDKs' OTLP metric exporters",
+    ev.OTLP_METRICS_PROTOCOL: "OpenTelemetry SDKs' OTLP metric exporters",
+    ev.OTLP_METRICS_INSECURE: "OpenTelemetry SDKs' OTLP/gRPC metric exporters",
+    ev.OTEL_REPLAY_URL: "otel-replay's own tools run by the agent (mcp-stdio), and the "
+    "agent's tests, to tell they run under the gateway",
+    ev.OTEL_REPLAY_MODE: "the agent's tests, to tell the mode",
+    ev.OTEL_REPLAY_GRPC_PORT: "the agent's tests, to reach the OTLP/gRPC receiver",
+    ev.OPENAI_API_KEY: "the openai SDK (replay only, a placeholder when the caller has none)",
+    ev.ANTHROPIC_API_KEY: "the anthropic SDK, Claude Code (replay only, a placeholder)",
+    ev.AZURE_OPENAI_API_KEY: "the openai SDK's AzureOpenAI (replay only, a placeholder)",
+    ev.GEMINI_API_KEY: "google-genai, Gemini CLI (replay only, a placeholder)",
+    ev.AWS_ACCESS_KEY_ID: "boto3 / botocore, to sign (replay only, a placeholder)",
+    ev.AWS_SECRET_ACCESS_KEY: "boto3 / botocore, to sign (replay only, a placeholder)",
+    ev.AWS_DEFAULT_REGION: "boto3 / botocore (strict replay, when the caller sets no region)",
+    ev.GOOGLE_APPLICATION_CREDENTIALS: "google-auth for Vertex AI clients (replay only: "
+    "placeholder credentials whose tokens the gateway mints)",
+    ev.ANTHROPIC_VERTEX_PROJECT_ID: "AnthropicVertex, Claude Code on Vertex AI (when unset)",
+    ev.CLOUD_ML_REGION: "AnthropicVertex, Claude Code on Vertex AI (when unset)",
+    ev.CLAUDE_CODE_SKIP_VERTEX_AUTH: "Claude Code on Vertex AI",
+    ev.CLAUDE_CODE_SKIP_BEDROCK_AUTH: "Claude Code on Bedrock (strict replay)",
+}
+_NAMED_READERS: dict[str, str] = {
+    variable: f"OpenAI-compatible clients of {name} (when --upstream names it)"
+    for name in KNOWN
+    for variable in (f"{name.upper()}_BASE_URL", f"{name.upper()}_API_KEY")
+}
+VARIABLE_READERS: dict[str, str] = {**_BASE_READERS, **_OTHER_READERS, **_NAMED_READERS}
+"""Every variable the agent's environment may hold (``agent_environment``), with the
+clients that read it: a named OpenAI-compatible host's under its name (``GROQ_BASE_URL``;
+another name's likewise). The environment reference of the docs is made from it."""
 
 
 @dataclass(slots=True)

@@ -14,7 +14,7 @@ from typing import Any
 
 import re2
 
-from otel_replay.matching.rules import VolatileRule
+from otel_replay.matching.rules import DROP, VolatileRule
 
 __all__ = ["LinearRules", "PatternError", "check_linear", "compile_linear", "full_text"]
 
@@ -59,7 +59,8 @@ class LinearRules:
         self.numeric = [(r.kind, check_linear(r.pattern)) for r in ordered if r.numbers]
 
     def substitute(self, s: str, placeholder: Callable[[str, str], str]) -> str:
-        """Every match replaced by ``placeholder(kind, value)`` (``<kind>`` when fixed)."""
+        """Every match replaced by ``placeholder(kind, value)`` (``<kind>`` when fixed, and
+        nothing for a ``drop`` rule)."""
         if self.regex.search(s) is None:
             return s
         kinds, fixed = self.kinds, self.fixed
@@ -68,6 +69,8 @@ class LinearRules:
             kind = kinds.get(m.lastgroup or "")
             if kind is None:
                 return str(m.group())
+            if kind == DROP:
+                return ""
             return f"<{kind}>" if kind in fixed else placeholder(kind, m.group())
 
         return str(self.regex.sub(replace, s))

@@ -53,13 +53,21 @@ pattern = '\\.[0-9a-f]{3}; cc_entrypoint='
 kind = "cc_project"
 pattern = '[/\\\\]projects[/\\\\][A-Za-z0-9_-]+[/\\\\]memory[/\\\\]'
 
-# "# Environment": the machine, the shell and whether the directory is a repository
+# "# Environment": the machine, the shell, whether the directory is a repository (or a
+# worktree), its directories: the list of "Label: value" lines under the heading is one
+# placeholder as a whole, whichever lines one run has and the other not ...
+[[volatile]]
+kind = "cc_environment"
+pattern = '# Environment\\n(?:You have been[^\\n]*\\n)?(?: - [A-Z][\\w ]{0,40}:[^\\n]*\\n?)+'
+
+# ... and such a line elsewhere is one on its own
 [[volatile]]
 kind = "cc_environment"
 pattern = '(?m)^ - (?:Is a git repository|Platform|Shell|OS Version): [^\\n]*$'
 
-# The git status Claude Code attaches (branch, status lines, recent commits): a part of
-# the first message of its own, or a block at the end of the system prompt
+# The git status Claude Code attaches (branch, status lines, recent commits) outside a
+# repository it does not: a part of the first message of its own, or a block of the
+# system prompt, is left out ...
 [[ignore]]
 path = "messages[*].parts[*]"
 pattern = '(?s)<system-reminder>\\s*As you answer[^\\n]*:\\s*# gitStatus\\n.*</system-reminder>\\s*'
@@ -68,10 +76,15 @@ pattern = '(?s)<system-reminder>\\s*As you answer[^\\n]*:\\s*# gitStatus\\n.*</s
 path = "system[*]"
 pattern = '(?s)\\s*gitStatus: This is the git status.*'
 
-# ... or a section at the end of the system prompt's last block (earlier versions)
+# ... and so is the same reminder inside a longer text, or the section ending the system
+# prompt's last block (earlier versions): there on one side only, it is not compared
 [[volatile]]
-kind = "cc_git_status"
-pattern = '(?s)gitStatus: This is the git status.*'
+kind = "drop"
+pattern = '(?s)\\s*<system-reminder>\\s*As you answer[^#]*# gitStatus\\n.*?</system-reminder>\\s*'
+
+[[volatile]]
+kind = "drop"
+pattern = '(?s)\\s*gitStatus: This is the git status.*'
 
 # A tool description that names the month
 [[volatile]]

@@ -14,6 +14,10 @@
     kind = "order"
     pattern = "ORD-[0-9]{6}"         # RE2 syntax; numbers = true also replaces integers
 
+    [[volatile]]                     # kind "drop": matches are left out (there or not)
+    kind = "drop"
+    pattern = "(?s)\\s*<footer>.*</footer>"
+
     [[live]]                         # always answered by the provider in auto mode
     model = "gpt-4o-realtime*"
 

@@ -39,6 +39,7 @@ from otel_replay.matching.ignore import has_path, parse_path
 __all__ = [
     "ANY",
     "BUILTIN_RULES",
+    "DROP",
     "EPOCH_WINDOW_SECONDS",
     "KEEP",
     "PROVIDER_ID_PREFIXES",
@@ -58,6 +59,9 @@ __all__ = [
 
 KEEP = "keep"
 """The kind of a volatile rule whose matches stay as they are."""
+DROP = "drop"
+"""The kind of a volatile rule whose matches are left out: text that one run holds and
+another may not (a section present on one side only), compared as if absent on both."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,6 +25,7 @@ import orjson
 from otel_replay.core import diskspace
 from otel_replay.otlp import clean_parts
 from otel_replay.otlp.clean_parts import CleanParts
+from otel_replay.redaction.attributes import names_a_secret, scrub_secret_attributes
 from otel_replay.redaction.headers import HEADER_ATTRIBUTE_PREFIXES, scrub_header_attributes
 
 if TYPE_CHECKING:  # protobuf is imported with the first line written, not at start-up
@@ -343,7 +344,10 @@ class TraceStore:
         if any(marker in text for marker in _HEADER_MARKERS):
             doc = scrub_header_attributes(doc)
             text, intact = codec.otlp_line(doc), False
-        elif parts is not None and parts.clean(text):
+        if names_a_secret(text):
+            doc = scrub_secret_attributes(doc)
+            text, intact = codec.otlp_line(doc), False
+        if intact and parts is not None and parts.clean(text):
             return (text + "\n").encode("utf-8"), True  # what the pass below would return
         if self._redact_text is not None:
             # Every string of ``doc`` appears in the line as JSON text, and placeholders

@@ -262,14 +262,17 @@ def build_file(
     redactor: Redactor | None = None,
     source: dict[str, JSON] | None = None,
     entries: EntrySpans | None = None,
+    keep_empty: bool = True,
 ) -> BuildReport:
     """Write the cassette :func:`build` returns to ``output`` (the same text ``dump``
     writes), holding only a few integers per interaction in memory: each interaction
     spills to a temporary file beside ``output`` as it is read. ``output`` is replaced
-    atomically at the end; when every record was bad it is left as it was. ``source``
-    replaces the build's own provenance (``record`` states its command). ``entries``
-    collects the run's entry as the spans are read (``--emit-test``). Raises
-    ``CassetteError`` when the cassette cannot be written."""
+    atomically at the end; when every record was bad it is left as it was, and so it is
+    when nothing was found to replay unless ``keep_empty`` (a recording run whose agent
+    made no model call writes its empty cassette). ``source`` replaces the build's own
+    provenance (``record`` states its command). ``entries`` collects the run's entry as
+    the spans are read (``--emit-test``). Raises ``CassetteError`` when the cassette
+    cannot be written."""
     folder = Path(output).parent
     job = _Job(
         paths,
@@ -297,7 +300,7 @@ def build_file(
         notes = tuple(
             t.describe(name) for name, t in tallies.items() if t.reasons() and count < seen
         )
-        written = bool(count or not (skipped or job.census.calls))
+        written = bool(count or (keep_empty and not (skipped or job.census.calls)))
         if written:
             if source is None:
                 source = _with_places(job.source(long=True), job)
@@ -356,4 +359,5 @@ def redact_exchange(exchange: Exchange, redactor: Redactor) -> Exchange:
         request=clean_request,
         response=clean_response,
         raw_request=redactor.json(exchange.raw_request),
+        context=redactor.json(exchange.context),
     )

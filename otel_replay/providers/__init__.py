@@ -86,6 +86,7 @@ PROVIDERS: tuple[ProviderSpec, ...] = (
         # both SDKs use /v1: OpenAI's own paths are OpenAI's, and so is what is left
         mounts=(Mount("/v1/", paths=_OPENAI_PATHS),),
         base_env=ev.OPENAI_BASE_URL,
+        also_base_env=(ev.OPENAI_API_BASE,),
         surface="otel_replay.providers.openai:OPENAI",
         agent_path="/v1",
         default_base="https://api.openai.com/v1",
@@ -105,7 +106,9 @@ PROVIDERS: tuple[ProviderSpec, ...] = (
         name="anthropic",
         api="anthropic",
         title="Anthropic",
-        # /v1/messages* is always Anthropic's; its headers decide the paths both APIs have
+        # /v1/messages* is always Anthropic's; its headers decide the paths both APIs have.
+        # The AI SDK's provider posts to ${ANTHROPIC_BASE_URL}/messages (its default base
+        # carries /v1): the Messages API too, forwarded and recorded under /v1
         mounts=(
             Mount(
                 "/v1/",
@@ -113,8 +116,10 @@ PROVIDERS: tuple[ProviderSpec, ...] = (
                 headers=("anthropic-version", "x-api-key"),
                 rest=False,
             ),
+            Mount("/messages", under="/v1"),
         ),
         base_env=ev.ANTHROPIC_BASE_URL,
+        also_base_env=(ev.ANTHROPIC_API_BASE,),
         surface="otel_replay.providers.anthropic:ANTHROPIC",
         default_base="https://api.anthropic.com",
         option_help="real Anthropic base URL",
@@ -135,6 +140,7 @@ PROVIDERS: tuple[ProviderSpec, ...] = (
         # the resource endpoint is per customer: no public default
         mounts=(Mount(AZURE_PREFIX, reads=azure_endpoint),),
         base_env=ev.AZURE_OPENAI_ENDPOINT,
+        also_base_env=(ev.AZURE_API_BASE,),
         base_example="https://RESOURCE.openai.azure.com",
         base_suffixes=("/openai/v1", "/openai"),
         option_help="real Azure OpenAI resource endpoint (default: the caller's "
@@ -162,6 +168,7 @@ PROVIDERS: tuple[ProviderSpec, ...] = (
             Mount("/v1/", pattern=gemini_request.GEMINI_PATH, rest=False),
         ),
         base_env=ev.GOOGLE_GEMINI_BASE_URL,
+        also_base_env=(ev.GEMINI_API_BASE,),
         surface="otel_replay.providers.gemini:GEMINI",
         default_base="https://generativelanguage.googleapis.com",
         option_help="real Gemini API base URL",
@@ -222,7 +229,7 @@ PROVIDERS: tuple[ProviderSpec, ...] = (
         title="AWS Bedrock Runtime",
         mounts=(Mount(bedrock.MODEL_PREFIX),),
         base_env=ev.AWS_ENDPOINT_URL_BEDROCK_RUNTIME,
-        also_base_env=(ev.ANTHROPIC_BEDROCK_BASE_URL,),
+        also_base_env=(ev.ANTHROPIC_BEDROCK_BASE_URL, ev.AWS_BEDROCK_RUNTIME_ENDPOINT),
         agent_defaults=bedrock.claude_code_defaults,
         surface="otel_replay.providers.bedrock:BEDROCK",
         default_base="https://bedrock-runtime.{region}.amazonaws.com",

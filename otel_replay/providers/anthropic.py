@@ -53,6 +53,21 @@ _ENDPOINTS = {
 }
 _OPERATIONS = {path: op for op, path in _ENDPOINTS.items()}
 _CONSUMED = frozenset({"model", "system", "messages", "tools", "stream"})
+PARAMETERS: Mapping[str, frozenset[str]] = {
+    # anthropic.types.message_create_params.MessageCreateParamsBase
+    "messages": frozenset(
+        "cache_control container diagnostics inference_geo max_tokens messages metadata"
+        " model output_config service_tier speed stop_sequences stream system thinking"
+        " tool_choice tools user_profile_id workspace_id".split()
+    ),
+    # anthropic.types.message_count_tokens_params.MessageCountTokensParams
+    "count_tokens": frozenset(
+        "cache_control messages model output_config speed system thinking tool_choice tools"
+        " user_profile_id workspace_id".split()
+    ),
+}
+"""The body fields of each operation's request, from the official ``anthropic`` SDK's
+request types (``tests/test_provider_parameters.py`` holds them to the installed SDK)."""
 _DROP = ("cache_control",)
 _FROM_STOP = {
     "end_turn": FINISH_STOP,
@@ -227,6 +242,9 @@ class AnthropicProvider:
             tools=_tools(body.get("tools")),
             params={k: v for k, v in body.items() if k not in _CONSUMED},
         )
+
+    def parameters(self, operation: str) -> frozenset[str]:
+        return PARAMETERS.get(operation, frozenset())
 
     def wants_stream(
         self, body: JSON, path: str = "", query: Mapping[str, str] | None = None

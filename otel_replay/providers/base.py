@@ -56,6 +56,12 @@ class Provider(Protocol):
         Never raises on odd bodies: unknown shapes land in ``params`` or generic parts."""
         ...
 
+    def parameters(self, operation: str) -> frozenset[str]:
+        """The request body fields the provider's API takes for an operation, as its
+        official SDK's request type declares them; empty for an operation it does not
+        describe. A parameter a trace records counts only when it is one of these."""
+        ...
+
     def wants_stream(
         self, body: JSON, path: str = "", query: Mapping[str, str] | None = None
     ) -> bool:

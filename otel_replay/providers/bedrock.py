@@ -119,6 +119,21 @@ def _chunk(event: SSEEvent) -> SSEEvent:
     return SSEEvent(data=dumps({"bytes": encoded}), event="chunk", t=event.t)
 
 
+PARAMETERS: Mapping[str, frozenset[str]] = {
+    # botocore's bedrock-runtime model: the body members of Converse / ConverseStream
+    "converse": frozenset(
+        "messages system inferenceConfig toolConfig guardrailConfig projectIdentifier"
+        " additionalModelRequestFields promptVariables additionalModelResponseFieldPaths"
+        " requestMetadata performanceConfig serviceTier outputConfig".split()
+    ),
+    # InvokeModel's body is the model's own: an Anthropic model's is the Messages body
+    "invoke": frozenset({"anthropic_version", *ANTHROPIC.parameters("messages")} - {"model"}),
+    "count_tokens": frozenset({"input"}),
+}
+"""The body fields of each operation's request, from botocore's service model
+(``tests/test_provider_parameters.py`` holds them to the installed botocore)."""
+
+
 class BedrockProvider:
     """The Bedrock Runtime wire format."""
 
@@ -152,6 +167,9 @@ class BedrockProvider:
                 endpoint, model, request.system, request.messages, request.tools, params
             )
         return CanonicalRequest(endpoint=endpoint, model=model, params=dict(body))
+
+    def parameters(self, operation: str) -> frozenset[str]:
+        return PARAMETERS.get(operation, frozenset())
 
     def wants_stream(
         self, body: JSON, path: str = "", query: Mapping[str, str] | None = None

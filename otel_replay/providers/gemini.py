@@ -39,6 +39,22 @@ _STATUS = {
 }
 
 
+PARAMETERS: Mapping[str, frozenset[str]] = {
+    # google.genai.models: the request bodies _GenerateContentParameters_to_mldev and
+    # _GenerateContentConfig_to_mldev write (sampling settings sit in generationConfig)
+    "chat": frozenset(
+        "model contents systemInstruction tools toolConfig safetySettings generationConfig"
+        " cachedContent labels serviceTier store".split()
+    ),
+    # _CountTokensParameters_to_mldev
+    "count_tokens": frozenset({"contents", "generateContentRequest"}),
+    # _EmbedContentParameters_to_mldev (one request, or a batch of them)
+    "embeddings": frozenset("model content requests taskType title outputDimensionality".split()),
+}
+"""The body fields of each operation's request, from the official ``google-genai``
+SDK's request converters."""
+
+
 class GeminiProvider:
     """The Gemini API wire format."""
 
@@ -59,6 +75,9 @@ class GeminiProvider:
 
     def canonical(self, path: str, body: JSON) -> CanonicalRequest:
         return req.canonical(path, body)
+
+    def parameters(self, operation: str) -> frozenset[str]:
+        return PARAMETERS.get(operation, frozenset())
 
     def wants_stream(
         self, body: JSON, path: str = "", query: Mapping[str, str] | None = None

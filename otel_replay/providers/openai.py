@@ -40,6 +40,37 @@ _RESPONSES_CLOSING = frozenset(
 )
 _TRANSPORT = frozenset({"stream", "stream_options"})
 
+PARAMETERS: Mapping[str, frozenset[str]] = {
+    # openai.types.chat.completion_create_params.CompletionCreateParamsBase
+    "chat": frozenset(
+        "audio frequency_penalty function_call functions logit_bias logprobs"
+        " max_completion_tokens max_tokens messages metadata modalities model moderation n"
+        " parallel_tool_calls prediction presence_penalty prompt_cache_key"
+        " prompt_cache_options prompt_cache_retention reasoning_effort response_format"
+        " safety_identifier seed service_tier stop store stream stream_options temperature"
+        " tool_choice tools top_logprobs top_p user verbosity web_search_options".split()
+    ),
+    # openai.types.responses.response_create_params.ResponseCreateParamsBase
+    "responses": frozenset(
+        "access_programs background background_options context_management conversation"
+        " image include input instructions max_output_tokens max_tool_calls metadata model"
+        " moderation parallel_tool_calls previous_response_id prompt prompt_cache_key"
+        " prompt_cache_options prompt_cache_retention reasoning safety_identifier"
+        " service_tier store stream stream_options temperature text tool_choice tools"
+        " top_logprobs top_p truncation user".split()
+    ),
+    # openai.types.embedding_create_params.EmbeddingCreateParams
+    "embeddings": frozenset("dimensions encoding_format input model user".split()),
+    # openai.types.completion_create_params.CompletionCreateParamsBase
+    "completions": frozenset(
+        "best_of echo frequency_penalty logit_bias logprobs max_tokens model n"
+        " presence_penalty prompt seed stop stream stream_options suffix temperature top_p"
+        " user".split()
+    ),
+}
+"""The body fields of each operation's request, from the official ``openai`` SDK's
+request types (``tests/test_provider_parameters.py`` holds them to the installed SDK)."""
+
 
 def _params(body: dict[str, Any], consumed: frozenset[str]) -> dict[str, JSON]:
     return {k: v for k, v in body.items() if k not in consumed and k not in _TRANSPORT}
@@ -93,6 +124,9 @@ class OpenAIProvider:
             consumed = frozenset({"model", field})
             return CanonicalRequest(endpoint, model, None, messages, None, _params(body, consumed))
         return CanonicalRequest(endpoint, model, params=_params(body, frozenset({"model"})))
+
+    def parameters(self, operation: str) -> frozenset[str]:
+        return PARAMETERS.get(operation, frozenset())
 
     def wants_stream(
         self, body: JSON, path: str = "", query: Mapping[str, str] | None = None

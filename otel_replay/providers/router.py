@@ -45,9 +45,11 @@ class Route:
         return self.spec.name
 
     def forward_path(self, path: str) -> str:
-        """The path sent upstream: the request's, less the mount's ``strip``."""
+        """The path sent upstream: the request's, less the mount's ``strip``, under its
+        ``under``."""
         strip = self.mount.strip
-        return path[len(strip) :] if strip and path.startswith(strip) else path
+        local = path[len(strip) :] if strip and path.startswith(strip) else path
+        return self.mount.under + local
 
     def provider_path(self, path: str, query: Mapping[str, str]) -> str:
         """The path the API surface reads (an endpoint, as matching compares it)."""

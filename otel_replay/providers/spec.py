@@ -71,8 +71,9 @@ class Mount:
     path (from ``/v1`` on) starting with one of ``paths`` does;
     otherwise one of ``headers`` present does; otherwise a mount with ``rest`` takes what
     is left under its prefix. ``strip`` is removed from the path before the provider reads it and
-    before it is forwarded (a named upstream under ``/u/NAME``); ``reads`` turns the
-    path and query as received into the path the provider reads.
+    before it is forwarded (a named upstream under ``/u/NAME``), and ``under`` is put before
+    it (a client whose base URL carries the API's version: ``/messages`` is ``/v1/messages``);
+    ``reads`` turns the path and query as received into the path the provider reads.
     """
 
     prefix: str
@@ -81,6 +82,7 @@ class Mount:
     headers: tuple[str, ...] = ()
     rest: bool = True
     strip: str = ""
+    under: str = ""
     reads: Callable[[str, Mapping[str, str]], str] | None = None
 
 
@@ -105,7 +107,8 @@ class ProviderSpec:
     surface: str = ""
     also_base_env: tuple[str, ...] = ()
     """Other variables that clients read for the same base URL (Claude Code on Bedrock
-    reads ``ANTHROPIC_BEDROCK_BASE_URL``): each is given the gateway's URL too."""
+    reads ``ANTHROPIC_BEDROCK_BASE_URL``; frameworks read older names, litellm's
+    ``OPENAI_API_BASE``): each is given the gateway's URL too."""
     """Where its API surface lives, ``module:attribute`` (once per ``api``)."""
     agent_path: str = ""
     default_base: str | None = None

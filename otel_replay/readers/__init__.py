@@ -174,6 +174,7 @@ def read_exchanges(
             elif model_call(attrs):
                 counts.skipped(source, diagnose(with_details(attrs, events), events, scope.name))
             else:
+                counts.other(source)
                 if tools is not None:
                     _tool(span, attrs, source, counts, tools)
                 if agent_spans is not None:

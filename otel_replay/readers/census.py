@@ -22,7 +22,16 @@ from dataclasses import dataclass, field
 from otel_replay.core.exchange import COMPONENTS, JSON, Exchange
 from otel_replay.readers.registry import Fidelity
 
-__all__ = ["Census", "Problem", "Source", "Tally"]
+__all__ = ["NO_CALLS_FIX", "Census", "Problem", "Source", "Tally"]
+
+NO_CALLS_FIX = (
+    "a model call is a span of otel-replay's own, of the GenAI semantic conventions"
+    " (gen_ai.provider.name or gen_ai.system, and a model operation), an OpenInference LLM"
+    " or EMBEDDING span, or Claude Code's raw-body log events — record the agent through"
+    " the gateway (otel-replay record -- CMD), or turn on an instrumentation of its model"
+    " client with content capture"
+)
+"""What to do about a trace that holds no model call (an agent's own telemetry only)."""
 
 
 @dataclass(frozen=True, slots=True, order=True)
@@ -94,6 +103,8 @@ class Census:
 
     def __init__(self) -> None:
         self.sources: dict[Source, Tally] = {}
+        self.others: Counter[Source] = Counter()
+        """Spans that are no model call, by source."""
 
     def tally(self, source: Source) -> Tally:
         found = self.sources.get(source)
@@ -129,6 +140,10 @@ class Census:
         tally = self.tally(source)
         tally.calls += 1
         tally.problems[problem] += 1
+
+    def other(self, source: Source) -> None:
+        """A span that is no model call."""
+        self.others[source] += 1
 
     def tallied(
         self, source: Source, calls: int, exact: int, problems: Mapping[Problem, int]
@@ -172,8 +187,16 @@ class Census:
                 for fix, count in sorted(tally.tool_fixes.items()):
                     out.append(f"  {count} × tool content not captured — {fix}")
         if not out:
-            out.append("no model calls found")
+            out.append("no model calls found" + self._others())
+            out.append(f"  {NO_CALLS_FIX}")
         return out
+
+    def _others(self) -> str:
+        if not self.others:
+            return ""
+        spans = sum(self.others.values())
+        names = ", ".join(f"{source} ({n})" for source, n in sorted(self.others.items()))
+        return f" among {spans} span{'s' if spans != 1 else ''}: {names}"
 
     def to_json(self) -> dict[str, JSON]:
         return {

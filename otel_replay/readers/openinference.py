@@ -32,7 +32,7 @@ from otel_replay.readers.rebuild import (
 )
 from otel_replay.readers.view import Event, span_place
 
-__all__ = ["read_body", "read_messages"]
+__all__ = ["call_api", "read_body", "read_messages"]
 
 SOURCE = "openinference"
 """The ``source`` of the exchanges read here."""
@@ -76,13 +76,19 @@ def read_messages(span: Span, attrs: Mapping[str, Any], events: Sequence[Event])
     return _from_messages(provider, operation, span, attrs)
 
 
-def _call(span: Span, attrs: Mapping[str, Any]) -> tuple[str, str, JSON] | None:
-    """The provider, operation and request body of an LLM or EMBEDDING span."""
+def call_api(span: Span, attrs: Mapping[str, Any]) -> str | None:
+    """The API an LLM or EMBEDDING span's model call went to, content or not."""
+    del span
     if attrs.get(genai.OI_SPAN_KIND) not in genai.OI_MODEL_KINDS:
         return None
-    provider = view.provider_name(attrs.get(genai.OI_PROVIDER)) or view.provider_name(
-        attrs.get(genai.OI_SYSTEM)
-    )
+    model = attrs.get(genai.OI_MODEL_NAME)
+    named = view.provider_name(attrs.get(genai.OI_PROVIDER), model)
+    return named or view.provider_name(attrs.get(genai.OI_SYSTEM), model)
+
+
+def _call(span: Span, attrs: Mapping[str, Any]) -> tuple[str, str, JSON] | None:
+    """The provider, operation and request body of an LLM or EMBEDDING span."""
+    provider = call_api(span, attrs)
     if provider is None:
         return None
     body = _json_body(attrs, "input")
@@ -114,15 +120,10 @@ def _request_kwargs(body: JSON) -> bool:
     )
 
 
-def _request_params(invocation: Mapping[str, Any], model: Any) -> dict[str, Any]:
-    """Invocation parameters that are request fields: not the ones read elsewhere
-    (messages, tools, stream), not a framework's private keys (``_type``) or aliases of
-    the model (``model_name``), and not the ones left unset (None is never sent)."""
-    return {
-        k: v
-        for k, v in invocation.items()
-        if k not in _NOT_PARAMS and not k.startswith("_") and v is not None and v != model
-    }
+def _request_params(invocation: Mapping[str, Any]) -> dict[str, Any]:
+    """Invocation parameters but those read elsewhere (messages, tools, stream): the
+    readers' rule (``readers.params``) keeps those the provider's API takes."""
+    return {k: v for k, v in invocation.items() if k not in _NOT_PARAMS}
 
 
 def _request_body(kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -242,7 +243,7 @@ def _from_messages(
             model=model if isinstance(model, str) else None,
             messages=inputs if inputs else None,
             tools=tools or None,
-            params=_request_params(invocation or {}, model),
+            params=_request_params(invocation or {}),
             known=frozenset(known),
         ),
         ViewResponse(

@@ -20,6 +20,7 @@ from otel_replay.core.exchange import JSON, CanonicalRequest, Exchange, Response
 from otel_replay.providers.base import OutputView
 from otel_replay.providers.parts import SYSTEM_ROLES, TOOL_DEFINITION_KEYS, text_part
 from otel_replay.readers.messages import norm_message, norm_part, norm_tool
+from otel_replay.readers.params import by_api
 from otel_replay.readers.view import as_list, span_place
 
 __all__ = [
@@ -44,6 +45,8 @@ class ViewRequest:
     messages: JSON = None
     tools: JSON = None
     params: dict[str, JSON] = field(default_factory=dict)
+    """Every parameter the trace recorded: those the provider's API takes become the
+    request's, the rest its context (``readers.params``)."""
     known: frozenset[str] = frozenset({"endpoint"})
 
 
@@ -159,13 +162,14 @@ def exchange_from_view(
     provider = providers.get(request.provider)
     system, messages = system_and_messages(request.provider, request.system, request.messages)
     tools = [norm_tool(t) for t in as_list(request.tools)] if request.tools is not None else None
+    params, context = by_api(request.provider, request.operation, request.params)
     canonical = CanonicalRequest(
         endpoint=provider.endpoint(request.operation, model=request.model),
         model=request.model,
         system=system,
         messages=messages,
         tools=tools,
-        params=request.params,
+        params=params,
         known=request.known,
     )
     canonical = replace(canonical, views=lossy_forms(canonical))
@@ -187,6 +191,7 @@ def exchange_from_view(
         stream=stream,
         **span_place(span),
         source=source,
+        context=context,
     )
 
 

@@ -8,6 +8,11 @@ from the highest fidelity down (in table order among equals); the first exchange
 When several spans describe the same call, the exchange of the highest fidelity is the one
 kept (see ``readers.window``).
 
+Each row also says which API the model call a span stands for went to, whether or not
+the span recorded its content (``calls``): ``model_call`` asks the rows, so whatever
+``build`` reads as a model call is one everywhere else too (the bypass watch of a run
+sees the calls of every instrumentation ``build`` reads).
+
 A new instrumentation is one module with its projection plus one row in ``READERS``.
 """
 
@@ -22,7 +27,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from otel_replay.core import genai
 from otel_replay.core.exchange import Exchange
-from otel_replay.readers import openinference, semconv
+from otel_replay.readers import ai_sdk, openinference, semconv
 from otel_replay.readers.claude_code import ClaudeCodeReader
 from otel_replay.readers.own import span_to_exchange
 from otel_replay.readers.view import Event, with_details
@@ -30,11 +35,13 @@ from otel_replay.spans.attributes import FORMAT_ATTRIBUTE, OWN_SOURCE
 
 __all__ = [
     "BODY_EVENTS",
+    "CALL_MARKS",
     "READERS",
     "Fidelity",
     "LogReader",
     "Reader",
     "Reading",
+    "model_call",
     "read_call",
 ]
 
@@ -64,6 +71,9 @@ Projection = Callable[[Span, Mapping[str, Any], Sequence[Event]], Exchange | Non
 """A span, its attributes (with those of a linked details event) and its GenAI events
 (span events and linked log records) → the exchange, or None."""
 
+CallApi = Callable[[Span, Mapping[str, Any]], str | None]
+"""A span and its attributes → the API of the model call it stands for, or None."""
+
 
 @dataclass(frozen=True, slots=True)
 class Reader:
@@ -75,9 +85,17 @@ class Reader:
     any of its names is (a name ending in ``.`` is the prefix of a flattened group)."""
     fidelity: Fidelity
     read: Projection
+    calls: CallApi | None = None
+    """The API of the model call a span carrying the first of ``carries`` stands for,
+    content or not; None for a reader whose spans are no agent's model calls (the
+    gateway's own: they are the calls it made), which then no other row places."""
 
     def applies(self, attrs: Mapping[str, Any]) -> bool:
         return all(any(_present(attrs, name) for name in group) for group in self.carries)
+
+    def marks(self, attrs: Mapping[str, Any]) -> bool:
+        """Whether the span carries the first group, which names the instrumentation."""
+        return any(_present(attrs, name) for name in self.carries[0])
 
 
 def _present(attrs: Mapping[str, Any], name: str) -> bool:
@@ -98,21 +116,51 @@ READERS: tuple[Reader, ...] = (
         ((genai.OI_SPAN_KIND,), (genai.oi_value("input"),)),
         Fidelity.BODY,
         openinference.read_body,
+        openinference.call_api,
     ),
     Reader(
         "openinference-messages",
         ((genai.OI_SPAN_KIND,), (genai.OI_OUTPUT_MESSAGES_PREFIX,)),
         Fidelity.MESSAGES,
         openinference.read_messages,
+        openinference.call_api,
+    ),
+    Reader(
+        "ai-sdk",
+        ((ai_sdk.MESSAGES,), (ai_sdk.PROVIDER,)),
+        Fidelity.MESSAGES,
+        ai_sdk.read,
     ),
     Reader(
         "genai-semconv",
         ((genai.PROVIDER_NAME, genai.SYSTEM),),
         Fidelity.MESSAGES,
         semconv.read,
+        semconv.call_api,
     ),
 )
 """Every span reader. Dispatch orders them by fidelity, then by their place here."""
+
+
+CALL_MARKS: tuple[bytes, ...] = tuple(
+    sorted({name.encode() for r in READERS if r.calls is not None for name in r.carries[0]})
+)
+"""Attribute names one of which a model-call span carries: a serialised batch holding
+none of them holds no model call (checked before its attributes are read)."""
+
+
+def model_call(span: Span, attrs: Mapping[str, Any]) -> str | None:
+    """The API of the model call a span stands for, by the first row (in table order)
+    whose instrumentation the span carries that places it; None when it stands for
+    none, or is the gateway's own."""
+    for reader in READERS:
+        if reader.marks(attrs):
+            if reader.calls is None:
+                return None
+            api = reader.calls(span, attrs)
+            if api is not None:
+                return api
+    return None
 
 
 def _by_fidelity(readers: Sequence[Reader]) -> list[Reader]:

@@ -33,7 +33,9 @@ from otel_replay.readers.operation import operation_of
 from otel_replay.readers.rebuild import ViewRequest, ViewResponse, exchange_from_view
 from otel_replay.readers.view import Event
 
-__all__ = ["read", "read_span"]
+__all__ = ["call_api", "read", "read_span"]
+
+_STREAMING = (genai.IS_STREAMING, genai.LLM_IS_STREAMING)
 
 
 def read_span(
@@ -46,6 +48,16 @@ def read_span(
     with recorded content. ``events`` are the span's events plus log records linked to it."""
     del resource
     return read(span, view.span_attributes(span) if attrs is None else attrs, events)
+
+
+def call_api(span: Span, attrs: Mapping[str, Any]) -> str | None:
+    """The API the model call a span declares went to (its provider, and an operation
+    that is a model call), content or not."""
+    named = attrs.get(genai.PROVIDER_NAME) or attrs.get(genai.SYSTEM)
+    provider = view.provider_name(named, attrs.get(genai.REQUEST_MODEL))
+    if provider is None or operation_of(provider, attrs, span.name) is None:
+        return None
+    return provider
 
 
 def read(span: Span, attrs: Mapping[str, Any], events: Sequence[Event]) -> Exchange | None:
@@ -106,7 +118,7 @@ def read(span: Span, attrs: Mapping[str, Any], events: Sequence[Event]) -> Excha
             finish_reasons=[str(f) for f in finish] if isinstance(finish, list | tuple) else [],
         ),
         span,
-        stream=bool(merged.get(genai.IS_STREAMING) or merged.get(genai.LLM_IS_STREAMING)),
+        stream=any(view.as_flag(merged.get(k)) for k in _STREAMING),
         source="openllmetry" if flattened else "genai-semconv",
         failed=failed,
     )

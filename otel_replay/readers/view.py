@@ -44,6 +44,13 @@ def as_str(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def as_flag(value: Any) -> bool:
+    """A boolean attribute, as a bool or as its text (litellm writes ``"False"``)."""
+    if isinstance(value, str):
+        return value.strip().lower() == "true"
+    return value is True
+
+
 def as_list(value: Any) -> list[Any]:
     return list(value) if isinstance(value, list | tuple) else []
 

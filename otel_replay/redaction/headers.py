@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from otel_replay.core.exchange import JSON
 
 __all__ = [
     "HEADER_ATTRIBUTE_PREFIXES",
     "SENSITIVE_HEADERS",
     "is_sensitive_header",
+    "scrub_attributes",
     "scrub_header_attributes",
 ]
 
@@ -46,22 +49,44 @@ def scrub_header_attributes(node: JSON) -> JSON:
         return [scrub_header_attributes(item) for item in node]
     if not isinstance(node, dict):
         return node
+    return scrub_attributes(node, _header_placeholder, lambda value: True)
+
+
+def _header_placeholder(key: str) -> str | None:
+    if not key.startswith(HEADER_ATTRIBUTE_PREFIXES):
+        return None
+    name = key.split(".header.", 1)[1]
+    return f"[REDACTED:header:{name}]" if is_sensitive_header(name.replace("_", "-")) else None
+
+
+def scrub_attributes(
+    node: JSON, placeholder_for: Callable[[str], str | None], hides: Callable[[str], bool]
+) -> JSON:
+    """An OTLP JSON document (or part of one) whose attributes (``{"key", "value"}``
+    pairs, at any depth) with a name ``placeholder_for`` gives a placeholder hold it in
+    place of each string value that ``hides`` accepts."""
+    if isinstance(node, list):
+        return [scrub_attributes(item, placeholder_for, hides) for item in node]
+    if not isinstance(node, dict):
+        return node
     key = node.get("key")
-    if isinstance(key, str) and key.startswith(HEADER_ATTRIBUTE_PREFIXES) and "value" in node:
-        name = key.split(".header.", 1)[1]
-        if is_sensitive_header(name.replace("_", "-")):
-            placeholder = f"[REDACTED:header:{name}]"
-            return {**node, "value": _placeholders(node["value"], placeholder)}
-    return {k: scrub_header_attributes(v) for k, v in node.items()}
+    if isinstance(key, str) and "value" in node:
+        placeholder = placeholder_for(key)
+        if placeholder is not None:
+            return {**node, "value": _placeholders(node["value"], placeholder, hides)}
+    return {k: scrub_attributes(v, placeholder_for, hides) for k, v in node.items()}
 
 
-def _placeholders(value: JSON, placeholder: str) -> JSON:
-    """An OTLP AnyValue (JSON form) with every string replaced by ``placeholder``."""
+def _placeholders(value: JSON, placeholder: str, hides: Callable[[str], bool]) -> JSON:
+    """An OTLP AnyValue (JSON form) with every string ``hides`` accepts replaced by
+    ``placeholder``."""
     if isinstance(value, dict):
         return {
-            k: placeholder if k == "stringValue" else _placeholders(v, placeholder)
+            k: placeholder
+            if k == "stringValue" and isinstance(v, str) and hides(v)
+            else _placeholders(v, placeholder, hides)
             for k, v in value.items()
         }
     if isinstance(value, list):
-        return [_placeholders(item, placeholder) for item in value]
+        return [_placeholders(item, placeholder, hides) for item in value]
     return value

@@ -1,28 +1,83 @@
-"""Which names mark a secret: environment variables by suffix, and ``.env`` entries that
-are plainly configuration (a model name, a base URL) and not credentials."""
+"""Which names mark a secret: environment variables, attribute and field names by word,
+and ``.env`` entries that are plainly configuration (a model name, a base URL) and not
+credentials."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Sequence
 
-from otel_replay.core.envvars import SECRET_NAME_SUFFIXES, SECRET_NAME_WORDS
+from otel_replay.core.envvars import (
+    DESCRIBING_WORDS,
+    SECRET_NAME_SUFFIXES,
+    SECRET_NAME_WORDS,
+    SECRET_WORDS,
+)
 
-__all__ = ["is_secret_name", "looks_like_settings", "parse_dotenv", "redact_argv"]
+__all__ = [
+    "credential_like",
+    "is_secret_field",
+    "is_secret_name",
+    "looks_like_settings",
+    "name_words",
+    "parse_dotenv",
+    "redact_argv",
+]
 
 
 _NUMBERED = re.compile(r"_?[0-9]+$")
+_WORDS = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
+
+
+def name_words(name: str) -> list[str]:
+    """A name's words, upper-cased: split at every character that is no letter or digit
+    and at camelCase (``apiKey`` → ``API``, ``KEY``; ``APIKey`` → ``API``, ``KEY``)."""
+    return [word.upper() for word in _WORDS.findall(name)]
 
 
 def is_secret_name(name: str) -> bool:
-    """Whether an environment variable's name marks its value as a secret: it ends in
-    ``_KEY``, ``_TOKEN``, ``_PASS``, ``_CREDENTIALS``... (``OPENAI_API_KEY``,
-    ``DB_PASS``, ``GITHUB_PAT``), also when numbered (``STRIPE_KEY_2``), or it holds
-    ``SECRET`` or ``PASSWORD`` anywhere (``SECRET_KEY_BASE``)."""
+    """Whether a name (an environment variable's, an attribute's) marks its value as a
+    secret: it holds ``KEY``, ``TOKEN``, ``SECRET``, ``PASSWORD``, ``CREDENTIALS``... as
+    a word anywhere (``API_TOKEN_FILE_CONTENT``, ``aws_secret_access_key``,
+    ``clientSecret``) unless the next word says it describes one (``TOKEN_COUNT``,
+    ``token_type``); it ends in ``_PASS`` or ``_PAT`` (``DB_PASS``, ``GITHUB_PAT``), also
+    when numbered (``STRIPE_KEY_2``); or it holds ``SECRET`` or ``PASSWORD`` anywhere
+    (``MYSECRETVALUE``)."""
     upper = name.upper()
     if any(word in upper for word in SECRET_NAME_WORDS):
         return True
-    return ("_" + _NUMBERED.sub("", upper)).endswith(SECRET_NAME_SUFFIXES)
+    if ("_" + _NUMBERED.sub("", upper)).endswith(SECRET_NAME_SUFFIXES):
+        return True
+    return _holds_secret_word(name_words(name))
+
+
+def _holds_secret_word(words: list[str]) -> bool:
+    """Whether a secret word is among ``words``, not followed by one that describes it."""
+    return any(
+        word in SECRET_WORDS and (i + 1 == len(words) or words[i + 1] not in DESCRIBING_WORDS)
+        for i, word in enumerate(words)
+    )
+
+
+_GENERIC = (["KEY"], ["TOKEN"])
+"""Field names too common to mark a secret alone: a key/value pair's ``key``, a
+log-probability's ``token``."""
+_CREDENTIAL = re.compile(r"[^\s]{8,}")
+_PLACEHOLDER = re.compile(r"\[REDACTED:[A-Za-z0-9_.:-]+\]")
+
+
+def is_secret_field(name: str) -> bool:
+    """Whether a field or attribute name marks its value as a secret: it holds a secret
+    word (:func:`is_secret_name`'s words: ``aws_secret_access_key``, ``clientSecret``),
+    but is not a lone ``key`` or ``token``."""
+    words = name_words(name)
+    return words not in _GENERIC and _holds_secret_word(words)
+
+
+def credential_like(value: str) -> bool:
+    """Whether a value under a secret's name may be the secret: 8 characters or more,
+    no spaces, not already a placeholder."""
+    return _CREDENTIAL.fullmatch(value) is not None and _PLACEHOLDER.fullmatch(value) is None
 
 
 # ``.env`` entries whose name says they configure rather than authenticate: a model name

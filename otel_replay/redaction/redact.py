@@ -29,7 +29,13 @@ from otel_replay.core.exchange import JSON
 from otel_replay.core.jsontext import orjson_text
 from otel_replay.redaction.encoded import EncodedSecrets
 from otel_replay.redaction.headers import is_sensitive_header
-from otel_replay.redaction.names import is_secret_name, looks_like_settings, parse_dotenv
+from otel_replay.redaction.names import (
+    credential_like,
+    is_secret_field,
+    is_secret_name,
+    looks_like_settings,
+    parse_dotenv,
+)
 from otel_replay.redaction.shapes import (
     ANCHOR_PATTERNS,
     ANCHORS,
@@ -59,6 +65,9 @@ _MEMO_MAX_CHARS = 32 * 1024 * 1024
 _MISSING = object()
 _SCALARS = (int, float, bool)
 _FIELD_PROBE = "A1b2C3d4" * 6  # a value every secret-field shape takes
+_NOT_SECRET, _BY_SHAPE, _BY_WORD = 0, 1, 2
+"""What a field's name says of its value: nothing, a secret the shapes read, a secret by
+a word of the name alone."""
 
 
 def _prefilter(literals: Iterable[str], encoded: EncodedSecrets) -> Any:
@@ -113,7 +122,7 @@ class Redactor:
             self._anchors = ANCHORS + tuple(ordered)
         self._literals = tuple(a for a in self._anchors if a != "=")
         self._clean: set[str] = set()
-        self._field_names: dict[str, bool] = {}
+        self._field_names: dict[str, int] = {}
         self._memo: dict[str, str | None] = {}
         self._memo_chars = 0
         self._value_names = by_value
@@ -256,18 +265,30 @@ class Redactor:
         return out
 
     def _names_a_secret(self, key: str) -> bool:
-        """Whether a value under ``key`` is a secret by its name (``password``, ``api_key``
-        ...), as the text shapes read ``"key": "value"`` in JSON text."""
+        """Whether a value under ``key`` is a secret by its name: as the text shapes read
+        ``"key": "value"`` in JSON text (``password``, ``api_key`` ...), or by a secret
+        word the shapes do not read (``API_TOKEN_FILE_CONTENT``: ``names.is_secret_field``)."""
+        return self._field_kind(key) != _NOT_SECRET
+
+    def _field_kind(self, key: str) -> int:
         found = self._field_names.get(key)
         if found is None:
             probe = _json.dumps({key: _FIELD_PROBE}, ensure_ascii=False)
-            found = self.text(probe) != probe
+            if self.text(probe) != probe:
+                found = _BY_SHAPE
+            else:
+                found = _BY_WORD if is_secret_field(key) else _NOT_SECRET
             if len(self._field_names) < _CLEAN_MAX_SIZE:
                 self._field_names[key] = found
         return found
 
     def _field(self, key: str, value: str) -> str:
-        """``value`` under a secret's name, redacted as its ``"key": "value"`` text is."""
+        """``value`` under a secret's name, redacted as its ``"key": "value"`` text is (or,
+        under a name the shapes do not read, whenever it looks like a credential)."""
+        if self._field_kind(key) == _BY_WORD:
+            if credential_like(value):
+                return "[REDACTED:secret-field]"
+            return self._clean_text(value)
         text = _json.dumps({key: value}, ensure_ascii=False)
         clean = self.text(text)
         if clean == text:

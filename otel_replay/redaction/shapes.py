@@ -39,8 +39,9 @@ _B64URL = r"[A-Za-z0-9_-]"
 _NOT_OURS = ("[REDACTED:", "-----BEGIN")
 _AWS_NAME = r"(?i:ws_?secret_?(?:access_?)?key|ws-secret-(?:access-)?key)"
 _SECRET_ACCESS_NAME = r"(?i:ecret_?access_?key|ecret-access-key)"
-# Quotes may be JSON-escaped when the text is a raw request body.
-_AWS_VALUE = r"(?:\\?[\"'])?\s*[:=]\s*(?:\\?[\"'])?(?P<secret>[A-Za-z0-9/+]{40,})"
+# Quotes may be JSON-escaped when the text is a raw request body, and escaped again for
+# each level of JSON held in a string (tool-call arguments inside a span attribute).
+_AWS_VALUE = r"(?:\\*[\"'])?\s*[:=]\s*(?:\\*[\"'])?(?P<secret>[A-Za-z0-9/+]{40,})"
 # An opaque token after "Bearer": 8 or more token characters holding a digit, or 20 or more
 # (a longer run of letters is too long to be a word); the length and digit are checked on
 # the match (``shape_replacement``), since the pattern language has no look-ahead.
@@ -52,10 +53,11 @@ _SECRET_NAME = r"(?i:ecret(?:[_-]?(?:access[_-]?)?key)?)"
 _API_KEY_NAME = r"(?i:pi[_-]?key)"
 _TOKEN_NAME = r"(?i:token)"
 _CREDENTIALS_NAME = r"(?i:redentials?)"
-# The name ends at the value: a closing quote (JSON-escaped in a raw body) and ``:``, or
+# The name ends at the value: a closing quote (JSON-escaped in a raw body, at any depth of
+# JSON held in strings) and ``:``, or
 # ``=`` (prose such as "the password: ..." is left alone); a placeholder, a nested object
 # or a short value (a flag, ``true``) is not a secret.
-_FIELD_VALUE = r"(?:\\?[\"']\s*:|\s*=)\s*(?:\\?[\"'])?(?P<secret>[^\s\"'\\,;&{}\[\]<>]{8,})"
+_FIELD_VALUE = r"(?:\\*[\"']\s*:|\s*=)\s*(?:\\*[\"'])?(?P<secret>[^\s\"'\\,;&{}\[\]<>]{8,})"
 _QUERY_VALUE = (
     r"(?i:api[_-]?key|apikey|key|access[_-]?token|auth[_-]?token|token|client[_-]?secret"
     r"|secret|password|passwd|sig|signature|x-amz-signature|x-amz-credential"

@@ -1,7 +1,8 @@
 """Model calls that bypassed the gateway, seen in the agent's own telemetry.
 
-The gateway receives the agent's spans. A model-call span (one that declares a model
-operation, for a provider otel-replay knows) is a call the agent made; each call the
+The gateway receives the agent's spans. A model-call span (one the reader registry places
+as a model call to a provider otel-replay knows: ``readers.registry.model_call``, so every
+instrumentation ``build`` reads is watched) is a call the agent made; each call the
 gateway answered (replayed, live or missed) happened inside the span of the call it was.
 A model-call span with no gateway call of its provider inside its time window is a call
 that went somewhere else: a client built before the gateway's environment was set, a
@@ -15,14 +16,10 @@ import bisect
 import logging
 import threading
 import time
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from otel_replay import providers
-from otel_replay.core import genai
 from otel_replay.otlp.store import TraceStore
-from otel_replay.spans.attributes import P as OWN_PREFIX
 
 if TYPE_CHECKING:  # protobuf is imported with the first telemetry received
     from google.protobuf.message import Message
@@ -37,10 +34,6 @@ log = logging.getLogger("otel_replay")
 SLACK_NS = 1_000_000_000
 """How far outside a span's window a gateway call may be and still be its call (clocks
 of the agent and the gateway are one machine's, but spans are stamped a little apart)."""
-_MARK = b"gen_ai."  # the bytes of a batch without it hold no model-call span to read
-# a span whose bytes hold neither name has no provider attribute (a tool call, an agent
-# step): it is skipped without its attributes being read
-_PROVIDER_KEYS = (genai.PROVIDER_NAME.encode(), genai.SYSTEM.encode())
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,37 +84,27 @@ class BypassWatch:
     def _read(self, request: ExportTraceServiceRequest) -> list[ModelSpan]:
         # the readers package and protobuf are imported with the first batch, not at start
         from otel_replay.otlp.attributes import attributes_to_dict
-        from otel_replay.readers.operation import operation_of
+        from otel_replay.readers.registry import CALL_MARKS, model_call
 
         found: list[ModelSpan] = []
         for resource in request.resource_spans:
             for scope in resource.scope_spans:
                 # one pass over the scope's bytes, rather than over every attribute: a
-                # scope naming no provider holds no span that names one
+                # scope carrying no instrumentation's mark holds no model-call span
                 data = scope.SerializeToString()
-                if _MARK not in data or not any(key in data for key in _PROVIDER_KEYS):
+                if not any(mark in data for mark in CALL_MARKS):
                     continue
                 for span in scope.spans:
                     data = span.SerializeToString()
-                    if not any(key in data for key in _PROVIDER_KEYS):
-                        continue  # no provider named: not a model call we could place
-                    attrs = attributes_to_dict(span.attributes)
-                    api = self._api(attrs)
-                    if api is None or any(key.startswith(OWN_PREFIX) for key in attrs):
-                        continue
-                    if operation_of(api, attrs, span.name) is None:
+                    if not any(mark in data for mark in CALL_MARKS):
+                        continue  # a tool call, an agent step: no attributes to read
+                    api = model_call(span, attributes_to_dict(span.attributes))
+                    if api is None:
                         continue
                     ids = bytes(span.span_id), bytes(span.parent_span_id)
                     times = span.start_time_unix_nano, span.end_time_unix_nano
                     found.append(ModelSpan(*ids, api, span.name, *times))
         return found
-
-    def _api(self, attrs: Mapping[str, Any]) -> str | None:
-        for key in (genai.PROVIDER_NAME, genai.SYSTEM):
-            api = providers.api_named(attrs.get(key), attrs.get(genai.REQUEST_MODEL))
-            if api is not None:
-                return api
-        return None
 
     # -- at the end ---------------------------------------------------------------------
     def bypassed(self) -> list[str]:

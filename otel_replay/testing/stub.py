@@ -21,6 +21,10 @@ chat stream opens with the prompt-filter chunk Azure sends.
 
 Streams are produced here independently of otel-replay's own stream code, the way the real
 APIs stream them, so tests that replay through the gateway check one against the other.
+``python -m otel_replay.testing.stub`` runs it for a test in another language: it prints
+one JSON line ``{"url": ..., "openai_url": ..., "anthropic_url": ...}`` once it serves,
+and serves until its standard input ends.
+
 Faults can be scripted per request with :meth:`StubUpstream.enqueue`, and the output items of
 the next Responses API answers (a coding agent's shell call) with :meth:`StubUpstream.script`.
 """
@@ -42,7 +46,7 @@ from aiohttp import web
 from otel_replay.testing import stub_anthropic, stub_bedrock, stub_gemini, stub_openai
 from otel_replay.testing.stub_turns import VOICE, Reply, digest, tokens
 
-__all__ = ["STS_PATH", "Fault", "StubUpstream", "run_stub"]
+__all__ = ["STS_PATH", "Fault", "StubUpstream", "main", "run_stub"]
 
 
 @dataclass(slots=True)
@@ -352,3 +356,19 @@ def run_stub(**kwargs: Any) -> Iterator[StubUpstream]:
         loop.call_soon_threadsafe(loop.stop)
         thread.join(10)
         loop.close()
+
+
+def main() -> int:
+    """The stub as a command: its URLs on one line, then serve until stdin ends."""
+    import sys
+
+    with run_stub() as stub:
+        urls = {"url": stub.url, "openai_url": stub.openai_url, "anthropic_url": stub.url}
+        print(json.dumps(urls), flush=True)
+        while sys.stdin.readline():
+            pass
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

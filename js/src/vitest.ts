@@ -1,0 +1,91 @@
+/** `useReplay` for Vitest: one test's model calls replayed from (or recorded into) a
+ * cassette, by an `otel-replay serve` of its own.
+ *
+ * ```ts
+ * import { useReplay } from "otel-replay/vitest";
+ *
+ * test("answers", async () => {
+ *   await useReplay("answers");            // cassettes/answers.json beside this file
+ *   const openai = new OpenAI();           // reads OPENAI_BASE_URL: the gateway
+ *   ...
+ * });
+ * ```
+ */
+
+import { expect, onTestFinished } from "vitest";
+
+import { cassettePath } from "./cassette.js";
+import {
+  applyEnv,
+  findEngine,
+  resolveMode,
+  ReplayMissError,
+  Serve,
+  serveArgs,
+  type EngineOptions,
+  type Mode,
+} from "./engine.js";
+import { explained, failure, META_KEY, type Block, type Summary } from "./summary.js";
+
+export { OtelReplayError, ReplayMissError } from "./engine.js";
+export type { EngineOptions, Mode } from "./engine.js";
+export type { Block, Summary } from "./summary.js";
+
+export interface ReplayOptions extends EngineOptions {
+  /** The cassette folder; default `cassettes` beside the test file (a relative folder is
+   * taken from the test file's folder). */
+  fixturesDir?: string;
+}
+
+/** The running replay of one test. `summary` is set once the test has ended. */
+export interface Replay {
+  readonly cassette: string;
+  readonly mode: Mode;
+  /** The variables set for the test: the gateway's URLs and the OTLP endpoints. */
+  readonly env: Readonly<Record<string, string>>;
+  summary?: Summary;
+}
+
+interface FinishedContext {
+  task: { name: string; fails?: boolean; meta: Record<string, unknown>; file?: { name: string } };
+}
+
+/** Start the engine for `<fixturesDir>/<name>.json`, set its environment until the test
+ * ends, then fail the test on a miss — also when the agent swallowed the error its client
+ * got, and also in a test marked `it.fails` (a miss is never an expected failure). */
+export async function useReplay(name: string, options: ReplayOptions = {}): Promise<Replay> {
+  const testFile = expect.getState().testPath;
+  if (!testFile) {
+    throw new Error("otel-replay: useReplay must be called inside a test");
+  }
+  const cassette = cassettePath(name, testFile, options.fixturesDir);
+  const mode = resolveMode(options.mode);
+  if (mode === "off") return { cassette, mode, env: {} };
+  const serve = await Serve.start({
+    engine: findEngine(options.enginePath),
+    cassette,
+    mode,
+    args: serveArgs(options),
+  });
+  const restore = applyEnv(serve.env);
+  const replay: Replay = { cassette, mode, env: serve.env };
+  onTestFinished(async (context) => {
+    restore();
+    const summary = await serve.stop();
+    replay.summary = summary;
+    const task = (context as unknown as FinishedContext).task;
+    const block: Block = { test: testName(task), cassette, mode, summary };
+    const blocks = (task.meta[META_KEY] as Block[] | undefined) ?? [];
+    task.meta[META_KEY] = [...blocks, block];
+    const problem = failure(summary);
+    if (problem !== null) {
+      task.fails = false; // a miss is never an expected failure: it fails under it.fails too
+      throw new ReplayMissError(explained(problem, cassette));
+    }
+  });
+  return replay;
+}
+
+function testName(task: FinishedContext["task"]): string {
+  return task.file ? `${task.file.name} > ${task.name}` : task.name;
+}

@@ -1,0 +1,10 @@
+import { defineConfig } from "vitest/config";
+
+export default defineConfig({
+  test: {
+    include: ["test/**/*.test.ts"],
+    // each test starts an engine (a Python process); loaded CI machines are slow to start one
+    testTimeout: 60_000,
+    hookTimeout: 60_000,
+  },
+});
