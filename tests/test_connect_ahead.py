@@ -78,7 +78,9 @@ async def test_the_first_call_goes_over_the_connection_opened_at_start(tmp_path)
         async with _gateway(tmp_path, "record", upstream) as gateway:
             await _until(lambda: counted.accepted == 1)
             assert counted.accepted == 1 and not stub.received  # opened, nothing sent
-            assert gateway._ahead is not None and gateway._ahead.done()
+            assert gateway._ahead is not None
+            await _until(gateway._ahead.done)  # its task ends a loop turn after the accept
+            assert gateway._ahead.exception() is None
             async with aiohttp.ClientSession() as client:
                 url = gateway.env["OPENAI_BASE_URL"] + "/chat/completions"
                 for _ in range(2):
