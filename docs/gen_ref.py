@@ -426,11 +426,10 @@ def envvar_groups() -> list[tuple[str, list[tuple[str, str, str]]]]:
 
 
 def variable_readers() -> dict[str, str]:
-    """Who reads each variable, where the gateway's environment module says so."""
-    from otel_replay.gateway import environment
+    """Who reads each variable the agent is given (the gateway's own table)."""
+    from otel_replay.gateway.environment import VARIABLE_READERS
 
-    readers = getattr(environment, "VARIABLE_READERS", None)
-    return dict(readers) if isinstance(readers, dict) else {}
+    return dict(VARIABLE_READERS)
 
 
 def agent_variables(mode: str = "record") -> dict[str, str]:
@@ -460,11 +459,11 @@ def environment_page() -> str:
         "signal's own protocol variable) is `grpc`, that signal's endpoint names the gRPC "
         "port instead, with `…_INSECURE=true`.",
         "",
-        "| variable | value |",
-        "|---|---|",
+        "| variable | value | read by |",
+        "|---|---|---|",
     ]
     for name, value in agent_variables().items():
-        lines.append(f"| `{name}` | `{value}` |")
+        lines.append(f"| `{name}` | `{value}` | {_cell(readers.get(name, ''))} |")
     lines += [
         "",
         "## Per provider",

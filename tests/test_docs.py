@@ -456,16 +456,14 @@ def test_the_readme_shows_what_the_demo_prints() -> None:
         at = demo.index(line, at) + 1
 
 
-def test_the_environment_reference_says_who_reads_each_variable(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """Where ``gateway/environment.py`` has a ``VARIABLE_READERS`` table, the reference
-    shows it: a "read by" column, and the variables it names beyond ``core/envvars.py``."""
-    from otel_replay.gateway import environment
+def test_the_environment_reference_says_who_reads_each_variable() -> None:
+    """Every variable the agent is given is listed with the clients that read it, from
+    the gateway's own table (``gateway/environment.py`` ``VARIABLE_READERS``)."""
+    from otel_replay.gateway.environment import VARIABLE_READERS
 
-    readers = {"OPENAI_BASE_URL": "the openai SDK", "SOME_OTHER_VARIABLE": "a backend reader"}
-    monkeypatch.setattr(environment, "VARIABLE_READERS", readers, raising=False)
     page = gen_ref.environment_page()
-    assert "| variable | read by |" in page
-    assert "| `OPENAI_BASE_URL` | the openai SDK |" in page
-    assert "| `SOME_OTHER_VARIABLE` | a backend reader |" in page
+    assert "| variable | value | read by |" in page
+    for name, value in gen_ref.agent_variables().items():
+        who = VARIABLE_READERS.get(name, "")
+        assert who, f"{name}: the gateway's table says nobody reads it"
+        assert f"| `{name}` | `{value}` | {gen_ref._cell(who)} |" in page
