@@ -240,8 +240,13 @@ class Timing:
         return len(self.latencies) / self.wall
 
 
-async def post(session: aiohttp.ClientSession, url: str, data: bytes) -> bytes:
-    async with session.post(url, data=data, headers={"content-type": "application/json"}) as r:
+JSON = {"content-type": "application/json"}
+
+
+async def post(
+    session: aiohttp.ClientSession, url: str, data: bytes, headers: dict[str, str] = JSON
+) -> bytes:
+    async with session.post(url, data=data, headers=headers) as r:
         payload = await r.read()
         if r.status != 200:
             raise RuntimeError(f"{url}: HTTP {r.status}: {payload[:300]!r}")
@@ -278,13 +283,23 @@ def sender(
     return call
 
 
-async def send_each(url: str, bodies: list[bytes]) -> list[float]:
-    """POST each body to ``url``'s chat path in turn (one client, sequentially, as an
-    agent does); the latency of each."""
-    return (await send_turns([url], bodies))[0]
+@dataclass(frozen=True, slots=True)
+class Route:
+    """Where an agent's requests go and the headers they carry."""
+
+    path: str = CHAT
+    headers: dict[str, str] = field(default_factory=lambda: JSON)
 
 
-async def send_turns(urls: list[str], bodies: list[bytes]) -> list[list[float]]:
+async def send_each(url: str, bodies: list[bytes], route: Route = Route()) -> list[float]:
+    """POST each body to ``url``'s chat path (``route``'s) in turn (one client,
+    sequentially, as an agent does); the latency of each."""
+    return (await send_turns([url], bodies, route))[0]
+
+
+async def send_turns(
+    urls: list[str], bodies: list[bytes], route: Route = Route()
+) -> list[list[float]]:
     """``send_each`` for each of ``urls`` at once, turn by turn: each body goes to every
     url, in their order, before the next body goes to any, so the sessions sample the same
     moments of a noisy machine; the latencies of each url's session.
@@ -298,7 +313,7 @@ async def send_turns(urls: list[str], bodies: list[bytes]) -> list[list[float]]:
         for data in bodies:
             for i, url in enumerate(urls):
                 started = time.perf_counter()
-                await post(session, url + CHAT, data)
+                await post(session, url + route.path, data, route.headers)
                 latencies[i].append(time.perf_counter() - started)
     return latencies
 
