@@ -46,7 +46,7 @@ _LINES = (
 
 
 def first_request(session_id: str, date: str) -> dict[str, Any]:
-    """The captured first request with this session's volatile values."""
+    """The captured first request, ``session_id`` and ``date`` in their places."""
     text = FIRST_REQUEST.read_text(encoding="utf-8")
     values = {
         "SESSION_ID": session_id,

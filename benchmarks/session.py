@@ -44,7 +44,7 @@ from benchmarks._common import (
 from otel_replay.cassette.model import dump, load
 
 TURNS = sized(40, 4)
-ROUNDS = sized(7, 1)
+ROUNDS = sized(5, 1)  # the goals are judged in each round: met in 3 of 5
 TOOLS = 24
 RECORDED_AT = "2025-01-01T10:00:00Z"
 
@@ -236,25 +236,27 @@ async def measure(results: Results, shape: Shape) -> None:
                 wall_bare.append(sum(b))
     bench = shape.bench
     _report(results, bench, recorded_bytes, fresh_gw, fresh_bare, exact_gw, exact_bare)
-    wall = statistics.median(g / b for g, b in zip(wall_gw, wall_bare, strict=True))
+    walls = [g / b for g, b in zip(wall_gw, wall_bare, strict=True)]
     results.add(
         bench,
         f"{TURNS}-turn session, fresh volatile values, gateway vs bare (whole session)",
         ms(statistics.median(wall_gw)),
         ms(statistics.median(wall_bare)),
-        wall,
+        statistics.median(walls),
         "<= 1.5x",
-        wall <= 1.5,
+        rounds=[w <= 1.5 for w in walls],
+        basis="bare handler",
     )
-    first = statistics.median(f / s for f, s in zip(firsts, seconds, strict=True))
+    starts = [f / s for f, s in zip(firsts, seconds, strict=True)]
     results.add(
         bench,
         "first request after start vs the same turn once warm (fresh values both)",
         ms(statistics.median(firsts)),
         ms(statistics.median(seconds)),
-        first,
+        statistics.median(starts),
         "<= 2x",
-        first <= 2,
+        rounds=[s <= 2 for s in starts],
+        basis="the gateway warm",
     )
     floor = statistics.median(f / s for f, s in zip(bare_firsts, bare_seconds, strict=True))
     results.add(
@@ -264,6 +266,7 @@ async def measure(results: Results, shape: Shape) -> None:
         ms(statistics.median(bare_seconds)),
         floor,
         "reference",
+        basis="itself warm",
     )
     unique = unique_content(recorded, shape.answer)
     for what, size, goal in (("cassette", sizes[0], 1.5), ("trace file", sizes[1], 3.0)):
@@ -276,6 +279,7 @@ async def measure(results: Results, shape: Shape) -> None:
             ratio,
             f"<= {goal}x",
             ratio <= goal,
+            basis="unique content",
         )
     kb = [len(b) // 1024 for b in recorded_bytes]
     results.notes.append(f"{bench}: {TURNS} requests of {kb[0]} KB to {kb[-1]} KB")
@@ -300,7 +304,9 @@ def _report(
             g = statistics.median(run[turn] for run in gw)
             b = statistics.median(run[turn] for run in bare)
             size = len(recorded[turn]) // 1024
-            met = (g - b) <= goal if turn == last else None
+            each = [
+                run_g[turn] - run_b[turn] <= goal for run_g, run_b in zip(gw, bare, strict=True)
+            ]
             results.add(
                 bench,
                 f"added latency per request at {size} KB, {label}",
@@ -308,5 +314,6 @@ def _report(
                 ms(b),
                 g / b,
                 f"added <= {ms(goal)} at 400 KB" if turn == last else "",
-                met,
+                rounds=each if turn == last else None,
+                basis="bare handler",
             )
