@@ -160,3 +160,13 @@ def test_the_captured_session_replays() -> None:
     rows = [line for line in done.stdout.splitlines() if line.startswith("| 10 Claude Code |")]
     assert len(rows) == EXPECTED_ROWS["10 Claude Code"]
     assert "10 Claude Code: 4 requests of 48 KB to 74 KB" in done.stdout
+
+
+def test_the_work_per_turn_is_counted() -> None:
+    """``python -m benchmarks.turn_work`` (a turn's function calls in the captured-shape
+    session, replayed strictly with fresh values) keeps working on a short session."""
+    done = _benchmark("turn_work", "4")
+    assert done.returncode == 0, done.stderr[-3000:]
+    counts = re.search(r"turn by turn: (\d+) (\d+) (\d+) (\d+)$", done.stdout, re.MULTILINE)
+    assert counts, done.stdout
+    assert re.search(r"^turn 2: \d+ calls; turn 4: \d+; -?\d+ more a turn$", done.stdout, re.M)
