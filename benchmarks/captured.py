@@ -14,11 +14,23 @@ A session grows from it as the CLI's does (its second request, captured alongsid
 how): the environment message is resent as a plain string, each turn appends the model's
 tool call (a line of text and a ``tool_use``) and the tool's result, and the one
 ``cache_control`` marker in the conversation moves to the newest tool result.
+
+``codex_request.json`` is the first request the pinned Codex CLI sent to the stub for
+``codex exec 'what does note.txt say?'`` (OpenAI Responses, streamed, 72 KB): its
+``additional_tools`` item, developer and user messages, ``client_metadata`` (JSON text
+with the turn's start time), ``prompt_cache_key``. Placeholders: ``ROOT`` (the folder
+holding the project and ``CODEX_HOME``), ``DATE``, ``TURN_MS`` and ``CREATED`` (epoch
+times), and ``ID_0`` … (each of its UUIDs, fresh per session). Each turn appends a
+``custom_tool_call`` of its ``exec`` tool and the call's output, as its second request does.
 """
 
 from __future__ import annotations
 
 import json
+import random
+import re
+import uuid
+from datetime import date as day
 from pathlib import Path
 from typing import Any
 
@@ -116,4 +128,66 @@ def session_bodies(session_id: str, date: str, turns: int) -> list[dict[str, Any
         }
         messages = [first["messages"][0], resent, *history[:-1], marked]
         bodies.append({**first, "messages": messages})
+    return bodies
+
+
+CODEX_REQUEST = Path(__file__).with_name("codex_request.json")
+RESPONSES = "/v1/responses"
+CODEX_HEADERS = {"content-type": "application/json", "authorization": "Bearer sk-placeholder"}
+_ID = re.compile(r"\{\{ID_\d+\}\}")
+
+
+def codex_first_request(seed: int, date: str) -> dict[str, Any]:
+    """Codex's captured first request: its ids drawn from ``seed``, ``date`` its day."""
+    draw = random.Random(seed)
+    ids: dict[str, str] = {}
+    text = _ID.sub(
+        lambda m: ids.setdefault(m[0], str(uuid.UUID(int=draw.getrandbits(128), version=4))),
+        CODEX_REQUEST.read_text(encoding="utf-8"),
+    )
+    started = (day.fromisoformat(date) - day(1970, 1, 1)).days * 86_400_000 + 36_000_000
+    values = {"ROOT": HOME, "DATE": date, "TURN_MS": str(started)}
+    values["CREATED"] = f"{started / 1000 + 0.25:.7f}"
+    for name, value in values.items():
+        text = text.replace("{{" + name + "}}", value)
+    body: dict[str, Any] = json.loads(text)
+    return body
+
+
+def codex_session_bodies(seed: int, date: str, turns: int) -> list[dict[str, Any]]:
+    """Codex's session of ``turns`` requests: each next one adds a call of its ``exec``
+    tool and the call's output."""
+    first = codex_first_request(seed, date)
+    meta = first["input"][-1]["internal_chat_message_metadata_passthrough"]
+    draw = random.Random(seed + 1)
+    history: list[dict[str, Any]] = []
+    bodies = [first]
+    for turn in range(1, turns):
+        call = f"call_{turn:04d}"
+        script = f'const r = await tools.exec_command({{cmd: "cat src/module_{turn}.py"}});'
+        history += [
+            {
+                "type": "custom_tool_call",
+                "id": f"item_{turn:012x}_0",
+                "status": "completed",
+                "call_id": call,
+                "name": "exec",
+                "input": script + "\ntext(r.output);",
+                "internal_chat_message_metadata_passthrough": {"turn_id": meta["turn_id"]},
+            },
+            {
+                "type": "custom_tool_call_output",
+                "id": f"ctco_{uuid.UUID(int=draw.getrandbits(128), version=4)}",
+                "call_id": call,
+                "output": [
+                    {"type": "input_text", "text": "Script completed\nWall time 0.3 seconds\n"},
+                    {"type": "input_text", "text": _file(turn, 7800)},
+                ],
+                "internal_chat_message_metadata_passthrough": {
+                    "turn_id": meta["turn_id"],
+                    "create_time": meta["create_time"] + turn,
+                },
+            },
+        ]
+        bodies.append({**first, "input": [*first["input"], *history]})
     return bodies

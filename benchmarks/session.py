@@ -176,15 +176,32 @@ async def claude_code() -> Shape:
         return captured.session_bodies(str(uuid.uuid4()), _stamp(r)[:10], TURNS)
 
     route = Route(captured.MESSAGES, captured.HEADERS)
-    first = compact(captured.first_request(str(uuid.UUID(int=0)), RECORDED_AT[:10]))
+    return Shape(
+        "10 Claude Code", sessions, route, await _stub_answer(route, sessions(-1)[0]), True
+    )
+
+
+async def codex() -> Shape:
+    """The session grown from the request captured from the Codex CLI (streamed
+    responses), answered with the stub upstream's own stream to its first request."""
+
+    def sessions(r: int) -> list[dict[str, Any]]:
+        if r < 0:
+            return captured.codex_session_bodies(0, RECORDED_AT[:10], TURNS)
+        return captured.codex_session_bodies(1000 + r, _stamp(r)[:10], TURNS)
+
+    route = Route(captured.RESPONSES, captured.CODEX_HEADERS)
+    return Shape("10 Codex", sessions, route, await _stub_answer(route, sessions(-1)[0]), True)
+
+
+async def _stub_answer(route: Route, body: dict[str, Any]) -> bytes:
     with Server(kind="stub") as stub:
         async with client_session() as session:
-            stream = await post(session, stub.url + route.path, first, route.headers)
-    return Shape("10 Claude Code", sessions, route, stream, streamed=True)
+            return await post(session, stub.url + route.path, compact(body), route.headers)
 
 
 async def run(results: Results) -> None:
-    for shape in (synthetic(), await claude_code()):
+    for shape in (synthetic(), await claude_code(), await codex()):
         await measure(results, shape)
 
 

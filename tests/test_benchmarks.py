@@ -25,6 +25,7 @@ EXPECTED_ROWS = {
     "9 report": 2,
     "10 session": 9,
     "10 Claude Code": 9,
+    "10 Codex": 9,
     "11 start-up": 1,
     "12 small calls": 2,
     "13 loading": 2,
@@ -157,9 +158,11 @@ def test_the_captured_session_replays() -> None:
     (a miss fails the benchmark)."""
     done = run("--quick", "session")
     assert done.returncode == 0, done.stderr[-3000:]
-    rows = [line for line in done.stdout.splitlines() if line.startswith("| 10 Claude Code |")]
-    assert len(rows) == EXPECTED_ROWS["10 Claude Code"]
+    for shape in ("Claude Code", "Codex"):
+        rows = [line for line in done.stdout.splitlines() if line.startswith(f"| 10 {shape} |")]
+        assert len(rows) == EXPECTED_ROWS[f"10 {shape}"]
     assert "10 Claude Code: 4 requests of 48 KB to 74 KB" in done.stdout
+    assert "10 Codex: 4 requests of 72 KB to 99 KB" in done.stdout
 
 
 def test_the_work_per_turn_is_counted() -> None:

@@ -389,7 +389,7 @@ PROCESS_WORDS = re.compile(
 issues that asked for a change), which no user of it needs."""
 
 _NOT_OURS = (".venv/", "node_modules/", "build/", ".git/")
-_CAPTURED = ("benchmarks/claude_code_request.json",)
+_CAPTURED = ("benchmarks/claude_code_request.json", "benchmarks/codex_request.json")
 """Requests another program sent, kept as it sent them (its words, not the project's)."""
 
 
