@@ -1,8 +1,9 @@
-"""``python -m benchmarks.turn_work [TURNS]``: the work of each turn of benchmark 10's
-captured-shape session, counted rather than timed, so that it reads the same on a busy
-machine.
+"""``python -m benchmarks.turn_work [--codex] [TURNS]``: the work of each turn of benchmark
+10's captured-shape session, counted rather than timed, so that it reads the same on a
+busy machine.
 
-The session (grown from the Claude Code CLI's request, ``captured.py``) is recorded through
+The session (grown from the Claude Code CLI's request, ``captured.py``, or with
+``--codex`` the Codex CLI's) is recorded through
 a gateway against a bare handler streaming the stub's answer, then replayed strictly by a
 gateway in this process: a warm session, then a session with fresh values whose every
 request is profiled (``cProfile``). It prints the Python function calls each request
@@ -21,6 +22,7 @@ import tempfile
 import uuid
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from benchmarks import captured
 from benchmarks._common import Route, Server, client_session, compact, post, send_each
@@ -28,22 +30,28 @@ from otel_replay.cassette.model import dump, load
 from otel_replay.gateway.runner import GatewayConfig, GatewayServer
 
 
-async def _answer() -> bytes:
-    first = compact(captured.first_request(str(uuid.UUID(int=0)), "2025-01-01"))
-    with Server(kind="stub") as stub:
-        async with client_session() as session:
-            return await post(session, stub.url + captured.MESSAGES, first, captured.HEADERS)
+def _sessions(codex: bool, n: int, date: str, turns: int) -> list[dict[str, Any]]:
+    if codex:
+        return captured.codex_session_bodies(n, date, turns)
+    return captured.session_bodies(str(uuid.UUID(int=n)), date, turns)
 
 
-async def calls_per_turn(turns: int, profile: bool = True) -> list[int]:
+async def calls_per_turn(turns: int, profile: bool = True, codex: bool = False) -> list[int]:
     """Function calls of each request of a fresh session replayed strictly (zeros
     without ``profile``)."""
-    route = Route(captured.MESSAGES, captured.HEADERS)
+    if codex:
+        route = Route(captured.RESPONSES, captured.CODEX_HEADERS)
+    else:
+        route = Route(captured.MESSAGES, captured.HEADERS)
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        (folder / "answer").write_bytes(await _answer())
+        recorded = _sessions(codex, 0, "2025-01-01", turns)
+        with Server(kind="stub") as stub:
+            async with client_session() as session:
+                first = compact(recorded[0])
+                answer = await post(session, stub.url + route.path, first, route.headers)
+        (folder / "answer").write_bytes(answer)
         cassette = folder / "session.json"
-        recorded = captured.session_bodies(str(uuid.UUID(int=0)), "2025-01-01", turns)
         with Server(kind="bare", stream=folder / "answer") as bare:
             with Server(kind="gateway", mode="record", cassette=cassette, upstream=bare.url) as g:
                 await send_each(g.url, [compact(b) for b in recorded], route)
@@ -60,16 +68,16 @@ async def calls_per_turn(turns: int, profile: bool = True) -> list[int]:
             )
         )
         await gateway.start()
-        url = f"http://127.0.0.1:{gateway.port}{captured.MESSAGES}"
+        url = f"http://127.0.0.1:{gateway.port}{route.path}"
         counts = []
         try:
             async with client_session() as session:
                 for n, date in enumerate(("2026-11-02", "2026-11-03")):
-                    for body in captured.session_bodies(str(uuid.UUID(int=n + 1)), date, turns):
+                    for body in _sessions(codex, n + 1, date, turns):
                         profiler = cProfile.Profile()
                         if n and profile:
                             profiler.enable()
-                        await post(session, url, compact(body), captured.HEADERS)
+                        await post(session, url, compact(body), route.headers)
                         profiler.disable()
                         if n:
                             counts.append(pstats.Stats(profiler).total_calls if profile else 0)
@@ -83,7 +91,7 @@ async def calls_per_turn(turns: int, profile: bool = True) -> list[int]:
 def main(args: list[str]) -> None:
     profile = "--count-only" not in args
     turns = int(next((a for a in args if a.isdigit()), "40"))
-    counts = asyncio.run(calls_per_turn(turns, profile))
+    counts = asyncio.run(calls_per_turn(turns, profile, codex="--codex" in args))
     if not profile:
         return
     print("function calls per request, turn by turn:", " ".join(map(str, counts)))

@@ -165,10 +165,11 @@ def test_the_captured_session_replays() -> None:
     assert "10 Codex: 4 requests of 72 KB to 99 KB" in done.stdout
 
 
-def test_the_work_per_turn_is_counted() -> None:
-    """``python -m benchmarks.turn_work`` (a turn's function calls in the captured-shape
+@pytest.mark.parametrize("shape", [[], ["--codex"]])
+def test_the_work_per_turn_is_counted(shape: list[str]) -> None:
+    """``python -m benchmarks.turn_work`` (a turn's function calls in a captured-shape
     session, replayed strictly with fresh values) keeps working on a short session."""
-    done = _benchmark("turn_work", "4")
+    done = _benchmark("turn_work", *shape, "4")
     assert done.returncode == 0, done.stderr[-3000:]
     counts = re.search(r"turn by turn: (\d+) (\d+) (\d+) (\d+)$", done.stdout, re.MULTILINE)
     assert counts, done.stdout
