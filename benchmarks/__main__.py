@@ -40,7 +40,7 @@ def table(results: Results) -> str:
     ]
     for r in results.rows:
         ratio = f"{r.ratio:.2f}x" if r.ratio is not None else "-"
-        verdict = {True: "met", False: "**missed**", None: ""}[r.met]
+        verdict = f"**{r.verdict}**" if r.met is False else r.verdict
         lines.append(
             f"| {r.bench} | {r.measure} | {r.value} | {r.baseline} | {ratio} | {r.goal} "
             f"| {verdict} |"

@@ -121,6 +121,7 @@ async def run(results: Results) -> None:
         rate_small / rate_large,
         "flat (<= 1.3x)",
         rate_small / rate_large <= 1.3,
+        basis=f"{SIZES[0]:,} spans",
     )
     results.add(
         "6 build",
@@ -130,4 +131,5 @@ async def run(results: Results) -> None:
         large["peak"] / small["peak"],
         "flat (<= 1.5x)",
         large["peak"] / small["peak"] <= 1.5,
+        basis=f"{SIZES[0]:,} spans",
     )

@@ -98,6 +98,7 @@ def run_sync(results: Results) -> None:
         f"{t_small * 1e3:.1f} ms ({t_small / small * 1e6:.0f} us each)",
         (t_large / large) / (t_small / small),
         "linear (~1x per item)",
+        basis=f"{small} interactions",
     )
     results.add(
         "5 cassette",
@@ -106,6 +107,7 @@ def run_sync(results: Results) -> None:
         f"{m_small / 1e6:.2f} MB ({m_small / small / 1e3:.1f} kB each)",
         (m_large / large) / (m_small / small),
         "linear (~1x per item)",
+        basis=f"{small} interactions",
     )
     flat = l_large / l_small
     results.add(
@@ -116,6 +118,7 @@ def run_sync(results: Results) -> None:
         flat,
         "flat (<= 1.3x)",
         flat <= 1.3,
+        basis=f"{small} interactions",
     )
 
 

@@ -136,4 +136,5 @@ async def run(results: Results) -> None:
             ratio,
             "<= 2x",
             ratio <= 2.0,
+            basis="decode + JSON line in-process",
         )

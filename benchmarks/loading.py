@@ -141,6 +141,7 @@ async def run(results: Results) -> None:
         peak / content,
         "<= 3x",
         peak <= 3 * content,
+        basis="unique content",
     )
     results.notes.append(
         f"13 loading: {SESSIONS} sessions, cassette {size / 1e6:.1f} MB "

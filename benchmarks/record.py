@@ -130,6 +130,7 @@ async def run(results: Results) -> None:
         flat,
         "<= 1.3x (flat)",
         flat is not None and flat <= 1.3,
+        basis=f"at #{CHECKPOINTS[0]:,}",
     )
     results.add(
         "3 record",

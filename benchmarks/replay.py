@@ -152,6 +152,7 @@ async def run(results: Results) -> None:
         seq,
         "<= 1.2x",
         seq <= 1.2,
+        basis="bare handler",
     )
     results.add(
         "1 replay",
@@ -161,6 +162,7 @@ async def run(results: Results) -> None:
         conc,
         "<= 1.3x",
         conc <= 1.3,
+        basis="bare handler",
     )
     vol = statistics.median(vol_ratios)
     results.add(
@@ -170,6 +172,7 @@ async def run(results: Results) -> None:
         ms(statistics.median(bare_vol)),
         vol,
         "reference",
+        basis="bare handler",
     )
     rule = statistics.median(rule_ratios)
     results.add(
@@ -180,4 +183,5 @@ async def run(results: Results) -> None:
         rule,
         "<= 1.2x",
         rule <= 1.2,
+        basis="no rules",
     )

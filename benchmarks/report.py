@@ -69,6 +69,7 @@ async def run(results: Results) -> None:
         per_span,
         "flat (<= 1.5x)",
         per_span <= 1.5,
+        basis=f"{small:,} spans",
     )
     ratio = rendered[large] / rendered[small]
     results.add(
@@ -79,4 +80,5 @@ async def run(results: Results) -> None:
         ratio,
         "<= 10x",
         ratio <= 10,
+        basis=f"{small:,} spans",
     )

@@ -7,7 +7,9 @@ passing the bytes through unread (a reference: what the extra hop alone costs on
 machine, the floor under any proxy). Replay: the gateway
 replaying that recording (strict), against a bare aiohttp handler writing the same SSE
 bytes. Every server runs in a subprocess of its own; the client reads chunks as they
-arrive, sending to the servers compared in slices of ten requests taking turns.
+arrive, sending to the servers compared in slices of ten requests taking turns, in five
+rounds. Record's goal is against its floor: the time it adds to the first event against
+what the bare proxy adds in the same round.
 """
 
 from __future__ import annotations
@@ -34,8 +36,8 @@ from otel_replay.cassette.model import load
 from otel_replay.streams import sse
 
 EVENTS = 200
-REQUESTS = sized(150, 10)
-ROUNDS = sized(2, 1)
+REQUESTS = sized(60, 10)
+ROUNDS = sized(5, 1)  # the goals are judged in each round: met in 3 of 5
 SLICE = 10  # requests each server takes in turn
 # The stub streams one event per word of "stub reply to: <question>" plus the role chunk,
 # the finish chunk and [DONE].
@@ -69,6 +71,11 @@ async def _series(urls: list[str], bodies: list[bytes]) -> tuple[list[tuple[floa
                     totals[url].append(total)
     medians = [(statistics.median(firsts[url]), statistics.median(totals[url])) for url in urls]
     return medians, events
+
+
+def _ratio(ours: float, baseline: float) -> float | None:
+    """Two added times' ratio, None when the noise made either come out below zero."""
+    return ours / baseline if ours > 0 and baseline > 0 else None
 
 
 async def run(results: Results) -> None:
@@ -117,37 +124,47 @@ async def run(results: Results) -> None:
     results.notes.append(
         f"2 streaming: {events} SSE events per response ({len(events_list)} recorded)."
     )
-    added = med(rec["gw1"]) - med(rec["stub1"])
+    # record's goal is against its floor: what a bare aiohttp proxy adds in the same round
+    # (any Python proxy pays it), the stub read directly being the time without either
+    added = [g - s for g, s in zip(rec["gw1"], rec["stub1"], strict=True)]
+    floor = [p - s for p, s in zip(rec["px1"], rec["stub1"], strict=True)]
     results.add(
         "2 streaming",
-        "record: time to first event, gateway vs stub direct",
+        "record: added time to first event, gateway vs a bare aiohttp proxy (each - stub)",
+        ms(med(added)),
+        ms(med(floor)),
+        _ratio(med(added), med(floor)),
+        "<= 1.5x the proxy's",
+        rounds=[0 < f and a <= 1.5 * f for a, f in zip(added, floor, strict=True)],
+        basis="a bare aiohttp proxy's",
+    )
+    results.add(
+        "2 streaming",
+        "reference: record's time to first event, gateway vs stub direct",
         ms(med(rec["gw1"])),
         ms(med(rec["stub1"])),
         med(rec["gw1"]) / med(rec["stub1"]),
-        "added < 1 ms",
-        added < 0.001,
+        "reference",
+        basis="stub direct",
     )
-    for side, what in (
-        ("px1", "a bare aiohttp proxy's added time to first event (proxy - stub)"),
-        ("rl1", "a TCP byte relay's added time to first event (relay - stub), any proxy's floor"),
-    ):
-        hop = med(rec[side]) - med(rec["stub1"])
-        results.add(
-            "2 streaming",
-            f"reference: {what}",
-            ms(hop),
-            f"gateway {ms(added)}",
-            added / hop if hop > 0 else None,
-            "reference",
-        )
+    hop = med(rec["rl1"]) - med(rec["stub1"])
+    results.add(
+        "2 streaming",
+        "reference: a TCP byte relay's added time to first event (relay - stub), any proxy's floor",
+        ms(hop),
+        ms(med(added)),
+        _ratio(hop, med(added)),
+        "reference",
+        basis="the gateway's added",
+    )
     results.add(
         "2 streaming",
         "record: total time for the stream",
         ms(med(rec["gwT"])),
         ms(med(rec["stubT"])),
         med(rec["gwT"]) / med(rec["stubT"]),
+        basis="stub direct",
     )
-    added = med(rep["gw1"]) - med(rep["bare1"])
     results.add(
         "2 streaming",
         "replay: time to first event, gateway vs bare",
@@ -155,7 +172,8 @@ async def run(results: Results) -> None:
         ms(med(rep["bare1"])),
         med(rep["gw1"]) / med(rep["bare1"]),
         "added < 1 ms",
-        added < 0.001,
+        rounds=[g - b < 0.001 for g, b in zip(rep["gw1"], rep["bare1"], strict=True)],
+        basis="bare handler",
     )
     results.add(
         "2 streaming",
@@ -163,4 +181,5 @@ async def run(results: Results) -> None:
         ms(med(rep["gwT"])),
         ms(med(rep["bareT"])),
         med(rep["gwT"]) / med(rep["bareT"]),
+        basis="bare handler",
     )

@@ -81,6 +81,7 @@ async def run(results: Results) -> None:
         ms(vc),
         gw / vc,
         "reference",
+        basis="vcrpy",
     )
     results.add(
         "7 vcrpy",
@@ -89,4 +90,5 @@ async def run(results: Results) -> None:
         ms(vc_url),
         gw / vc_url,
         "reference",
+        basis="vcrpy",
     )

@@ -24,6 +24,8 @@ EXPECTED_ROWS = {
     "8 redaction": 3,
     "9 report": 2,
     "10 session": 9,
+    "10 Claude Code": 9,
+    "10 Codex": 9,
     "11 start-up": 1,
     "12 small calls": 2,
     "13 loading": 2,
@@ -124,3 +126,53 @@ def test_the_relay_passes_every_byte_both_ways() -> None:
         direct, relayed = asyncio.run(fetch(stub.url)), asyncio.run(fetch(relay.url))
     assert relayed == direct
     assert relayed.endswith(b"data: [DONE]\n\n") and relayed.count(b"\n\n") > 40
+
+
+def test_the_captured_session_grows_as_the_cli_sends_it() -> None:
+    """Benchmark 10's captured shape: the Claude Code CLI's first request with this
+    session's values in its placeholders, then each turn resending all before it, the one
+    ``cache_control`` marker of the conversation on its newest message."""
+    import json
+
+    from benchmarks import captured
+    from benchmarks._common import compact
+
+    bodies = captured.session_bodies("0f0f0f0f-1111-2222-3333-444444444444", "2026-05-06", 5)
+    sent = [compact(b) for b in bodies]
+    assert all(b"{{" not in s for s in sent)
+    assert all(b"0f0f0f0f-1111" in s and b"Today's date is 2026-05-06" in s for s in sent)
+    assert b"/home/dev/project" in sent[0] and "—".encode() in sent[0]
+    assert [len(s) for s in sent] == sorted(len(s) for s in sent)
+    first = json.loads(sent[0])
+    assert [block.get("cache_control") for block in first["system"]][1:] == [
+        {"type": "ephemeral"}
+    ] * 2
+    assert first["stream"] is True and len(first["tools"]) == 12
+    for body in bodies[1:]:
+        marked = [m for m in body["messages"] if "cache_control" in json.dumps(m)]
+        assert marked == [body["messages"][-1]]
+        assert body["messages"][:1] == first["messages"][:1]  # resent as it was
+
+
+def test_the_captured_session_replays() -> None:
+    """Benchmark 10 on its small workload records the captured-shape session through the
+    gateway and replays it strictly, with fresh values and byte for byte, without a miss
+    (a miss fails the benchmark)."""
+    done = run("--quick", "session")
+    assert done.returncode == 0, done.stderr[-3000:]
+    for shape in ("Claude Code", "Codex"):
+        rows = [line for line in done.stdout.splitlines() if line.startswith(f"| 10 {shape} |")]
+        assert len(rows) == EXPECTED_ROWS[f"10 {shape}"]
+    assert "10 Claude Code: 4 requests of 48 KB to 74 KB" in done.stdout
+    assert "10 Codex: 4 requests of 72 KB to 99 KB" in done.stdout
+
+
+@pytest.mark.parametrize("shape", [[], ["--codex"]])
+def test_the_work_per_turn_is_counted(shape: list[str]) -> None:
+    """``python -m benchmarks.turn_work`` (a turn's function calls in a captured-shape
+    session, replayed strictly with fresh values) keeps working on a short session."""
+    done = _benchmark("turn_work", *shape, "4")
+    assert done.returncode == 0, done.stderr[-3000:]
+    counts = re.search(r"turn by turn: (\d+) (\d+) (\d+) (\d+)$", done.stdout, re.MULTILINE)
+    assert counts, done.stdout
+    assert re.search(r"^turn 2: \d+ calls; turn 4: \d+; -?\d+ more a turn$", done.stdout, re.M)

@@ -399,6 +399,8 @@ PROCESS_WORDS = re.compile(
 issues that asked for a change), which no user of it needs."""
 
 _NOT_OURS = (".venv/", "node_modules/", "build/", ".git/")
+_CAPTURED = ("benchmarks/claude_code_request.json", "benchmarks/codex_request.json")
+"""Requests another program sent, kept as it sent them (its words, not the project's)."""
 
 
 def _tracked_files() -> list[Path]:
@@ -413,6 +415,7 @@ def _tracked_files() -> list[Path]:
         ROOT / name
         for name in names
         if not name.startswith(_NOT_OURS)
+        and name not in _CAPTURED
         and "/node_modules/" not in name
         and not name.endswith(("-lock.json", ".lock"))
         and (ROOT / name).is_file()

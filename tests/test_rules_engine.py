@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from otel_replay.core.errors import ReplayMiss
 from otel_replay.core.exchange import CanonicalRequest
-from otel_replay.matching.ignore import Step, drop_path, parse_path
+from otel_replay.matching.ignore import Step, drop_path, dropper, parse_path
 from otel_replay.matching.matcher import Matcher
 from otel_replay.matching.normalize import Normalizer, Numbering, RuleSet, substitute
 from otel_replay.matching.rules import (
@@ -217,6 +217,42 @@ def test_drop_path_leaves_untouched_values_as_they_are():
     assert drop_path(value, parse_path("x.n.t")[1:]) is value
     assert drop_path(value, parse_path("x.a[5]")[1:]) is value
     assert drop_path(value, parse_path("x.a[1]")[1:]) == {**value, "a": [{"id": 1, "k": 2}]}
+
+
+part = st.fixed_dictionaries(
+    {"type": st.sampled_from(["text", "tool_result"])},
+    optional={
+        "text": st.sampled_from(["hi", "<secret>x</secret>", '{"id": 1, "k": 2}']),
+        "id": st.integers(0, 3),
+    },
+)
+message = st.fixed_dictionaries(
+    {"role": st.sampled_from(["user", "assistant"]), "parts": st.lists(part, max_size=3)}
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(message, max_size=6),
+    st.lists(message, max_size=3),
+    st.sampled_from(["x[*].parts[*]", "x[*].parts[*].id", "x[*].parts[0]", "x[1]", "x[*]"]),
+    st.booleans(),
+)
+def test_a_dropper_equals_drop_path_as_a_conversation_grows(earlier, added, path, only_some):
+    """``dropper`` remembers each message's result by identity: every turn of a growing
+    conversation (earlier messages resent as the same objects, one changed in a copy) gets
+    what ``drop_path`` gives afresh, and the list itself when nothing is dropped."""
+    from otel_replay.matching.linear import full_text
+
+    when = full_text(r"<secret>.*</secret>") if only_some else None
+    steps = parse_path(path)[1:]
+    drop = dropper(steps, when)
+    turns = [earlier, earlier + added, [dict(m) for m in earlier] + added + earlier[:1]]
+    for messages in turns:
+        dropped = drop(messages)
+        assert dropped == drop_path(messages, steps, when)
+        if dropped == messages:
+            assert dropped is messages
 
 
 # -- the memo: cached == uncached ---------------------------------------------------------

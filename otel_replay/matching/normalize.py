@@ -37,7 +37,7 @@ import re
 from collections.abc import Callable, Sequence
 
 from otel_replay.core.exchange import COMPONENTS, JSON, CanonicalRequest
-from otel_replay.matching.ignore import Predicate, Step, drop_path, parse_path
+from otel_replay.matching.ignore import Predicate, Step, dropper, parse_path
 from otel_replay.matching.linear import check_linear, compile_linear, full_text
 from otel_replay.matching.numbering import Numbering, Template
 from otel_replay.matching.rules import (
@@ -105,6 +105,7 @@ class RuleSet:
             (parse_path(r.path), None if r.pattern is None else full_text(r.pattern))
             for r in ignore
         )
+        self.droppers = [dropper(steps[1:], when) for steps, when in self.ignore]
         self.stable: set[str] = set()
         self.stable_long: set[str] = set()
         self.stable_long_chars = 0
@@ -354,12 +355,12 @@ class Normalizer:
             "model": self.model(request.endpoint, request.model),
             "endpoint": endpoint,
         }
-        for steps, when in rules.ignore:
+        for (steps, when), drop in zip(rules.ignore, rules.droppers, strict=True):
             name = steps[0].key
             if name not in parts:
                 continue
             if len(steps) > 1:
-                parts[name] = drop_path(parts[name], steps[1:], when)
+                parts[name] = drop(parts[name])
             elif when is None or when(parts[name]):
                 parts[name] = None
         numbering = Numbering()
