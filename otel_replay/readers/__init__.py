@@ -30,6 +30,7 @@ from otel_replay.otlp.codec import iter_spans
 from otel_replay.readers.agent_spans import AgentSpans
 from otel_replay.readers.census import Census, Problem, Source
 from otel_replay.readers.claude_code import ClaudeCodeReader, event_name
+from otel_replay.readers.diagnose import SETTINGS as CONTENT_SETTINGS
 from otel_replay.readers.diagnose import diagnose, model_call
 from otel_replay.readers.entry import EntrySpans
 from otel_replay.readers.pieces import Pieces
@@ -176,20 +177,27 @@ def read_exchanges(
             else:
                 counts.other(source)
                 if tools is not None:
-                    _tool(span, attrs, source, counts, tools)
+                    _tool(span, attrs, source, counts, tools, scope.name)
                 if agent_spans is not None:
                     agent_spans.add(span, attrs, scope.name)
     yield from window.flush()
 
 
 def _tool(
-    span: Span, attrs: dict[str, Any], source: Source, counts: Census, tools: list[Exchange]
+    span: Span,
+    attrs: dict[str, Any],
+    source: Source,
+    counts: Census,
+    tools: list[Exchange],
+    scope: str,
 ) -> None:
     read = read_tool(span, attrs)
     if read is None:
         return
     if read.exchange is None or read.exchange.operation == "tools/call":  # not the listings
-        counts.tool(source, None if read.exchange is not None else read.fix)
+        # an instrumentation with a content setting of its own records tools with it too
+        fix = CONTENT_SETTINGS.get(scope, read.fix)
+        counts.tool(source, None if read.exchange is not None else fix)
     if read.exchange is not None:
         tools.append(read.exchange)
 
