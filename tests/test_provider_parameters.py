@@ -21,6 +21,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span
 from otel_replay import providers
 from otel_replay.core import genai
 from otel_replay.otlp.attributes import dict_to_attributes
+from otel_replay.providers import anthropic as anthropic_surface
 from otel_replay.readers.params import NOT_PARAMETERS, by_api
 from otel_replay.readers.registry import read_call
 
@@ -41,7 +42,19 @@ def fields(request_type: Any) -> frozenset[str]:
     ],
 )
 def test_a_surfaces_table_is_its_sdks_request_type(provider, operation, request_type):
-    assert providers.get(provider).parameters(operation) == fields(request_type)
+    """The installed SDK's request type, and the fields earlier releases took (a trace of
+    an older client carries them, and so do its live requests)."""
+    earlier = anthropic_surface.EARLIER_PARAMETERS.get(operation, frozenset())
+    earlier = earlier if provider == "anthropic" else frozenset()
+    assert not earlier & fields(request_type)  # still in the SDK: no longer "earlier"
+    assert providers.get(provider).parameters(operation) == fields(request_type) | earlier
+
+
+def test_a_sampling_setting_of_an_older_anthropic_client_is_a_parameter():
+    """Recorded by a trace and sent again live, ``temperature`` is compared on both sides,
+    never context on one side and a parameter on the other."""
+    taken = by_api("anthropic", "messages", {"temperature": 0.2, "top_k": 5})
+    assert taken == ({"temperature": 0.2, "top_k": 5}, {})
 
 
 def test_tables_without_a_stream_flag_are_their_sdks_request_types():

@@ -53,13 +53,20 @@ _ENDPOINTS = {
 }
 _OPERATIONS = {path: op for op, path in _ENDPOINTS.items()}
 _CONSUMED = frozenset({"model", "system", "messages", "tools", "stream"})
+EARLIER_PARAMETERS: Mapping[str, frozenset[str]] = {
+    "messages": frozenset({"temperature", "top_p", "top_k"}),
+}
+"""Body fields the Messages API took in earlier releases of the official SDK, which a trace
+of an older client (and its live requests) still carry: request parameters all the same."""
+
 PARAMETERS: Mapping[str, frozenset[str]] = {
-    # anthropic.types.message_create_params.MessageCreateParamsBase
+    # anthropic.types.message_create_params.MessageCreateParamsBase, and the earlier ones
     "messages": frozenset(
         "cache_control container diagnostics inference_geo max_tokens messages metadata"
         " model output_config service_tier speed stop_sequences stream system thinking"
         " tool_choice tools user_profile_id workspace_id".split()
-    ),
+    )
+    | EARLIER_PARAMETERS["messages"],
     # anthropic.types.message_count_tokens_params.MessageCountTokensParams
     "count_tokens": frozenset(
         "cache_control messages model output_config speed system thinking tool_choice tools"
