@@ -300,10 +300,39 @@ def test_dotenv_settings_are_not_treated_as_secrets(tmp_path):
         ("gen_ai.usage.input_tokens", False),
         ("tokenizerPath", False),
         ("SSH_KEY_PATH", False),
+        ("CACHE_TOKEN", True),
+        ("PRIVATE_KEY", True),
     ],
 )
 def test_secret_variable_names(name, secret):
     assert is_secret_name(name) is secret
+
+
+@pytest.mark.parametrize(
+    ("name", "secret"),
+    [
+        ("prompt_cache_key", False),
+        ("idempotency_key", False),
+        ("partitionKey", False),
+        ("public_key", False),
+        ("private_key", True),
+        ("cache_token", True),
+        ("aws_secret_access_key", True),
+    ],
+)
+def test_a_key_named_for_what_it_identifies_is_no_secret_field(name, secret):
+    assert is_secret_field(name) is secret
+
+
+def test_an_identifier_key_in_a_body_is_kept_as_sent():
+    """OpenAI's ``prompt_cache_key`` (a conversation's id, Codex sends one) names a cache
+    entry, not a credential: a recorded body keeps it, so a request sent again as it was
+    finds its recording by its very bytes."""
+    redactor = Redactor.from_environment({}, cwd=NO_DOTENV)
+    body = {"prompt_cache_key": "a3f2c9bf-9c63-46b9-90f2-44556f25e2a2", "api_key": "k-12345678"}
+    out = redactor.json(body)
+    assert out["prompt_cache_key"] == body["prompt_cache_key"]
+    assert out["api_key"] != body["api_key"]
 
 
 def test_secrets_of_numbered_and_credential_variables_are_redacted_by_name():

@@ -143,3 +143,23 @@ DESCRIBING_WORDS = frozenset(
 )
 """A word after a secret word that makes the name describe the secret rather than hold
 it: ``TOKEN_COUNT``, ``llm.token_count.prompt``, ``token_type``, ``KEY_ID``."""
+IDENTIFIER_KEYS = frozenset(
+    {
+        "CACHE",
+        "IDEMPOTENCY",
+        "PARTITION",
+        "SORT",
+        "PRIMARY",
+        "FOREIGN",
+        "ROUTING",
+        "DEDUPE",
+        "DEDUP",
+        "LOOKUP",
+        "GROUP",
+        "SHARD",
+        "HASH",
+        "PUBLIC",
+    }
+)
+"""A word before ``KEY`` that makes it an identifier, not a credential: OpenAI's
+``prompt_cache_key``, ``idempotency_key``, ``partition_key``, ``public_key``."""

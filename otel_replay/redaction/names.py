@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 
 from otel_replay.core.envvars import (
     DESCRIBING_WORDS,
+    IDENTIFIER_KEYS,
     SECRET_NAME_SUFFIXES,
     SECRET_NAME_WORDS,
     SECRET_WORDS,
@@ -52,9 +53,13 @@ def is_secret_name(name: str) -> bool:
 
 
 def _holds_secret_word(words: list[str]) -> bool:
-    """Whether a secret word is among ``words``, not followed by one that describes it."""
+    """Whether a secret word is among ``words``, not followed by one that describes it
+    (``TOKEN_COUNT``), nor a ``KEY`` that the word before makes an identifier
+    (``prompt_cache_key``)."""
     return any(
-        word in SECRET_WORDS and (i + 1 == len(words) or words[i + 1] not in DESCRIBING_WORDS)
+        word in SECRET_WORDS
+        and (i + 1 == len(words) or words[i + 1] not in DESCRIBING_WORDS)
+        and not (word == "KEY" and i and words[i - 1] in IDENTIFIER_KEYS)
         for i, word in enumerate(words)
     )
 
