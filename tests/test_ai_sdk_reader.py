@@ -1,5 +1,6 @@
 """The AI SDK's spans as a source: ``ai.generateText.doGenerate`` / ``ai.streamText.doStream``
-read back into the requests its providers sent.
+(AI SDK 4–6), and AI SDK 7's GenAI-convention spans, read back into the requests its
+providers sent.
 
 ``traces/ai_sdk.jsonl`` (AI SDK 6) and ``traces/ai_sdk_v4.jsonl`` (AI SDK 4, whose
 prompt says ``args`` / ``result`` / ``parameters``) are traces the real AI SDK produced
@@ -21,8 +22,8 @@ import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from otel_replay.cassette.model import dump
-from otel_replay.core.exchange import Exchange
-from otel_replay.matching.matcher import differences
+from otel_replay.core.exchange import CanonicalRequest, Exchange
+from otel_replay.matching.matcher import Matcher, differences
 from otel_replay.otlp.attributes import attributes_to_dict
 from otel_replay.otlp.codec import iter_spans, json_line, traces_from_json
 from otel_replay.pipeline.build import build
@@ -32,11 +33,16 @@ from otel_replay.readers.registry import READERS, read_call
 TRACES = Path(__file__).parent / "traces"
 TRACE = TRACES / "ai_sdk.jsonl"
 CHAT, RESPONSES, MESSAGES = ("openai", "chat"), ("openai", "responses"), ("anthropic", "messages")
+TRACE_V7 = TRACES / "ai_sdk_v7.jsonl"
+GEN_AI = "gen_ai"
+"""The scope of AI SDK 7's spans (its OpenTelemetry integration's tracer)."""
 FIXTURES = [
-    pytest.param(TRACE, (CHAT, RESPONSES, MESSAGES), id="ai-sdk-6"),
-    pytest.param(TRACES / "ai_sdk_v4.jsonl", (CHAT, MESSAGES), id="ai-sdk-4"),
+    pytest.param(TRACE, (CHAT, RESPONSES, MESSAGES), "ai", "ai-sdk", id="ai-sdk-6"),
+    pytest.param(TRACES / "ai_sdk_v4.jsonl", (CHAT, MESSAGES), "ai", "ai-sdk", id="ai-sdk-4"),
+    pytest.param(TRACE_V7, (CHAT, RESPONSES, MESSAGES), GEN_AI, "genai-semconv", id="ai-sdk-7"),
 ]
 AI_SDK = next(r for r in READERS if r.name == "ai-sdk")
+GENAI = next(r for r in READERS if r.name == "genai-semconv")
 OWN = next(r for r in READERS if r.name == "otel-replay")
 
 
@@ -44,12 +50,14 @@ def _requests(trace: Path = TRACE) -> list[ExportTraceServiceRequest]:
     return [traces_from_json(line) for line in trace.read_text().splitlines() if line.strip()]
 
 
-def _read(scope: str, trace: Path = TRACE) -> list[Exchange]:
-    reader = AI_SDK if scope == "ai" else OWN
+def _read(scope: str, trace: Path = TRACE, sdk: str = "ai") -> list[Exchange]:
+    """The calls read from the spans of the AI SDK's scope ``sdk`` (``scope`` is it) or
+    from the gateway's (any other ``scope``)."""
+    reader = (AI_SDK if sdk == "ai" else GENAI) if scope == sdk else OWN
     found = []
     for request in _requests(trace):
         for _resource, scope_, span in iter_spans(request):
-            if (scope_.name == "ai") != (scope == "ai"):
+            if (scope_.name == sdk) != (scope == sdk):
                 continue
             reading = read_call(span, attributes_to_dict(span.attributes), (), (reader,))
             if reading is not None:
@@ -57,9 +65,9 @@ def _read(scope: str, trace: Path = TRACE) -> list[Exchange]:
     return sorted(found, key=lambda e: e.start_ns)
 
 
-@pytest.mark.parametrize(("trace", "apis"), FIXTURES)
-def test_each_ai_sdk_call_reads_as_the_request_its_provider_sent(trace, apis):
-    from_sdk, sent = _read("ai", trace), _read("gateway", trace)
+@pytest.mark.parametrize(("trace", "apis", "sdk", "source"), FIXTURES)
+def test_each_ai_sdk_call_reads_as_the_request_its_provider_sent(trace, apis, sdk, source):
+    from_sdk, sent = _read(sdk, trace, sdk), _read("gateway", trace, sdk)
     # each model, streamed and not, two calls each (a tool call, then the answer)
     assert len(from_sdk) == len(sent) == 4 * len(apis)
     kinds = {(e.provider, e.operation, e.stream) for e in from_sdk}
@@ -72,8 +80,9 @@ def test_each_ai_sdk_call_reads_as_the_request_its_provider_sent(trace, apis):
             exact.operation,
             exact.stream,
         )
-        assert view.source == "ai-sdk"
+        assert view.source == source
         assert differences(view.request, exact.request) == {}
+        assert Matcher([view.request]).probe(exact.request) == 0
 
 
 def test_what_the_form_cannot_express_is_not_compared():
@@ -92,28 +101,100 @@ def test_a_changed_prompt_differs_in_its_messages():
     assert set(differences(view.request, live)) == {"messages"}
 
 
-def test_build_reads_the_ai_sdk_spans_alone(tmp_path):
-    # the AI SDK's telemetry without the gateway's spans: what a production trace holds
-    only_sdk = tmp_path / "ai_sdk_only.jsonl"
+def _only_scope(trace: Path, scope: str, out: Path) -> Path:
+    """The spans of ``scope`` alone, without the gateway's: what a production trace holds."""
     lines = []
-    for request in _requests():
+    for request in _requests(trace):
         for resource_spans in request.resource_spans:
-            keep = [s for s in resource_spans.scope_spans if s.scope.name == "ai"]
+            keep = [s for s in resource_spans.scope_spans if s.scope.name == scope]
             del resource_spans.scope_spans[:]
             resource_spans.scope_spans.extend(keep)
         lines.append(json_line(request))
-    only_sdk.write_text("\n".join(lines) + "\n")
+    out.write_text("\n".join(lines) + "\n")
+    return out
+
+
+def _doctor(trace: Path) -> str:
+    return subprocess.run(
+        [sys.executable, "-m", "otel_replay", "doctor", str(trace)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+
+
+def test_build_reads_the_ai_sdk_spans_alone(tmp_path):
+    only_sdk = _only_scope(TRACE, "ai", tmp_path / "ai_sdk_only.jsonl")
     cassette = build([only_sdk])
     assert len(cassette.interactions) == 12
     assert {e.source for e in cassette.interactions} == {"ai-sdk"}
     dump(cassette, tmp_path / "built.json")
-    doctor = subprocess.run(
-        [sys.executable, "-m", "otel_replay", "doctor", str(only_sdk)],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    assert "ai: 12 model calls · 0 exactly · 12 semantically · 0 not replayable" in doctor.stdout
+    doctor = _doctor(only_sdk)
+    assert "ai: 12 model calls · 0 exactly · 12 semantically · 0 not replayable" in doctor
     exchanges = list(read_exchanges(_requests()))
     assert len(exchanges) == 12  # one per call: the gateway's exact span wins
     assert {e.source for e in exchanges} == {"otel-replay"}
+
+
+# --- AI SDK 7 ------------------------------------------------------------------------------
+#
+# AI SDK 7's spans as a source: its OpenTelemetry integration (``@ai-sdk/otel``) writes
+# the GenAI semantic conventions (``chat {model}`` spans under the scope ``gen_ai``, with
+# ``gen_ai.input.messages``, ``gen_ai.system_instructions``, ``gen_ai.tool.definitions`` and
+# ``gen_ai.output.messages``), no longer the ``ai.*`` attributes of AI SDK 4–6.
+#
+# ``traces/ai_sdk_v7.jsonl`` is a trace the real AI SDK 7 produced
+# (``js/scripts/ai-sdk-trace.mjs`` run from ``js/test-ai7``: a tool-using agent on
+# ``@ai-sdk/openai``'s Chat and Responses models and on ``@ai-sdk/anthropic``, streamed and
+# not, recorded through the gateway against the stub upstream). It holds the gateway's own
+# spans, with the exact bodies, beside the AI SDK's: each call read from the AI SDK's span
+# must match the request the gateway saw, compared in what the form expresses.
+
+
+def test_what_the_form_cannot_express_is_named_and_not_compared():
+    calls = _read(GEN_AI, TRACE_V7, GEN_AI)
+    for view in calls:
+        assert "params" not in view.request.known  # max_tokens, tool_choice: provider defaults
+        assert view.raw_request is None  # rebuilt, not the bytes sent
+        assert "tool-definitions" in view.request.views  # no strict flag, no provider options
+    # the system prompt went to the Responses API as an input message, not `instructions`
+    responses = [v for v in calls if v.operation == "responses"]
+    assert all("system-placement" in v.request.views for v in responses)
+    # Anthropic's streamed answer gave the next turn a provider part kept as its type alone
+    bare = [v for v in calls if "bare-parts" in v.request.views]
+    assert [(v.provider, v.stream) for v in bare] == [("anthropic", True)]
+    assert {"type": "custom"} in bare[0].request.messages[1]["parts"]
+
+
+def _with_text(request: CanonicalRequest, role: str, text: str) -> CanonicalRequest:
+    """``request`` with its first ``role`` message saying ``text``."""
+    messages = list(request.messages or ())
+    index = next(i for i, m in enumerate(messages) if m["role"] == role)
+    messages[index] = {**messages[index], "parts": [{"type": "text", "content": text}]}
+    return replace(request, messages=messages)
+
+
+def test_what_the_form_expresses_still_counts():
+    for view, exact in zip(
+        _read(GEN_AI, TRACE_V7, GEN_AI), _read("gateway", TRACE_V7, GEN_AI), strict=True
+    ):
+        lyon = _with_text(exact.request, "user", "Lyon")
+        assert set(differences(view.request, lyon)) == {"messages"}
+        if view.operation == "responses":
+            # the AI SDK sends the system prompt as the first input message
+            at_length = _with_text(exact.request, "system", "You answer at length.")
+            assert set(differences(view.request, at_length)) == {"system"}
+
+
+def test_build_and_doctor_read_the_ai_sdk_7_spans_alone(tmp_path):
+    only_sdk = _only_scope(TRACE_V7, GEN_AI, tmp_path / "ai_sdk_7_only.jsonl")
+    cassette = build([only_sdk])
+    calls = [e for e in cassette.interactions if e.provider != "mcp"]
+    assert len(calls) == 12
+    assert {e.source for e in calls} == {"genai-semconv"}
+    doctor = _doctor(only_sdk)
+    assert "gen_ai: 12 model calls · 0 exactly · 12 semantically · 0 not replayable" in doctor
+    assert (
+        "compared only in what the trace's form expresses: bare-parts (1),"
+        " system-placement (4), tool-definitions (12), tool-results (6)"
+    ) in doctor

@@ -5,10 +5,12 @@
 //
 //   OTEL_REPLAY_BIN=".venv/bin/python -m otel_replay" node js/scripts/ai-sdk-trace.mjs OUT.jsonl
 //
-// It runs against the AI SDK installed where it is run from: js/ (AI SDK 6), or a folder
-// with AI SDK 4 and this package installed (`npm install ai@4.3.19 @ai-sdk/openai@1.3.24
-// @ai-sdk/anthropic@1.2.12 zod@3.25.76 @opentelemetry/sdk-trace-node@2.12.1
-// @opentelemetry/exporter-trace-otlp-http@0.223.1 path/to/js`, then copy this script there).
+// It runs against the AI SDK installed where it is run from: js/ (AI SDK 6), js/test-ai7/
+// (AI SDK 7, whose telemetry is its OpenTelemetry integration, `@ai-sdk/otel`, writing the
+// GenAI semantic conventions: copy this script there), or a folder with AI SDK 4 and this
+// package installed (`npm install ai@4.3.19 @ai-sdk/openai@1.3.24 @ai-sdk/anthropic@1.2.12
+// zod@3.25.76 @opentelemetry/sdk-trace-node@2.12.1 @opentelemetry/exporter-trace-otlp-http@0.223.1
+// path/to/js`, then copy this script there).
 
 import { spawn } from "node:child_process";
 import { mkdtempSync } from "node:fs";
@@ -49,6 +51,11 @@ const tracer = new NodeTracerProvider({
   ],
 });
 tracer.register();
+if (typeof ai.registerTelemetry === "function") {
+  // AI SDK 7: telemetry is an integration registered with the SDK
+  const { OpenTelemetry } = await import("@ai-sdk/otel");
+  ai.registerTelemetry(new OpenTelemetry());
+}
 const openai = createOpenAI({ baseURL: serve.env.OPENAI_BASE_URL, apiKey: "sk-test" });
 const anthropic = createAnthropic({ baseURL: serve.env.ANTHROPIC_BASE_URL, apiKey: "sk-ant-test" });
 const tools = {

@@ -40,9 +40,15 @@ def operation_of(
         return None
     if operation == "chat":
         operation = _CHAT_OPERATION.get(provider, operation)
-    if operation == "chat" and genai.RESPONSES_WORD in span_name.lower():
+    if operation == "chat" and (
+        genai.RESPONSES_WORD in span_name.lower() or _responses_id(attrs.get(genai.RESPONSE_ID))
+    ):
         return "responses"
     return operation
+
+
+def _responses_id(value: Any) -> bool:
+    return isinstance(value, str) and value.startswith(genai.RESPONSES_ID_PREFIX)
 
 
 def _named(span_name: str) -> str | None:
