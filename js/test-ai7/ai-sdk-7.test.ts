@@ -4,7 +4,8 @@
  * the `ai.*` attributes of AI SDK 4–6. An agent on OpenAI's Responses API and Chat
  * Completions and on Anthropic, `generateText` and `streamText` each running a tool loop,
  * exports its spans to the engine; `otel-replay build` makes a cassette of them that
- * replays the agent strictly with the provider stopped. */
+ * replays the agent strictly with the provider stopped. (AI SDK 7 asks for Node 22 or
+ * later in its `engines`; it runs on the Node 20 this package supports.) */
 
 import { createAnthropic } from "@ai-sdk/anthropic";
 import { createOpenAI } from "@ai-sdk/openai";
