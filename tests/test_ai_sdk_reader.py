@@ -8,7 +8,8 @@ prompt says ``args`` / ``result`` / ``parameters``) are traces the real AI SDK p
 from AI SDK 5 on, Responses) models and on ``@ai-sdk/anthropic``, streamed and not,
 recorded through the gateway against the stub upstream). Each holds the gateway's own
 spans, with the exact bodies, beside the AI SDK's: each call read from the AI SDK's span
-must match the request the gateway saw.
+must match the request the gateway saw. ``traces/ai_sdk_google.jsonl`` holds the AI SDK 6
+spans of a tool-using agent on ``@ai-sdk/google`` alone (it called the stub itself).
 """
 
 from __future__ import annotations
@@ -114,13 +115,17 @@ def _only_scope(trace: Path, scope: str, out: Path) -> Path:
     return out
 
 
-def _doctor(trace: Path) -> str:
-    return subprocess.run(
-        [sys.executable, "-m", "otel_replay", "doctor", str(trace)],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
+def _run(*args: str, code: int = 0) -> str:
+    """``otel-replay ARGS…``'s output (stdout, then stderr), once it exited with ``code``."""
+    done = subprocess.run(
+        [sys.executable, "-m", "otel_replay", *args], capture_output=True, text=True
+    )
+    assert done.returncode == code, done.stderr
+    return done.stdout + done.stderr
+
+
+def _doctor(trace: Path, code: int = 0) -> str:
+    return _run("doctor", str(trace), code=code)
 
 
 def test_build_reads_the_ai_sdk_spans_alone(tmp_path):
@@ -134,6 +139,20 @@ def test_build_reads_the_ai_sdk_spans_alone(tmp_path):
     exchanges = list(read_exchanges(_requests()))
     assert len(exchanges) == 12  # one per call: the gateway's exact span wins
     assert {e.source for e in exchanges} == {"otel-replay"}
+
+
+def test_doctor_names_a_provider_whose_requests_are_not_rebuilt(tmp_path):
+    # @ai-sdk/google sends the tool schemas converted to OpenAPI's dialect: its calls are
+    # model calls the form cannot give back, and say so
+    google = TRACES / "ai_sdk_google.jsonl"
+    doctor = _doctor(google, code=1)  # nothing it could replay
+    assert "ai: 2 model calls · 0 exactly · 0 semantically · 2 not replayable" in doctor
+    assert (
+        "2 × the AI SDK's google.generative-ai requests are not rebuilt from its spans"
+        " — record the agent through the gateway"
+    ) in doctor
+    built = _run("build", str(google), "-o", str(tmp_path / "c.json"), code=1)
+    assert "google.generative-ai requests are not rebuilt" in built
 
 
 # --- AI SDK 7 ------------------------------------------------------------------------------
