@@ -25,6 +25,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from otel_replay.cassette.model import dump
 from otel_replay.core.exchange import CanonicalRequest, Exchange
 from otel_replay.matching.matcher import Matcher, differences
+from otel_replay.matching.session_rules import matching_rules
 from otel_replay.otlp.attributes import attributes_to_dict
 from otel_replay.otlp.codec import iter_spans, json_line, traces_from_json
 from otel_replay.pipeline.build import build
@@ -34,17 +35,27 @@ from otel_replay.readers.registry import READERS, read_call
 TRACES = Path(__file__).parent / "traces"
 TRACE = TRACES / "ai_sdk.jsonl"
 CHAT, RESPONSES, MESSAGES = ("openai", "chat"), ("openai", "responses"), ("anthropic", "messages")
+GEMINI = ("gcp.gemini", "chat")
 TRACE_V7 = TRACES / "ai_sdk_v7.jsonl"
 GEN_AI = "gen_ai"
 """The scope of AI SDK 7's spans (its OpenTelemetry integration's tracer)."""
 FIXTURES = [
     pytest.param(TRACE, (CHAT, RESPONSES, MESSAGES), "ai", "ai-sdk", id="ai-sdk-6"),
     pytest.param(TRACES / "ai_sdk_v4.jsonl", (CHAT, MESSAGES), "ai", "ai-sdk", id="ai-sdk-4"),
-    pytest.param(TRACE_V7, (CHAT, RESPONSES, MESSAGES), GEN_AI, "genai-semconv", id="ai-sdk-7"),
+    pytest.param(
+        TRACE_V7, (CHAT, RESPONSES, MESSAGES, GEMINI), GEN_AI, "genai-semconv", id="ai-sdk-7"
+    ),
 ]
 AI_SDK = next(r for r in READERS if r.name == "ai-sdk")
 GENAI = next(r for r in READERS if r.name == "genai-semconv")
 OWN = next(r for r in READERS if r.name == "otel-replay")
+RULES = matching_rules()
+
+
+def _differences(recorded: CanonicalRequest, live: CanonicalRequest) -> set[str]:
+    """The components that differ, compared as replay compares them (a Gemini stream's
+    endpoint is generateContent's)."""
+    return set(differences(RULES.normalize(recorded), RULES.normalize(live)))
 
 
 def _requests(trace: Path = TRACE) -> list[ExportTraceServiceRequest]:
@@ -82,8 +93,8 @@ def test_each_ai_sdk_call_reads_as_the_request_its_provider_sent(trace, apis, sd
             exact.stream,
         )
         assert view.source == source
-        assert differences(view.request, exact.request) == {}
-        assert Matcher([view.request]).probe(exact.request) == 0
+        assert _differences(view.request, exact.request) == set()
+        assert Matcher([view.request], normalizer=RULES).probe(exact.request) == 0
 
 
 def test_what_the_form_cannot_express_is_not_compared():
@@ -164,10 +175,11 @@ def test_doctor_names_a_provider_whose_requests_are_not_rebuilt(tmp_path):
 #
 # ``traces/ai_sdk_v7.jsonl`` is a trace the real AI SDK 7 produced
 # (``js/scripts/ai-sdk-trace.mjs`` run from ``js/test-ai7``: a tool-using agent on
-# ``@ai-sdk/openai``'s Chat and Responses models and on ``@ai-sdk/anthropic``, streamed and
-# not, recorded through the gateway against the stub upstream). It holds the gateway's own
-# spans, with the exact bodies, beside the AI SDK's: each call read from the AI SDK's span
-# must match the request the gateway saw, compared in what the form expresses.
+# ``@ai-sdk/openai``'s Chat and Responses models, on ``@ai-sdk/anthropic`` and on
+# ``@ai-sdk/google``, streamed and not, recorded through the gateway against the stub
+# upstream). It holds the gateway's own spans, with the exact bodies, beside the AI SDK's:
+# each call read from the AI SDK's span must match the request the gateway saw, compared
+# in what the form expresses.
 
 
 def test_what_the_form_cannot_express_is_named_and_not_compared():
@@ -198,22 +210,22 @@ def test_what_the_form_expresses_still_counts():
         _read(GEN_AI, TRACE_V7, GEN_AI), _read("gateway", TRACE_V7, GEN_AI), strict=True
     ):
         lyon = _with_text(exact.request, "user", "Lyon")
-        assert set(differences(view.request, lyon)) == {"messages"}
+        assert _differences(view.request, lyon) == {"messages"}
         if view.operation == "responses":
             # the AI SDK sends the system prompt as the first input message
             at_length = _with_text(exact.request, "system", "You answer at length.")
-            assert set(differences(view.request, at_length)) == {"system"}
+            assert _differences(view.request, at_length) == {"system"}
 
 
 def test_build_and_doctor_read_the_ai_sdk_7_spans_alone(tmp_path):
     only_sdk = _only_scope(TRACE_V7, GEN_AI, tmp_path / "ai_sdk_7_only.jsonl")
     cassette = build([only_sdk])
     calls = [e for e in cassette.interactions if e.provider != "mcp"]
-    assert len(calls) == 12
+    assert len(calls) == 16
     assert {e.source for e in calls} == {"genai-semconv"}
     doctor = _doctor(only_sdk)
-    assert "gen_ai: 12 model calls · 0 exactly · 12 semantically · 0 not replayable" in doctor
+    assert "gen_ai: 16 model calls · 0 exactly · 16 semantically · 0 not replayable" in doctor
     assert (
         "compared only in what the trace's form expresses: bare-parts (1),"
-        " system-placement (4), tool-definitions (12), tool-results (6)"
+        " system-placement (4), tool-definitions (16), tool-results (8)"
     ) in doctor

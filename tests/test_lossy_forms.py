@@ -148,7 +148,7 @@ def test_the_system_prompt_is_compared_wherever_the_request_carried_it(live, hit
     assert (Matcher([plain]).probe(live) == 0) is (live == plain)
 
 
-def test_a_tool_result_recorded_as_a_value_matches_its_json_text():
+def test_a_tool_result_recorded_as_a_value_matches_it_as_sent():
     def answered(response):  # type: ignore[no-untyped-def]
         part = {"type": "tool_call_response", "id": "call_1", "response": response}
         return [*QUESTION, call(), {"role": "tool", "parts": [part]}]
@@ -158,6 +158,9 @@ def test_a_tool_result_recorded_as_a_value_matches_its_json_text():
         ('{"city":"P","sky":"sunny"}', True),
         ('{"sky": "sunny", "city": "P"}', True),
         ('{"city":"P","sky":"rain"}', False),
+        # a Gemini function response as the AI SDK's provider wraps the result
+        ({"name": "get_weather", "content": {"city": "P", "sky": "sunny"}}, True),
+        ({"name": "get_weather", "content": {"city": "P", "sky": "rain"}}, False),
         ("sunny in P", False),
     ]:
         live = request([tool(strict=True)], answered(sent), ())

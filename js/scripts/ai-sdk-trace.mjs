@@ -43,7 +43,10 @@ const serve = await Serve.start({
   engine,
   mode: "record",
   cassette: join(mkdtempSync(join(tmpdir(), "ai-sdk-")), "unused.json"),
-  args: ["--upstream-openai", urls.openai_url, "--upstream-anthropic", urls.url, "--traces", out],
+  args: [
+    ...["--upstream-openai", urls.openai_url, "--upstream-anthropic", urls.url],
+    ...["--upstream", `gemini=${urls.url}`, "--traces", out],
+  ],
 });
 const tracer = new NodeTracerProvider({
   spanProcessors: [
@@ -51,7 +54,8 @@ const tracer = new NodeTracerProvider({
   ],
 });
 tracer.register();
-if (typeof ai.registerTelemetry === "function") {
+const seven = typeof ai.registerTelemetry === "function";
+if (seven) {
   // AI SDK 7: telemetry is an integration registered with the SDK
   const { OpenTelemetry } = await import("@ai-sdk/otel");
   ai.registerTelemetry(new OpenTelemetry());
@@ -68,6 +72,13 @@ const tools = {
 // (AI SDK 4's Responses model asks for fields the stub's Responses answers leave out)
 const models = [openai.chat("gpt-4o-mini"), anthropic("claude-sonnet-4-5")];
 if (modern) models.splice(1, 0, openai.responses("gpt-4o-mini"));
+// AI SDK 7's Google provider (AI SDK 6's sends the tool schemas converted to OpenAPI's
+// dialect, which its spans do not hold: those calls are not rebuilt from them)
+if (seven) {
+  const { createGoogle } = await import("@ai-sdk/google");
+  const baseURL = `${serve.env.GOOGLE_GEMINI_BASE_URL}/v1beta`;
+  models.push(createGoogle({ baseURL, apiKey: "AIza-test" })("gemini-2.5-flash"));
+}
 for (const model of models) {
   for (const stream of [false, true]) {
     const settings = {

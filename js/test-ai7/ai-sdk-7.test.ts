@@ -2,12 +2,14 @@
  * writes the GenAI semantic conventions (`chat {model}` spans with `gen_ai.input.messages`,
  * `gen_ai.system_instructions`, `gen_ai.tool.definitions`, `gen_ai.output.messages`), not
  * the `ai.*` attributes of AI SDK 4–6. An agent on OpenAI's Responses API and Chat
- * Completions and on Anthropic, `generateText` and `streamText` each running a tool loop,
+ * Completions, on Anthropic and on the Gemini API, `generateText` and `streamText` each
+ * running a tool loop,
  * exports its spans to the engine; `otel-replay build` makes a cassette of them that
  * replays the agent strictly with the provider stopped. (AI SDK 7 asks for Node 22 or
  * later in its `engines`; it runs on the Node 20 this package supports.) */
 
 import { createAnthropic } from "@ai-sdk/anthropic";
+import { createGoogle } from "@ai-sdk/google";
 import { createOpenAI } from "@ai-sdk/openai";
 import { OpenTelemetry } from "@ai-sdk/otel";
 import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
@@ -34,24 +36,32 @@ interface Models {
   responses: LanguageModel;
   chat: LanguageModel;
   anthropic: LanguageModel;
+  google: LanguageModel;
 }
 
-/** The agent: a tool loop on each model, the first generated, the others streamed. */
+/** The agent: a tool loop on each model, generated or streamed. */
 async function agent(models: Models, telemetry?: TelemetryOptions): Promise<string[]> {
   const settings = { system: "You answer briefly.", prompt: "Paris", tools, stopWhen: isStepCount(3), telemetry };
   const first = await generateText({ ...settings, model: models.responses });
   const second = await streamText({ ...settings, model: models.chat }).text;
   const third = await streamText({ ...settings, model: models.anthropic }).text;
-  return [first.text, second, third];
+  const fourth = await generateText({ ...settings, model: models.google });
+  return [first.text, second, third, fourth.text];
 }
 
-function models(openaiURL?: string, anthropicURL?: string): Models {
-  const openai = createOpenAI({ baseURL: openaiURL, apiKey: "sk-test-key-for-the-stub" });
-  const anthropic = createAnthropic({ baseURL: anthropicURL, apiKey: "sk-ant-test-key-for-the-stub" });
+/** The models, on the given base URLs; by default the providers' own settings (OpenAI's
+ * and Anthropic's read their base URL from the environment; Google's is given the
+ * gateway's Gemini base, which it does not read). */
+function models(urls: { openai?: string; anthropic?: string; gemini?: string } = {}): Models {
+  const openai = createOpenAI({ baseURL: urls.openai, apiKey: "sk-test-key-for-the-stub" });
+  const anthropic = createAnthropic({ baseURL: urls.anthropic, apiKey: "sk-ant-test-key-for-the-stub" });
+  const gemini = urls.gemini ?? process.env.GOOGLE_GEMINI_BASE_URL;
+  const google = createGoogle({ baseURL: `${gemini}/v1beta`, apiKey: "AIza-test-key-for-the-stub" });
   return {
     responses: openai("gpt-4o-mini"),
     chat: openai.chat("gpt-4o-mini"),
     anthropic: anthropic("claude-sonnet-4-5"),
+    google: google("gemini-2.5-flash"),
   };
 }
 
@@ -62,19 +72,21 @@ test("an AI SDK 7 run's GenAI telemetry builds a cassette that replays it", asyn
     tracer.register();
     try {
       const telemetry = { integrations: [new OpenTelemetry()] };
-      return await agent(models(stub.openai_url, `${stub.url}/v1`), telemetry);
+      return await agent(models({ openai: stub.openai_url, anthropic: `${stub.url}/v1`, gemini: stub.url }), telemetry);
     } finally {
       await tracer.shutdown();
     }
   });
-  expect(live).toEqual(Array(3).fill('stub reply to: {"city":"Paris","sky":"sunny"}'));
-  // the source is the integration's tracer; six calls, each read from the GenAI form
-  expect(doctor).toContain("gen_ai: 6 model calls · 0 exactly · 6 semantically · 0 not replayable");
+  const answer = 'stub reply to: {"city":"Paris","sky":"sunny"}';
+  // (the Gemini provider wraps a tool's result as {name, content})
+  expect(live).toEqual([...Array(3).fill(answer), 'stub reply to: {"name": "weather", "content": {"city": "Paris", "sky": "sunny"}}']);
+  // the source is the integration's tracer; eight calls, each read from the GenAI form
+  expect(doctor).toContain("gen_ai: 8 model calls · 0 exactly · 8 semantically · 0 not replayable");
   expect(doctor).toContain(
     "compared only in what the trace's form expresses: bare-parts (1), system-placement (2)," +
-      " tool-definitions (6), tool-results (3)",
+      " tool-definitions (8), tool-results (4)",
   );
-  await replayAll(cassette, 6);
-  // the providers' own base URLs: OPENAI_BASE_URL and ANTHROPIC_BASE_URL, the gateway's
+  await replayAll(cassette, 8);
+  // the gateway's base URLs: OPENAI_BASE_URL, ANTHROPIC_BASE_URL, GOOGLE_GEMINI_BASE_URL
   expect(await agent(models())).toEqual(live);
 });

@@ -47,7 +47,8 @@ way); ``tool-definitions`` — tools by type, name, description and parameters o
 GenAI tool-definition keys; no ``strict`` flag); ``tool-results`` — the role of a message
 holding only tool results is not compared, consecutive such messages count as one
 (instrumentations record it as ``user`` or ``tool``), and a result sent as the JSON text
-of an object or array is that value (the form records the value the tool returned);
+of an object or array, or wrapped as a Gemini function response's ``{"name",
+"content"}``, is that value (the form records the value the tool returned);
 ``bare-parts`` — a part recorded as its type alone (the form kept nothing else of it) is
 not compared."""
 

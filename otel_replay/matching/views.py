@@ -3,11 +3,11 @@
 A trace records a request in its own form, and some forms cannot express everything a
 request carries: the GenAI tool definitions have no ``strict`` flag, instrumentations
 give a tool result the role ``user`` or ``tool`` as they please and record the value a
-tool returned where the request sent its text, and system instructions are recorded apart
-from the conversation whether the request sent them apart or as its first messages.
-Rather than guess the missing piece, a recording names the forms it was read from
-(``CanonicalRequest.views``, names in ``core.exchange.VIEWS``) and both sides of a
-comparison are brought to that form here, one pure function per form. A live request
+tool returned where the request sent its text (or wrapped it), and system instructions
+are recorded apart from the conversation whether the request sent them apart or as its
+first messages. Rather than guess the missing piece, a recording names the forms it was
+read from (``CanonicalRequest.views``, names in ``core.exchange.VIEWS``) and both sides of
+a comparison are brought to that form here, one pure function per form. A live request
 sending ``strict: true`` then matches a recording that could not say so, and a changed
 description still misses.
 """
@@ -42,19 +42,23 @@ def _only_results(message: Any) -> bool:
 
 
 def _decoded(part: dict[str, Any]) -> dict[str, Any]:
-    """A tool result whose text is a JSON object or array, as the value it encodes."""
+    """A tool result as the value the tool returned: unwrapped from the ``{"name",
+    "content"}`` a Gemini function response carries it in (the AI SDK's), and decoded
+    when it is the JSON text of an object or array."""
     response = part.get("response")
-    if not (isinstance(response, str) and response.lstrip()[:1] in ("{", "[")):
-        return part
-    try:
-        return {**part, "response": json.loads(response)}
-    except ValueError:
-        return part
+    if isinstance(response, dict) and set(response) == {"name", "content"}:
+        response = response["content"]
+    if isinstance(response, str) and response.lstrip()[:1] in ("{", "["):
+        try:
+            response = json.loads(response)
+        except ValueError:
+            pass
+    return part if response is part.get("response") else {**part, "response": response}
 
 
 def tool_results(messages: JSON) -> JSON:
     """Messages with each run of tool-result-only messages as one ``tool`` message, and
-    each result given as the JSON text of an object or array as the value it encodes."""
+    each result as the value the tool returned (``_decoded``)."""
     if not isinstance(messages, list):
         return messages
     out: list[Any] = []
