@@ -14,6 +14,7 @@ spans of a tool-using agent on ``@ai-sdk/google`` alone (it called the stub itse
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from dataclasses import replace
@@ -21,6 +22,7 @@ from pathlib import Path
 
 import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from otel_replay.cassette.model import dump
 from otel_replay.core.exchange import CanonicalRequest, Exchange
@@ -29,7 +31,7 @@ from otel_replay.matching.session_rules import matching_rules
 from otel_replay.otlp.attributes import attributes_to_dict
 from otel_replay.otlp.codec import iter_spans, json_line, traces_from_json
 from otel_replay.pipeline.build import build
-from otel_replay.readers import read_exchanges
+from otel_replay.readers import ai_sdk, read_exchanges
 from otel_replay.readers.registry import READERS, read_call
 
 TRACES = Path(__file__).parent / "traces"
@@ -164,6 +166,49 @@ def test_doctor_names_a_provider_whose_requests_are_not_rebuilt(tmp_path):
     ) in doctor
     built = _run("build", str(google), "-o", str(tmp_path / "c.json"), code=1)
     assert "google.generative-ai requests are not rebuilt" in built
+
+
+def _anthropic_turn(custom: dict[str, object]) -> Exchange:
+    """The exchange of an ``anthropic.messages`` span whose assistant turn holds ``custom``."""
+    call = {"type": "tool-call", "toolCallId": "toolu_1", "toolName": "w", "input": {}}
+    result = {
+        "type": "tool-result",
+        "toolCallId": "toolu_1",
+        "toolName": "w",
+        "output": {"type": "text", "value": "sunny"},
+    }
+    messages = [
+        {"role": "user", "content": [{"type": "text", "text": "Paris"}]},
+        {"role": "assistant", "content": [custom, call]},
+        {"role": "tool", "content": [result]},
+    ]
+    attrs = {
+        "ai.model.provider": "anthropic.messages",
+        "ai.model.id": "claude-sonnet-4-5",
+        "ai.operationId": "ai.streamText.doStream",
+        "ai.prompt.messages": json.dumps(messages),
+        "ai.response.text": "done",
+    }
+    found = ai_sdk.read(Span(name="ai.streamText.doStream"), attrs, ())
+    assert found is not None
+    return found
+
+
+def test_a_custom_part_is_sent_as_the_anthropic_provider_sends_it():
+    # AI SDK 7 (its legacy ai.* integration too) keeps a streamed answer's start as a
+    # custom part of the next turn; @ai-sdk/anthropic sends none but a fallback's
+    start = {"type": "custom", "kind": "anthropic.message_start", "providerOptions": {}}
+    assert _anthropic_turn(start).request.messages[1]["parts"] == [
+        {"type": "tool_call", "id": "toolu_1", "name": "w", "arguments": {}}
+    ]
+    fallback = {
+        "type": "custom",
+        "kind": "anthropic.fallback",
+        "providerOptions": {"anthropic": {"from": {"model": "a"}, "to": {"model": "b"}}},
+    }
+    parts = _anthropic_turn(fallback).request.messages[1]["parts"]
+    assert parts[0]["type"] == "fallback"
+    assert (parts[0]["from"], parts[0]["to"]) == ({"model": "a"}, {"model": "b"})
 
 
 # --- AI SDK 7 ------------------------------------------------------------------------------

@@ -238,6 +238,8 @@ def _messages(model: str, messages: list[Message], tools: list[Message]) -> dict
                         "content": _output(p),
                     }
                 )
+            elif kind == "custom":
+                blocks.extend(_fallback(p))
             elif kind != "reasoning":
                 blocks.append(dict(p))
         turn = "assistant" if role == "assistant" else "user"
@@ -253,6 +255,16 @@ def _messages(model: str, messages: list[Message], tools: list[Message]) -> dict
             {"name": n, "description": d, "input_schema": s} for n, d, s in _tool_definitions(tools)
         ]
     return body
+
+
+def _fallback(part: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A custom part as ``@ai-sdk/anthropic`` sends it: a server-side fallback as its
+    ``fallback`` block; any other (the metadata of a streamed answer's start) not at all."""
+    options = part.get("providerOptions")
+    fallback = options.get("anthropic") if isinstance(options, dict) else None
+    if part.get("kind") != "anthropic.fallback" or not isinstance(fallback, dict):
+        return []
+    return [{"type": "fallback", "from": fallback.get("from"), "to": fallback.get("to")}]
 
 
 _PROVIDERS: Mapping[str, tuple[str, str, Body]] = {
