@@ -25,8 +25,8 @@ def operation_of(
     is a model call (an OpenInference LLM or EMBEDDING span) is a chat for a provider whose
     chat has an operation of its own (Anthropic's ``messages``), else it is named for its
     operation (``ChatCompletion``, ``Embeddings``) or shows it by its content (a request
-    ``body`` or input messages: a chat). A chat span named for a response is a Responses API
-    call.
+    ``body`` or input messages: a chat). A chat span named for a response, or whose response
+    id is a Responses API one (``resp_…``), is a Responses API call.
     """
     declared = attrs.get(genai.OPERATION_NAME) or attrs.get(genai.REQUEST_TYPE)
     if declared is None and _carries(attrs, genai.PROMPT_PREFIX):
