@@ -17,6 +17,8 @@ BACKENDS := $(VENV)/phoenix/.installed $(VENV)/chdb/.installed
 JS := js/node_modules/.installed
 # the TypeScript example, installed against js/ (npm ci, cached)
 JS_EXAMPLE := examples/typescript/node_modules/.installed
+# AI SDK 7 and its OpenTelemetry integration, pinned apart from js/'s AI SDK 6 (npm ci, cached)
+JS_AI7 := js/test-ai7/node_modules/.installed
 
 .PHONY: demo test test-py test-js docs lint typecheck bench soak clients browser backends js clean
 
@@ -78,9 +80,14 @@ $(JS_EXAMPLE): $(JS) examples/typescript/package.json examples/typescript/packag
 	cd examples/typescript && npm ci --no-audit --no-fund --loglevel=error
 	touch $(JS_EXAMPLE)
 
-test-js: $(STAMP) $(JS) $(JS_EXAMPLE)
-	cd js && npx tsc -p . && npx tsc -p tsconfig.test.json
+$(JS_AI7): $(JS) js/test-ai7/package.json js/test-ai7/package-lock.json
+	cd js/test-ai7 && npm ci --no-audit --no-fund --loglevel=error
+	touch $(JS_AI7)
+
+test-js: $(STAMP) $(JS) $(JS_EXAMPLE) $(JS_AI7)
+	cd js && npx tsc -p . && npx tsc -p tsconfig.test.json && npx tsc -p test-ai7
 	cd js && OTEL_REPLAY_PYTHON=$(CURDIR)/$(BIN)/python npx vitest run
+	cd js/test-ai7 && OTEL_REPLAY_PYTHON=$(CURDIR)/$(BIN)/python npx vitest run
 	cd examples/typescript && CI=1 OTEL_REPLAY_BIN="$(CURDIR)/$(BIN)/python -m otel_replay" \
 		npx vitest run
 
@@ -106,4 +113,4 @@ soak: $(STAMP)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache \
-		js/node_modules js/dist examples/typescript/node_modules
+		js/node_modules js/dist js/test-ai7/node_modules examples/typescript/node_modules

@@ -111,3 +111,66 @@ def test_an_unknown_form_is_refused_naming_the_place():
     text = _cassette_text(["tool-definitions"]).replace('"tool-definitions"', '"guesswork"')
     with pytest.raises(CassetteError, match=r"interactions\[0\]\.request\.views\[0\]"):
         loads(text)
+
+
+def responses_request(system, messages, views=()):  # type: ignore[no-untyped-def]
+    return dataclasses.replace(
+        request(None, messages, views), endpoint="/v1/responses", system=system, tools=None
+    )
+
+
+def text(role, content):  # type: ignore[no-untyped-def]
+    return {"role": role, "parts": [{"type": "text", "content": content}]}
+
+
+BRIEFLY = [{"type": "text", "content": "Answer briefly."}]
+AS_MESSAGE = [text("system", "Answer briefly."), *QUESTION]
+AS_DEVELOPER = [text("developer", "Answer briefly."), *QUESTION]
+
+
+@pytest.mark.parametrize(
+    ("live", "hit"),
+    [
+        # the form records system instructions apart: sent apart or as the first messages
+        (responses_request(BRIEFLY, QUESTION), True),
+        (responses_request(None, AS_MESSAGE), True),
+        (responses_request(None, AS_DEVELOPER), True),
+        # another system prompt, or the same words as a user's, still differ
+        (responses_request(None, [text("system", "Answer at length."), *QUESTION]), False),
+        (responses_request(None, [text("user", "Answer briefly."), *QUESTION]), False),
+    ],
+)
+def test_the_system_prompt_is_compared_wherever_the_request_carried_it(live, hit):
+    recorded = responses_request(BRIEFLY, QUESTION, ["system-placement"])
+    assert (Matcher([recorded]).probe(live) == 0) is hit
+    # a recording that named no lossy form is compared in full
+    plain = responses_request(BRIEFLY, QUESTION)
+    assert (Matcher([plain]).probe(live) == 0) is (live == plain)
+
+
+def test_a_tool_result_recorded_as_a_value_matches_it_as_sent():
+    def answered(response):  # type: ignore[no-untyped-def]
+        part = {"type": "tool_call_response", "id": "call_1", "response": response}
+        return [*QUESTION, call(), {"role": "tool", "parts": [part]}]
+
+    recorded = request([tool()], answered({"city": "P", "sky": "sunny"}), BOTH)
+    for sent, hit in [
+        ('{"city":"P","sky":"sunny"}', True),
+        ('{"sky": "sunny", "city": "P"}', True),
+        ('{"city":"P","sky":"rain"}', False),
+        # a Gemini function response as the AI SDK's provider wraps the result
+        ({"name": "get_weather", "content": {"city": "P", "sky": "sunny"}}, True),
+        ({"name": "get_weather", "content": {"city": "P", "sky": "rain"}}, False),
+        ("sunny in P", False),
+    ]:
+        live = request([tool(strict=True)], answered(sent), ())
+        assert (Matcher([recorded]).probe(live) == 0) is hit, sent
+
+
+def test_a_part_recorded_as_its_type_alone_is_not_compared():
+    recorded_parts = [{"type": "custom"}, *call()["parts"]]
+    turn = [*QUESTION, {"role": "assistant", "parts": recorded_parts}, result("tool")]
+    recorded = request([tool()], turn, ["bare-parts", *BOTH])
+    assert Matcher([recorded]).probe(LIVE) == 0
+    # without the form, the part the request did not carry counts
+    assert Matcher([request([tool()], turn, BOTH)]).probe(LIVE) != 0

@@ -192,3 +192,28 @@ def test_any_consistent_renaming_normalises_equal(ids_a, ids_b, uuid_pair, email
     a = build(ids_a, uuid_pair[0], email_pair[0])
     b = build(ids_b, uuid_pair[1], email_pair[1])
     assert normalize(a) == normalize(b)
+
+
+def test_function_call_ids_a_gemini_client_minted_are_not_compared():
+    from otel_replay import providers
+    from otel_replay.matching.session_rules import matching_rules
+
+    def turn(call_id: str, provider_path: str) -> CanonicalRequest:
+        # what @ai-sdk/google sends after a function call the API gave no id
+        body = {
+            "contents": [
+                {"role": "user", "parts": [{"text": "Paris"}]},
+                {"role": "model", "parts": [{"functionCall": {"id": call_id, "name": "w"}}]},
+                {
+                    "role": "user",
+                    "parts": [{"functionResponse": {"id": call_id, "name": "w", "response": {}}}],
+                },
+            ]
+        }
+        return providers.provider_for(provider_path, {}).canonical(provider_path, body)
+
+    path = "/v1beta/models/gemini-2.5-flash:generateContent"
+    rules = matching_rules()
+    one, other = turn("Q7K58nvwbj8P2MtD", path), turn("Ftpdu6rb9cMbpAU8", path)
+    assert one.messages != other.messages
+    assert rules.normalize(one) == rules.normalize(other)

@@ -5,10 +5,12 @@
 //
 //   OTEL_REPLAY_BIN=".venv/bin/python -m otel_replay" node js/scripts/ai-sdk-trace.mjs OUT.jsonl
 //
-// It runs against the AI SDK installed where it is run from: js/ (AI SDK 6), or a folder
-// with AI SDK 4 and this package installed (`npm install ai@4.3.19 @ai-sdk/openai@1.3.24
-// @ai-sdk/anthropic@1.2.12 zod@3.25.76 @opentelemetry/sdk-trace-node@2.12.1
-// @opentelemetry/exporter-trace-otlp-http@0.223.1 path/to/js`, then copy this script there).
+// It runs against the AI SDK installed where it is run from: js/ (AI SDK 6), js/test-ai7/
+// (AI SDK 7, whose telemetry is its OpenTelemetry integration, `@ai-sdk/otel`, writing the
+// GenAI semantic conventions: copy this script there), or a folder with AI SDK 4 and this
+// package installed (`npm install ai@4.3.19 @ai-sdk/openai@1.3.24 @ai-sdk/anthropic@1.2.12
+// zod@3.25.76 @opentelemetry/sdk-trace-node@2.12.1 @opentelemetry/exporter-trace-otlp-http@0.223.1
+// path/to/js`, then copy this script there).
 
 import { spawn } from "node:child_process";
 import { mkdtempSync } from "node:fs";
@@ -41,7 +43,10 @@ const serve = await Serve.start({
   engine,
   mode: "record",
   cassette: join(mkdtempSync(join(tmpdir(), "ai-sdk-")), "unused.json"),
-  args: ["--upstream-openai", urls.openai_url, "--upstream-anthropic", urls.url, "--traces", out],
+  args: [
+    ...["--upstream-openai", urls.openai_url, "--upstream-anthropic", urls.url],
+    ...["--upstream", `gemini=${urls.url}`, "--traces", out],
+  ],
 });
 const tracer = new NodeTracerProvider({
   spanProcessors: [
@@ -49,6 +54,12 @@ const tracer = new NodeTracerProvider({
   ],
 });
 tracer.register();
+const seven = typeof ai.registerTelemetry === "function";
+if (seven) {
+  // AI SDK 7: telemetry is an integration registered with the SDK
+  const { OpenTelemetry } = await import("@ai-sdk/otel");
+  ai.registerTelemetry(new OpenTelemetry());
+}
 const openai = createOpenAI({ baseURL: serve.env.OPENAI_BASE_URL, apiKey: "sk-test" });
 const anthropic = createAnthropic({ baseURL: serve.env.ANTHROPIC_BASE_URL, apiKey: "sk-ant-test" });
 const tools = {
@@ -61,6 +72,13 @@ const tools = {
 // (AI SDK 4's Responses model asks for fields the stub's Responses answers leave out)
 const models = [openai.chat("gpt-4o-mini"), anthropic("claude-sonnet-4-5")];
 if (modern) models.splice(1, 0, openai.responses("gpt-4o-mini"));
+// AI SDK 7's Google provider (AI SDK 6's sends the tool schemas converted to OpenAPI's
+// dialect, which its spans do not hold: those calls are not rebuilt from them)
+if (seven) {
+  const { createGoogle } = await import("@ai-sdk/google");
+  const baseURL = `${serve.env.GOOGLE_GEMINI_BASE_URL}/v1beta`;
+  models.push(createGoogle({ baseURL, apiKey: "AIza-test" })("gemini-2.5-flash"));
+}
 for (const model of models) {
   for (const stream of [false, true]) {
     const settings = {

@@ -3,9 +3,6 @@
  * strictly with the provider stopped. The AI SDK's spans, and the OpenInference
  * instrumentation of openai-node (which names no `llm.provider` for a local base URL). */
 
-import { spawn } from "node:child_process";
-import { join } from "node:path";
-
 import { createAnthropic } from "@ai-sdk/anthropic";
 import { OpenAIInstrumentation } from "@arizeai/openinference-instrumentation-openai";
 import { createOpenAI } from "@ai-sdk/openai";
@@ -13,13 +10,11 @@ import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
 import { NodeTracerProvider, SimpleSpanProcessor } from "@opentelemetry/sdk-trace-node";
 import { generateText, stepCountIs, streamText, tool, type LanguageModel } from "ai";
 import OpenAI from "openai";
-import { afterAll, expect, onTestFinished, test } from "vitest";
+import { afterAll, expect, test } from "vitest";
 import { z } from "zod";
 
-import { findEngine, Serve } from "otel-replay";
-import { useReplay, type Replay } from "otel-replay/vitest";
-
-import { pythonEnv, scratch, startStub, type Stub } from "./peers.js";
+import { scratch, type Stub } from "./peers.js";
+import { fromTelemetry, replayAll } from "./telemetry.js";
 
 const folder = scratch();
 afterAll(() => folder.remove());
@@ -46,60 +41,24 @@ async function agent(openai: LanguageModel, anthropic: LanguageModel, telemetry:
   return [first.text, second];
 }
 
-async function run(command: string, args: string[]): Promise<{ code: number | null; output: string }> {
-  const child = spawn(command, args, { env: pythonEnv(), stdio: ["ignore", "pipe", "pipe"] });
-  let output = "";
-  child.stdout.on("data", (chunk) => (output += chunk));
-  child.stderr.on("data", (chunk) => (output += chunk));
-  const code = await new Promise<number | null>((done) => child.once("close", done));
-  return { code, output };
-}
-
-/** Run `live` against the stub with its spans exported to a gateway that only receives
- * them (the agent calls the provider itself); stop the stub; build a cassette from the
- * spans. Returns what `live` returned, the cassette and what `doctor` says of the spans. */
-async function fromTelemetry<T>(
+/** The spans of `live`, exported by a tracer provider of the test's own to the engine. */
+function traced<T>(
   name: string,
   live: (stub: Stub, tracer: NodeTracerProvider) => Promise<T>,
-): Promise<{ answer: T; cassette: string; doctor: string }> {
-  const stub = await startStub();
-  const traces = join(folder.dir, `${name}.jsonl`);
-  const receiver = await Serve.start({
-    engine: findEngine(),
-    mode: "record",
-    cassette: join(folder.dir, `${name}-unused.json`),
-    args: ["--traces", traces],
+): ReturnType<typeof fromTelemetry<T>> {
+  return fromTelemetry(folder.dir, name, async (stub, env) => {
+    const exporter = new OTLPTraceExporter({ url: env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT });
+    const tracer = new NodeTracerProvider({ spanProcessors: [new SimpleSpanProcessor(exporter)] });
+    try {
+      return await live(stub, tracer);
+    } finally {
+      await tracer.shutdown();
+    }
   });
-  const tracer = new NodeTracerProvider({
-    spanProcessors: [
-      new SimpleSpanProcessor(new OTLPTraceExporter({ url: receiver.env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT })),
-    ],
-  });
-  const answer = await live(stub, tracer);
-  await tracer.shutdown();
-  const received = await receiver.stop();
-  expect(received.spans_received).toBeGreaterThan(0);
-  await stub.stop();
-  const cassette = join(folder.dir, `${name}.json`);
-  const engine = findEngine();
-  const built = await run(engine.command, [...engine.args, "build", traces, "-o", cassette, "--quiet"]);
-  expect(built.code, built.output).toBe(0);
-  const doctor = await run(engine.command, [...engine.args, "doctor", traces]);
-  return { answer, cassette, doctor: doctor.output };
-}
-
-/** Replay `cassette` strictly for this test; at its end, `calls` replayed and no miss. */
-async function replayAll(cassette: string, calls: number): Promise<void> {
-  let replay: Replay | undefined;
-  onTestFinished(() => {
-    expect(replay?.summary?.replayed).toBe(calls);
-    expect(replay?.summary?.misses).toEqual([]);
-  });
-  replay = await useReplay(cassette, { mode: "strict" });
 }
 
 test("an AI SDK run's telemetry builds a cassette that replays it", async () => {
-  const { answer: live, cassette, doctor } = await fromTelemetry("ai-sdk", async (stub, tracer) => {
+  const { answer: live, cassette, doctor } = await traced("ai-sdk", async (stub, tracer) => {
     tracer.register();
     return await agent(
       createOpenAI({ baseURL: stub.openai_url, apiKey: "sk-test-key-for-the-stub" })("gpt-4o-mini"),
@@ -139,7 +98,7 @@ async function openaiAgent(client: OpenAI): Promise<string[]> {
 }
 
 test("openai-node's OpenInference telemetry builds a cassette that replays it", async () => {
-  const { answer: live, cassette, doctor } = await fromTelemetry("openinference", async (stub, tracer) => {
+  const { answer: live, cassette, doctor } = await traced("openinference", async (stub, tracer) => {
     const instrumentation = new OpenAIInstrumentation();
     instrumentation.setTracerProvider(tracer);
     instrumentation.manuallyInstrument(OpenAI);

@@ -31,17 +31,26 @@ COMPONENT_LABELS: dict[str, str] = {
     "params": "params",
 }
 ALL_KNOWN: frozenset[str] = frozenset(COMPONENTS)
-VIEWS: dict[str, str] = {
-    "tool-definitions": "tools",
-    "tool-results": "messages",
+VIEWS: dict[str, tuple[str, ...]] = {
+    "system-placement": ("system", "messages"),
+    "tool-definitions": ("tools",),
+    "tool-results": ("messages",),
+    "bare-parts": ("messages",),
 }
-"""The lossy forms a trace may record a component in, each with the component it covers.
-A recording made from such a form names it in ``CanonicalRequest.views``, and matching
-compares both sides in what that form can express (``matching.views``): ``tool-definitions``
-— tools by type, name, description and parameters only (the GenAI tool-definition keys; no
-``strict`` flag); ``tool-results`` — the role of a message holding only tool results is not
-compared, and consecutive such messages count as one (instrumentations record it as
-``user`` or ``tool``)."""
+"""The lossy forms a trace may record a request in, each with the components it covers (in
+the order the forms apply). A recording made from such a form names it in
+``CanonicalRequest.views``, and matching compares both sides in what that form can express
+(``matching.views``): ``system-placement`` — the system prompt wherever the request carried
+it, in its own field or as leading system/developer messages (the form records system
+instructions apart from the conversation; a Responses API request carries them either
+way); ``tool-definitions`` — tools by type, name, description and parameters only (the
+GenAI tool-definition keys; no ``strict`` flag); ``tool-results`` — the role of a message
+holding only tool results is not compared, consecutive such messages count as one
+(instrumentations record it as ``user`` or ``tool``), and a result sent as the JSON text
+of an object or array, or wrapped as a Gemini function response's ``{"name",
+"content"}``, is that value (the form records the value the tool returned);
+``bare-parts`` — a part recorded as its type alone (the form kept nothing else of it) is
+not compared."""
 
 
 @dataclass(frozen=True, slots=True)

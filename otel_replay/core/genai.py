@@ -29,6 +29,8 @@ OPERATION_NAME = "gen_ai.operation.name"
 REQUEST_MODEL = "gen_ai.request.model"
 REQUEST_STREAM = "gen_ai.request.stream"
 IS_STREAMING = "gen_ai.is_streaming"
+TIME_TO_FIRST_CHUNK = "gen_ai.client.operation.time_to_first_chunk"
+"""Seconds until the first chunk of the answer: recorded only for a streamed call."""
 RESPONSE_ID = "gen_ai.response.id"
 RESPONSE_MODEL = "gen_ai.response.model"
 FINISH_REASONS = "gen_ai.response.finish_reasons"
@@ -161,6 +163,9 @@ SPAN_NAME_WORDS: tuple[tuple[str, str], ...] = (
 
 RESPONSES_WORD = "response"
 """A ``chat`` span whose name holds this word is a Responses API call."""
+RESPONSES_ID_PREFIX = "resp_"
+"""A ``chat`` span whose ``gen_ai.response.id`` begins so is a Responses API call (a Chat
+Completions id begins ``chatcmpl-``)."""
 
 
 def operation_name(operation: str) -> str:

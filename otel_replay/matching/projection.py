@@ -97,7 +97,7 @@ def project(of: Shape, request: CanonicalRequest, name: str) -> JSON:
         params = request.params if isinstance(request.params, dict) else {}
         return {k: params.get(k) for k in of.partial}
     if name in of.known:
-        return forms.apply(of.views, name, request.component(name))
+        return forms.apply(of.views, name, request)
     return SKIPPED
 
 
@@ -109,11 +109,11 @@ def key(of: Shape, request: CanonicalRequest, cache: dict[str, str]) -> tuple[st
         if name == "params" and of.partial is not None:
             out.append(digest(project(of, request, name)))
         elif name == "params" or name in of.known:
-            viewed = [v for v in sorted(of.views) if VIEWS.get(v) == name]
+            viewed = [v for v in sorted(of.views) if name in VIEWS.get(v, ())]
             slot = "|".join([name, *viewed])
             found = cache.get(slot)
             if found is None:
-                found = cache[slot] = digest(forms.apply(viewed, name, request.component(name)))
+                found = cache[slot] = digest(forms.apply(viewed, name, request))
             out.append(found)
         else:
             out.append("")

@@ -356,4 +356,11 @@ _TRANSPORT: tuple[IgnoreRule, ...] = (
     IgnoreRule("params.stream", Scope(provider="anthropic")),
 )
 
-BUILTIN_RULES: tuple[Rule, ...] = (*_VOLATILE, *_TRANSPORT)
+# Values a client mints afresh in every run, where the provider's API gives them no meaning.
+_MINTED: tuple[IgnoreRule, ...] = (
+    # the Gemini API pairs a function response with its call by name; a client may give
+    # both an id of its own making (the AI SDK's @ai-sdk/google does, one per run)
+    IgnoreRule("messages[*].parts[*].id", Scope(provider="gcp.gemini")),
+)
+
+BUILTIN_RULES: tuple[Rule, ...] = (*_VOLATILE, *_TRANSPORT, *_MINTED)

@@ -32,7 +32,7 @@ from otel_replay.providers.parts import text_part, tool_call_part
 from otel_replay.readers.rebuild import output_messages, replay_response
 from otel_replay.readers.view import Event, as_list, as_str, json_value, span_place
 
-__all__ = ["MESSAGES", "PROVIDER", "SOURCE", "read"]
+__all__ = ["CALL_OPERATIONS", "MESSAGES", "OPERATION", "PROVIDER", "SOURCE", "read", "rebuilds"]
 
 SOURCE = "ai-sdk"
 """The ``source`` of the exchanges read here."""
@@ -41,7 +41,9 @@ MESSAGES = "ai.prompt.messages"
 PROVIDER = "ai.model.provider"
 _TOOLS = "ai.prompt.tools"
 _MODEL = "ai.model.id"
-_OPERATION = "ai.operationId"
+OPERATION = "ai.operationId"
+CALL_OPERATIONS = (".doGenerate", ".doStream")
+"""How the operation of a model-call span ends (``ai.generateText.doGenerate``, …)."""
 _TEXT = "ai.response.text"
 _TOOL_CALLS = "ai.response.toolCalls"
 _FINISH = "ai.response.finishReason"
@@ -236,6 +238,8 @@ def _messages(model: str, messages: list[Message], tools: list[Message]) -> dict
                         "content": _output(p),
                     }
                 )
+            elif kind == "custom":
+                blocks.extend(_fallback(p))
             elif kind != "reasoning":
                 blocks.append(dict(p))
         turn = "assistant" if role == "assistant" else "user"
@@ -253,12 +257,29 @@ def _messages(model: str, messages: list[Message], tools: list[Message]) -> dict
     return body
 
 
+def _fallback(part: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """A custom part as ``@ai-sdk/anthropic`` sends it: a server-side fallback as its
+    ``fallback`` block; any other (the metadata of a streamed answer's start) not at all."""
+    options = part.get("providerOptions")
+    fallback = options.get("anthropic") if isinstance(options, dict) else None
+    if part.get("kind") != "anthropic.fallback" or not isinstance(fallback, dict):
+        return []
+    return [{"type": "fallback", "from": fallback.get("from"), "to": fallback.get("to")}]
+
+
 _PROVIDERS: Mapping[str, tuple[str, str, Body]] = {
     "openai.chat": ("openai", "chat", _chat),
     "openai.responses": ("openai", "responses", _responses),
     "anthropic.messages": ("anthropic", "messages", _messages),
 }
 """``ai.model.provider`` → the API, its operation, and the request its provider sends."""
+
+
+def rebuilds(provider: str) -> bool:
+    """Whether the requests of the AI SDK provider ``provider`` (``ai.model.provider``) are
+    taken back from its spans. Others (``google.generative-ai``, which sends the tool
+    schemas converted to OpenAPI's dialect) are not."""
+    return provider in _PROVIDERS
 
 
 # --- the projection -------------------------------------------------------------------------
@@ -281,7 +302,7 @@ def read(span: Span, attrs: Mapping[str, Any], events: Sequence[Event]) -> Excha
     request = api.canonical(endpoint, body(model, messages, tools))
     views = frozenset({"tool-definitions"}) if tools else frozenset()
     request = replace(request, params={}, known=_KNOWN, views=views)
-    stream = str(attrs.get(_OPERATION, span.name)).endswith("doStream")
+    stream = str(attrs.get(OPERATION, span.name)).endswith("doStream")
     finish = as_str(attrs.get(_FINISH))
     reason = _FINISH_REASONS.get(finish, finish) if finish is not None else None
     output = OutputView(

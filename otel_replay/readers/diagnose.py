@@ -2,7 +2,8 @@
 
 Rules on the span's content, as data: a span is a model call when it declares a model
 operation (``gen_ai.operation.name`` / ``llm.request.type`` naming one, an OpenInference
-LLM or EMBEDDING span). When no reader gives an exchange for it, the first row of
+LLM or EMBEDDING span, the AI SDK's ``ai.operationId`` ending ``.doGenerate`` or
+``.doStream``). When no reader gives an exchange for it, the first row of
 ``_RULES`` that applies says why and names the setting that fixes it; the setting is
 chosen by the attribute family the span is written in (``_CAPTURE``), with a row of
 ``SETTINGS`` where an instrumentation has a setting of its own.
@@ -15,6 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from otel_replay.core import genai
+from otel_replay.readers import ai_sdk
 from otel_replay.readers.census import Problem
 from otel_replay.readers.messages import content_stripped
 from otel_replay.readers.view import Event, json_value
@@ -27,6 +29,7 @@ _CONTENT = (
     genai.SYSTEM_INSTRUCTIONS,
     genai.oi_value("input"),
     genai.oi_value("output"),
+    ai_sdk.MESSAGES,
 )
 _CONTENT_PREFIXES = (
     genai.PROMPT_PREFIX,
@@ -41,6 +44,7 @@ _LENGTH_FIX = (
 )
 
 SETTINGS: Mapping[str, str] = {
+    "ai": "leave the AI SDK's experimental_telemetry recordInputs / recordOutputs on",
     "pydantic-ai": "pass InstrumentationSettings(include_content=True)",
     "litellm": "set litellm.turn_off_message_logging = False",
 }
@@ -52,6 +56,8 @@ def model_call(attrs: Mapping[str, Any]) -> bool:
     declared = attrs.get(genai.OPERATION_NAME) or attrs.get(genai.REQUEST_TYPE)
     if declared is not None:
         return str(declared) in genai.EXCHANGE_OF_OPERATION
+    if str(attrs.get(ai_sdk.OPERATION, "")).endswith(ai_sdk.CALL_OPERATIONS):
+        return True
     return attrs.get(genai.OI_SPAN_KIND) in genai.OI_MODEL_KINDS
 
 
@@ -116,7 +122,17 @@ def _no_provider(attrs: Mapping[str, Any], events: Sequence[Event], scope: str) 
     )
 
 
-_RULES: tuple[Rule, ...] = (_cut, _not_captured, _no_provider)
+def _not_rebuilt(attrs: Mapping[str, Any], events: Sequence[Event], scope: str) -> Problem | None:
+    provider = attrs.get(ai_sdk.PROVIDER)
+    if not isinstance(provider, str) or ai_sdk.rebuilds(provider):
+        return None
+    return Problem(
+        f"the AI SDK's {provider} requests are not rebuilt from its spans",
+        "record the agent through the gateway (otel-replay record -- CMD)",
+    )
+
+
+_RULES: tuple[Rule, ...] = (_cut, _not_captured, _not_rebuilt, _no_provider)
 
 
 def diagnose(attrs: Mapping[str, Any], events: Sequence[Event], scope: str) -> Problem:

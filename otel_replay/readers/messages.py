@@ -37,6 +37,8 @@ __all__ = [
 ]
 
 _TEXT_BLOCKS = frozenset({"text", "input_text", "output_text"})
+_SCHEMA_KEYS = ("parameters", "input_schema", "inputSchema")
+"""Where a tool definition keeps its schema: the GenAI key, Anthropic's, the AI SDK's."""
 
 
 def content_parts(content: Any) -> list[dict[str, Any]]:
@@ -212,7 +214,8 @@ def norm_tool(tool: Any) -> Any:
         spec = tool["function"]
     elif tool.get("type") not in (None, "function", "custom") and "input_schema" not in tool:
         return plain(tool)  # a built-in tool kept whole
-    params = json_value(spec.get("parameters", spec.get("input_schema")))
-    skip = {"type", "name", "description", "parameters", "input_schema", "function"}
+    schema = next((spec[k] for k in _SCHEMA_KEYS if k in spec), None)
+    params = json_value(schema)
+    skip = {"type", "name", "description", "function", *_SCHEMA_KEYS}
     extra = {str(k): plain(v) for k, v in spec.items() if k not in skip}
     return function_tool(spec.get("name"), spec.get("description"), params, extra)

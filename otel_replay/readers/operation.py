@@ -25,8 +25,8 @@ def operation_of(
     is a model call (an OpenInference LLM or EMBEDDING span) is a chat for a provider whose
     chat has an operation of its own (Anthropic's ``messages``), else it is named for its
     operation (``ChatCompletion``, ``Embeddings``) or shows it by its content (a request
-    ``body`` or input messages: a chat). A chat span named for a response is a Responses API
-    call.
+    ``body`` or input messages: a chat). A chat span named for a response, or whose response
+    id is a Responses API one (``resp_…``), is a Responses API call.
     """
     declared = attrs.get(genai.OPERATION_NAME) or attrs.get(genai.REQUEST_TYPE)
     if declared is None and _carries(attrs, genai.PROMPT_PREFIX):
@@ -40,9 +40,15 @@ def operation_of(
         return None
     if operation == "chat":
         operation = _CHAT_OPERATION.get(provider, operation)
-    if operation == "chat" and genai.RESPONSES_WORD in span_name.lower():
+    if operation == "chat" and (
+        genai.RESPONSES_WORD in span_name.lower() or _responses_id(attrs.get(genai.RESPONSE_ID))
+    ):
         return "responses"
     return operation
+
+
+def _responses_id(value: Any) -> bool:
+    return isinstance(value, str) and value.startswith(genai.RESPONSES_ID_PREFIX)
 
 
 def _named(span_name: str) -> str | None:

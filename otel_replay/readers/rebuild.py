@@ -109,25 +109,37 @@ def _input_message(recorded: Any) -> dict[str, Any]:
     return normalised
 
 
-def lossy_forms(request: CanonicalRequest) -> frozenset[str]:
+def lossy_forms(request: CanonicalRequest, operation: str = "") -> frozenset[str]:
     """The lossy forms (``core.exchange.VIEWS``) a request read from a view is compared
     in: tool definitions that carry only the GenAI definition keys (the form has no place
-    for a ``strict`` flag), and messages holding tool results (whose role the form does
-    not fix)."""
+    for a ``strict`` flag), messages holding tool results (whose role the form does not
+    fix), messages holding a part recorded as its type alone, and a Responses API call's
+    system instructions (sent as ``instructions`` or as leading input messages)."""
     found = set()
     tools = request.tools
     if "tools" in request.known and isinstance(tools, list):
         if all(isinstance(t, Mapping) and set(t) <= set(TOOL_DEFINITION_KEYS) for t in tools):
             found.add("tool-definitions")
     if "messages" in request.known:
-        for item in as_list(request.messages):
-            parts = item.get("parts") if isinstance(item, Mapping) else None
-            if isinstance(parts, list) and any(
-                isinstance(p, Mapping) and p.get("type") == "tool_call_response" for p in parts
-            ):
-                found.add("tool-results")
-                break
+        parts = [
+            p
+            for item in as_list(request.messages)
+            if isinstance(item, Mapping)
+            for p in as_list(item.get("parts"))
+            if isinstance(p, Mapping)
+        ]
+        if any(p.get("type") == "tool_call_response" for p in parts):
+            found.add("tool-results")
+        if any(set(p) == {"type"} for p in parts):
+            found.add("bare-parts")
+        if operation in _SYSTEM_EITHER_WAY and request.system is not None:
+            found.add("system-placement")
     return frozenset(found)
+
+
+_SYSTEM_EITHER_WAY = frozenset({"responses"})
+"""Operations whose requests carry system instructions in a field of their own or as
+leading system/developer messages."""
 
 
 def output_messages(messages: JSON, finish_reasons: Sequence[str]) -> list[dict[str, Any]]:
@@ -172,7 +184,7 @@ def exchange_from_view(
         params=params,
         known=request.known,
     )
-    canonical = replace(canonical, views=lossy_forms(canonical))
+    canonical = replace(canonical, views=lossy_forms(canonical, request.operation))
     output = OutputView(
         messages=output_messages(response.messages, response.finish_reasons),
         response_id=response.response_id,

@@ -118,10 +118,15 @@ def read(span: Span, attrs: Mapping[str, Any], events: Sequence[Event]) -> Excha
             finish_reasons=[str(f) for f in finish] if isinstance(finish, list | tuple) else [],
         ),
         span,
-        stream=any(view.as_flag(merged.get(k)) for k in _STREAMING),
+        stream=_streamed(merged),
         source="openllmetry" if flattened else "genai-semconv",
         failed=failed,
     )
+
+
+def _streamed(attrs: Mapping[str, Any]) -> bool:
+    """Whether the call streamed: flagged so, or timed to its first chunk."""
+    return genai.TIME_TO_FIRST_CHUNK in attrs or any(view.as_flag(attrs.get(k)) for k in _STREAMING)
 
 
 def _completed(output: list[Any], flattened: list[dict[str, Any]]) -> list[Any]:
