@@ -138,7 +138,7 @@ def main(args: list[str]) -> None:
     turns = int(next((a for a in args if a.isdigit()), "40"))
     if "--record" in args:
         counts, size = asyncio.run(record_calls(turns, codex="--codex" in args))
-        print(f"trace file: {size:,} bytes")
+        print(f"trace file: {size:,} bytes; the session's requests: {sum(counts):,} calls")
     else:
         counts = asyncio.run(calls_per_turn(turns, profile, codex="--codex" in args))
     if not profile:

@@ -101,7 +101,7 @@ tool_lists = st.sampled_from(
     ]
 )
 steps = st.tuples(
-    st.sampled_from(["add", "add", "edit", "swap", "drop", "tools"]),
+    st.sampled_from(["add", "add", "edit", "swap", "drop", "tools", "metadata"]),
     messages,
     st.integers(0, 20),
     st.integers(0, 20),
@@ -111,8 +111,9 @@ steps = st.tuples(
 
 def _session(first: list[dict[str, Any]], tools: list[Any], turns: list[Any]) -> list[Any]:
     """The bodies of a conversation: each turn resends the messages so far, after adding,
-    editing, swapping or dropping one, or changing the tools."""
+    editing, swapping or dropping one, or changing the tools or the metadata."""
     history, bodies = list(first), []
+    metadata: dict[str, Any] = {"session": "s" * 100, "user": f"key {SECRET}", "turn": 0}
     for op, message, i, j, copied in turns:
         if op == "add":
             history.append(message)
@@ -125,8 +126,10 @@ def _session(first: list[dict[str, Any]], tools: list[Any], turns: list[Any]) ->
             del history[i % len(history)]
         elif op == "tools":
             tools = [*tools, {"type": "function", "function": {"name": f"more{i}"}}]
+        elif op == "metadata":
+            metadata = {**metadata, "turn": i, "note": message["content"]}
         sent = copy.deepcopy(history) if copied else list(history)
-        body = {"model": "gpt-4o", "messages": sent, "tools": tools}
+        body = {"model": "gpt-4o", "messages": sent, "tools": tools, "metadata": metadata}
         bodies.append(body)
     return bodies
 
@@ -173,6 +176,9 @@ TOOLS = [
 ]
 
 
+META = {"user_id": "user_" + "0123456789abcdef" * 8, "device": "laptop"}
+
+
 def _conversation(turns: int, secret_at: int | None = None) -> list[Exchange]:
     history: list[dict[str, Any]] = [{"role": "system", "content": "Be brief. " * 40}]
     calls = []
@@ -181,7 +187,8 @@ def _conversation(turns: int, secret_at: int | None = None) -> list[Exchange]:
         if turn == secret_at:
             text += f" my key is {SECRET}"
         history += [{"role": "user", "content": f"go {turn}"}, {"role": "tool", "content": text}]
-        calls.append(_call(turn, {"model": "gpt-4o", "messages": list(history), "tools": TOOLS}))
+        body = {"model": "gpt-4o", "messages": list(history), "tools": TOOLS, "metadata": META}
+        calls.append(_call(turn, body))
     return calls
 
 
@@ -193,9 +200,11 @@ def test_each_span_holds_what_is_new_in_it(tmp_path: Path) -> None:
     spans = _spans(listed)
     templates = [json.loads(s[own.REQUEST_TEMPLATE]) for s in spans]
     assert len(templates[0]["messages"]) == 3 and len(templates[0]["tools"]) == 12
+    assert templates[0]["metadata"] == META
     for template in templates[1:]:  # an earlier list's items, then the two new messages
         assert len(template["messages"]) == 3 and len(template["tools"]) == 1
         assert template["messages"][0].startswith(own.PIECE_MARKER)
+        assert template["metadata"].startswith(own.PIECE_MARKER)  # the same object
     assert [s[own.FORMAT_ATTRIBUTE] for s in spans] == ["2"] + ["3"] * 5
     assert listed.stat().st_size < whole.stat().st_size / 2
 

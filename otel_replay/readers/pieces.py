@@ -117,20 +117,36 @@ class Pieces:
                 # in reverse: a list inside another's new items is filled before that
                 # one's first items move them
                 for path, _, earlier, count in reversed(_json(attrs, own.REQUEST_LISTS)):
-                    if earlier is not None:
+                    if earlier is None:
+                        continue
+                    if count is None:  # the whole field is an earlier object
+                        self._put(span, body, path, str(earlier))
+                    else:
                         self._splice(span, _at(body, path), str(earlier), count)
         except _ERRORS as exc:
             raise TraceFormatError(_where(span), f"corrupt otel_replay template: {exc}") from exc
         return body
 
-    def _splice(self, span: Span, items: list[Any], earlier: str, count: Any) -> None:
-        """``items``, whose first element stands for the first ``count`` items of the list
-        ``earlier``, given them."""
+    def _earlier(self, span: Span, earlier: str) -> Any:
         found = self._lists.get(earlier)
         if found is None:
             raise TraceFormatError(_where(span), f"its request refers to list {earlier}, {_WHOLE}")
+        return found
+
+    def _put(self, span: Span, body: Any, path: list[Any], earlier: str) -> None:
+        """The object ``earlier`` in place of its marker at ``path``."""
+        found = self._earlier(span, earlier)
+        if not path or _at(body, path) != own.PIECE_MARKER + earlier or type(found) is not dict:
+            raise ValueError(f"object {earlier} does not fit where it is referred to")
+        _at(body, path[:-1])[path[-1]] = found
+
+    def _splice(self, span: Span, items: list[Any], earlier: str, count: Any) -> None:
+        """``items``, whose first element stands for the first ``count`` items of the list
+        ``earlier``, given them."""
+        found = self._earlier(span, earlier)
         if (
-            type(items) is not list
+            type(found) is not list
+            or type(items) is not list
             or not items
             or items[0] != own.PIECE_MARKER + earlier
             or type(count) is not int

@@ -34,10 +34,11 @@ the template with ``REQUEST_REFS`` filled in (``readers.pieces``)."""
 REQUEST_REFS = P + "request.refs"
 """``[[path, id], ...]``: where in ``REQUEST_TEMPLATE`` each piece goes."""
 REQUEST_LISTS = P + "request.lists"
-"""``[[path, own, earlier, count], ...]``: the template's list at ``path`` (a field of the
-body) is known to later spans as ``own`` (when not null), and its first element stands
-for the first ``count`` items of the list an earlier span made known as ``earlier`` (when
-not null; that element reads ``otel-replay:piece:<earlier>``)."""
+"""``[[path, own, earlier, count], ...]``: the template's list or object at ``path`` (a
+field of the body) is known to later spans as ``own`` (when not null). When ``earlier``
+is not null, a list's first element stands for the first ``count`` items of the list an
+earlier span made known as ``earlier``, or, with ``count`` null, the value at ``path``
+stands for that span's object; either reads ``otel-replay:piece:<earlier>``."""
 PIECES = P + "pieces"
 """``{id: text}``: long strings stored for the first time in this span, outside the
 GenAI attributes."""

@@ -1,12 +1,13 @@
-"""Lists stored once per trace file: the encoder's side (``readers.pieces`` reads them
-back).
+"""Lists and objects stored once per trace file: the encoder's side (``readers.pieces``
+reads them back).
 
 Long strings are pieces (``spans.pieces``), but what a coding agent resends every turn
 is mostly structure: each earlier message's keys, roles, ids and short texts, and its
 whole tool list, hundreds of short descriptions. Here a list field of the exact body
 (``messages``, ``tools``, ``system``, ``input``...) whose first items are those of a list
 an earlier span of the file wrote is written as a marker standing for them, then its new
-items: each span's template holds what is new in it.
+items; an object field (a request's metadata) that an earlier span wrote is written as
+a marker standing for it: each span's template holds what is new in it.
 
 Each list is known by the ids of its prefixes: the first ``j`` items' id is a hash of the
 first ``j - 1`` items' id and of the ``j``-th item's exact JSON text, worked out once per
@@ -47,8 +48,13 @@ def _weighed(item: Any) -> tuple[bytes, int]:
     return hashlib.sha256(text).digest()[:12], len(text) + 1
 
 
-_item = IdentityMemo(_weighed, 1 << 14)
-"""An item's digest and the length of its text (and a comma): per object."""
+def _weight(found: tuple[bytes, int]) -> int:
+    return found[1]
+
+
+_item = IdentityMemo(_weighed, 1 << 14, weigh=_weight, budget=64 * 1024 * 1024)
+"""An item's digest and the length of its text (and a comma): per object (the objects
+remembered, kept alive by the memo, hold at most about as much text as the budget)."""
 
 
 class _Chain:
@@ -83,16 +89,22 @@ class _Chain:
 chain = _Chain()
 
 
+def _object_id(value: Any) -> bytes:
+    """An object field's id (apart from any list's: an object is not a list of one)."""
+    return hashlib.sha256(b"{" + _item(value)[0]).digest()[:12]
+
+
 @dataclass(slots=True)
 class ListPlan:
-    """How a body's list fields are written: ``splices``, the fields whose first items are
-    an earlier list's (field, that list's id, how many); ``owns``, the fields written as
-    lists of their own (field, id, prefix ids, how many items came from earlier)."""
+    """How a body's list and object fields are written: ``splices``, the fields whose
+    first items are an earlier list's (field, that list's id, how many; None: the whole
+    field is an earlier object); ``owns``, the fields written as lists or objects of their
+    own (field, id, prefix ids, how many items came from earlier)."""
 
-    splices: dict[str, tuple[bytes, int]] = field(default_factory=dict)
+    splices: dict[str, tuple[bytes, int | None]] = field(default_factory=dict)
     owns: list[tuple[str, bytes, list[bytes], int]] = field(default_factory=list)
 
-    def key(self) -> list[tuple[str, bytes, int]]:
+    def key(self) -> list[tuple[str, bytes, int | None]]:
         """What decides the template: each field's splice."""
         return [(name, *found) for name, found in self.splices.items()]
 
@@ -102,18 +114,19 @@ class ListPlan:
             return body
         out = dict(body)
         for name, (source, count) in self.splices.items():
-            out[name] = [PIECE_MARKER + source.hex(), *body[name][count:]]
+            marker = PIECE_MARKER + source.hex()
+            out[name] = marker if count is None else [marker, *body[name][count:]]
         return out
 
     def entries(self) -> list[list[Any]]:
-        """``[[field], own id or None, earlier list's id or None, count]`` per field, in
-        the body's order (the ``otel_replay.request.lists`` attribute)."""
-        owned = {name: own for name, own, _, _ in self.owns}
+        """``[[field], own id or None, earlier id or None, count]`` per field (count None
+        for an object), in the body's order (the ``otel_replay.request.lists`` attribute)."""
+        owned = {name: (own, ids) for name, own, ids, _ in self.owns}
         names = [n for n in owned if n not in self.splices] + list(self.splices)
         rows = []
         for name in names:
-            own = owned.get(name)
-            source, count = self.splices.get(name, (None, 0))
+            own, ids = owned.get(name, (None, []))
+            source, count = self.splices.get(name, (None, None if not ids else 0))
             rows.append(
                 [[name], own.hex() if own else None, source.hex() if source else None, count]
             )
@@ -146,6 +159,9 @@ class ListIndex:
             return plan
         written = self._written
         for name, value in body.items():
+            if type(value) is dict and value:
+                self._plan_object(plan, name, value)
+                continue
             if type(value) is not list or not value:
                 continue
             ids, sizes = chain(value)
@@ -159,6 +175,17 @@ class ListIndex:
             if count < len(ids) and sizes[-1] >= MIN_LIST:
                 plan.owns.append((name, ids[-1], ids, count))
         return plan
+
+    def _plan_object(self, plan: ListPlan, name: str, value: dict[str, Any]) -> None:
+        """An object field: by reference when an earlier span wrote the same object."""
+        if _item(value)[1] < MIN_LIST:
+            return
+        own = _object_id(value)
+        found = self._written.get(own)
+        if found is not None:
+            plan.splices[name] = (found[0], None)
+        else:
+            plan.owns.append((name, own, [], 0))
 
     def take(self, plan: ListPlan) -> None:
         """The lists ``plan`` writes are this span's, stored with it."""
@@ -188,10 +215,12 @@ class ListIndex:
     def commit(self) -> None:
         written = self._written
         for own, ids, count in self._pending:
-            if len(written) + len(ids) > _MAX_ENTRIES:
+            if len(written) + len(ids) >= _MAX_ENTRIES:
                 written.clear()
                 self._tools.clear()
                 count = 0
+            if not ids:  # an object
+                written[own] = (own, 0)
             for j in range(count, len(ids)):
                 written[ids[j]] = (own, j + 1)
         if self.tools_pending is not None:
