@@ -8,13 +8,13 @@ from __future__ import annotations
 import copy
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from phoenix_server import phoenix_python
 from test_trace_pieces import _exchange
 
 from otel_replay.core import genai
@@ -313,10 +313,6 @@ def test_a_trace_file_written_before_lists_still_reads() -> None:
     assert [ex.raw_request for ex in build([old]).interactions] == _old_conversation()
     shown = [n.exchange.raw_request for n in load_spans([old]) if n.exchange is not None]
     assert shown == _old_conversation()
-
-
-def phoenix_python() -> Path:
-    return Path(sys.prefix) / "phoenix" / "bin" / "python"
 
 
 _PHOENIX_READS = """

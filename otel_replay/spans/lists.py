@@ -120,7 +120,8 @@ class ListPlan:
 
     def entries(self) -> list[list[Any]]:
         """``[[field], own id or None, earlier id or None, count]`` per field (count None
-        for an object), in the body's order (the ``otel_replay.request.lists`` attribute)."""
+        for an object): the fields made known only, then those referring to earlier ones
+        (the ``otel_replay.request.lists`` attribute)."""
         owned = {name: (own, ids) for name, own, ids, _ in self.owns}
         names = [n for n in owned if n not in self.splices] + list(self.splices)
         rows = []
