@@ -347,3 +347,20 @@ def test_phoenix_reads_every_span_s_tools_and_messages(tmp_path: Path) -> None:
     read = [json.loads(line) for line in done.stdout.splitlines()]
     messages = [len(json.loads(s[genai.INPUT_MESSAGES])) for s in spans]
     assert read == [[12, n] for n in messages]
+
+
+def test_a_span_stored_without_its_lists_is_not_referred_to() -> None:
+    """A recording run refers only to the lists of the calls it recorded (their lines
+    tell it whether its requests name its directories): a replayed call's span is stored
+    with its pieces but without its lists."""
+    first, second = _conversation(2)
+    ledger = Ledger()
+    with ledger.storing(lists=False) as kept:
+        exchange_to_trace_json(first, ledger=ledger)
+        kept.append(True)
+    doc = exchange_to_trace_json(second, ledger=ledger)
+    span = doc["resourceSpans"][0]["scopeSpans"][0]["spans"][0]
+    attrs = {a["key"]: next(iter(a["value"].values())) for a in span["attributes"]}
+    assert attrs[own.FORMAT_ATTRIBUTE] == "2"  # refers to no earlier list
+    assert "parameters" in json.loads(attrs[genai.TOOL_DEFINITIONS])[0]  # written whole
+    assert own.PIECE_MARKER in attrs[own.REQUEST_TEMPLATE]  # the pieces are referred to

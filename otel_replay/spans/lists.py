@@ -52,18 +52,21 @@ def _weight(found: tuple[bytes, int]) -> int:
     return found[1]
 
 
-_item = IdentityMemo(_weighed, 1 << 14, weigh=_weight, budget=64 * 1024 * 1024)
+_BUDGET = 64 * 1024 * 1024
+_item = IdentityMemo(_weighed, 1 << 14, weigh=_weight, budget=_BUDGET)
 """An item's digest and the length of its text (and a comma): per object (the objects
 remembered, kept alive by the memo, hold at most about as much text as the budget)."""
 
 
 class _Chain:
-    """The prefix ids of lists, each step remembered per item object and the id before."""
+    """The prefix ids of lists, each step remembered per item object and the id before
+    (the items remembered, kept alive here, hold at most about ``_BUDGET`` of text)."""
 
-    __slots__ = ("_after",)
+    __slots__ = ("_after", "_weight")
 
     def __init__(self) -> None:
         self._after: dict[tuple[int, bytes], tuple[object, bytes, int]] = {}
+        self._weight = 0
 
     def __call__(self, items: list[Any]) -> tuple[list[bytes], list[int]]:
         """The id of each prefix of ``items``, and its length as JSON text."""
@@ -75,8 +78,10 @@ class _Chain:
             step = after.get((id(item), before))
             if step is None or step[0] is not item:
                 digest, weight = _item(item)
-                if len(after) >= _LIMIT:
+                if len(after) >= _LIMIT or self._weight + weight > _BUDGET:
                     after.clear()
+                    self._weight = 0
+                self._weight += weight
                 step = (item, hashlib.sha256(before + digest).digest()[:12], weight)
                 after[(id(item), before)] = step
             before = step[1]
