@@ -256,14 +256,31 @@ def test_a_missing_list_names_the_file_and_the_span(tmp_path: Path) -> None:
         load_spans([rest])
 
 
-def test_a_corrupt_list_reference_names_the_file_and_the_span(tmp_path: Path) -> None:
+def _corrupted(entry: Any) -> Any:
+    entry = [*entry]
+    entry[3] = 999  # more items than the earlier list holds
+    return entry
+
+
+@pytest.mark.parametrize(
+    ("corrupt_entry", "problem"),
+    [
+        (_corrupted, "corrupt otel_replay template"),
+        (lambda entry: [["nowhere"], *entry[1:]], "corrupt otel_replay template"),
+        (lambda entry: [["nowhere"], "ab", None, 0], "corrupt otel_replay lists"),
+        (lambda entry: "not an entry", "corrupt otel_replay"),
+    ],
+)
+def test_a_corrupt_list_reference_names_the_file_and_the_span(
+    tmp_path: Path, corrupt_entry: Any, problem: str
+) -> None:
     listed = _write(tmp_path / "l.jsonl", _conversation(3))
     lines = listed.read_text().splitlines(keepends=True)
     doc = json.loads(lines[2])
     for attribute in doc["resourceSpans"][0]["scopeSpans"][0]["spans"][0]["attributes"]:
         if attribute["key"] == own.REQUEST_LISTS:
             entries = json.loads(attribute["value"]["stringValue"])
-            entries[-1][3] = 999  # more items than the earlier list holds
+            entries[-1] = corrupt_entry(entries[-1])
             attribute["value"]["stringValue"] = json.dumps(entries)
     lines[2] = json.dumps(doc) + "\n"
     corrupt = tmp_path / "corrupt.jsonl"
@@ -273,7 +290,9 @@ def test_a_corrupt_list_reference_names_the_file_and_the_span(tmp_path: Path) ->
     assert len(built) == 2  # the other spans still read
     (error,) = errors
     assert str(error).startswith(f"{corrupt}: span 0000000000000003 (chat gpt-4o): ")
-    assert "corrupt otel_replay template" in str(error)
+    assert problem in str(error)
+    with pytest.raises(TraceFormatError, match=rf"^{corrupt}: span 0000000000000003 .*{problem}"):
+        load_spans([corrupt])
 
 
 def _old_conversation() -> list[dict[str, Any]]:

@@ -84,9 +84,12 @@ class Pieces:
             raise TraceFormatError(_where(span), f"corrupt otel_replay pieces: {exc}") from exc
         if own.REQUEST_LISTS in attrs and own.REQUEST_BODY not in attrs:
             body = self._body(span, attrs)
-            for path, made, _, _ in _json(attrs, own.REQUEST_LISTS):
-                if made is not None:
-                    self._lists[str(made)] = _at(body, path)
+            try:
+                for path, made, _, _ in _json(attrs, own.REQUEST_LISTS):
+                    if made is not None:
+                        self._lists[str(made)] = _at(body, path)
+            except _ERRORS as exc:
+                raise TraceFormatError(_where(span), f"corrupt otel_replay lists: {exc}") from exc
             self._built = (span, body)
         return attrs
 
