@@ -167,12 +167,17 @@ def test_the_captured_session_replays() -> None:
     assert "10 Codex: 4 requests of 72 KB to 99 KB" in done.stdout
 
 
-@pytest.mark.parametrize("shape", [[], ["--codex"]])
+@pytest.mark.parametrize("shape", [[], ["--codex"], ["--record"]])
 def test_the_work_per_turn_is_counted(shape: list[str]) -> None:
     """``python -m benchmarks.turn_work`` (a turn's function calls in a captured-shape
-    session, replayed strictly with fresh values) keeps working on a short session."""
+    session, replayed strictly with fresh values, or recorded) keeps working on a short
+    session."""
     done = _benchmark("turn_work", *shape, "4")
     assert done.returncode == 0, done.stderr[-3000:]
+    if "--record" in shape:
+        assert re.search(
+            r"^trace file: [\d,]+ bytes; the session's requests: [\d,]+ calls$", done.stdout, re.M
+        ), done.stdout
     counts = re.search(r"turn by turn: (\d+) (\d+) (\d+) (\d+)$", done.stdout, re.MULTILINE)
     assert counts, done.stdout
     assert re.search(r"^turn 2: \d+ calls; turn 4: \d+; -?\d+ more a turn$", done.stdout, re.M)

@@ -30,8 +30,8 @@ from otel_replay.readers import read_exchanges
 from otel_replay.redaction.redact import Redactor
 from otel_replay.reports.spantree import load_spans
 from otel_replay.spans import attributes as own
-from otel_replay.spans import encode as encode_module
 from otel_replay.spans import pieces as pieces_module
+from otel_replay.spans import request_half
 from otel_replay.spans.draft import RequestDraft
 from otel_replay.spans.encode import exchange_to_trace_json
 from otel_replay.spans.pieces import MIN_PIECE, Ledger, holds_no_piece
@@ -124,7 +124,9 @@ def test_a_file_missing_the_spans_that_store_a_piece_says_so(tmp_path: Path) -> 
     traces, _, _ = _record(tmp_path, "openai", False)
     rest = tmp_path / "rest.jsonl"
     rest.write_text("".join(traces.read_text().splitlines(keepends=True)[1:]))
-    with pytest.raises(TraceFormatError, match=r"refers to piece .* read the whole trace file"):
+    with pytest.raises(
+        TraceFormatError, match=r"refers to (piece|list) .* read the whole trace file"
+    ):
         list(read_exchanges(iter_trace_requests(rest)))
 
 
@@ -247,7 +249,8 @@ def _longest_string(value: Any) -> int:
 def test_a_short_text_holds_no_piece(value: Any, separators: Any, ascii_only: bool) -> None:
     """``holds_no_piece`` never says "no piece" of a body that holds one, whatever its
     escapes; and a span made without the ledger for a short body is the span the ledger
-    makes (the gateway skips the ledger for such calls)."""
+    makes (the gateway skips the ledger for such calls), but for a list the ledger makes
+    known to later spans (``spans.lists``): both read back as the same call."""
     raw = json.dumps(value, separators=separators, ensure_ascii=ascii_only).encode()
     if holds_no_piece(raw):
         assert _longest_string(value) < MIN_PIECE
@@ -260,7 +263,11 @@ def test_a_short_text_holds_no_piece(value: Any, separators: Any, ascii_only: bo
             trace_id="1af7651916cd43dd8448eb211c80319c",
             span_id="00000000000000a1",
         )
-        assert exchange_to_trace_json(ex) == exchange_to_trace_json(ex, ledger=Ledger())
+        whole, listed = exchange_to_trace_json(ex), exchange_to_trace_json(ex, ledger=Ledger())
+        if not Ledger().lists.plan(ex.raw_request).owns:
+            assert whole == listed
+        both = [codec.from_doc(codec.TRACES, doc, "t") for doc in (whole, listed)]
+        assert [list(read_exchanges([r])) for r in both[1:]] == [list(read_exchanges(both[:1]))]
 
 
 def test_escaped_quotes_and_backslashes_do_not_hide_a_piece() -> None:
@@ -336,6 +343,7 @@ def test_a_drafted_span_is_the_span_made_at_once(calls: list[Any]) -> None:
                 kept_drafted.append(stored)
                 kept_fresh.append(stored)
     assert drafted._written == fresh._written
+    assert drafted.lists._written == fresh.lists._written
 
 
 def test_a_drafted_span_does_not_walk_the_request_again(monkeypatch: Any) -> None:
@@ -351,7 +359,7 @@ def test_a_drafted_span_does_not_walk_the_request_again(monkeypatch: Any) -> Non
         walked.append(value)
         return real(value)
 
-    monkeypatch.setattr(encode_module, "long_strings", counting)
+    monkeypatch.setattr(request_half, "long_strings", counting)
     monkeypatch.setattr(pieces_module, "long_strings", counting)
     drafted = exchange_to_trace_json(ex, ledger=ledger, draft=draft)
     assert walked and all(value is not ex.raw_request for value in walked)

@@ -85,9 +85,14 @@ class Reader:
         self.progress = progress
         self.errors = 0
         self._on_error = on_error
+        self._reading: Path | None = None  # the trace file being read
 
     def on_error(self, exc: TraceFormatError) -> None:
+        """Count and pass on ``exc``, naming the trace file its span was read from."""
         self.errors += 1
+        reading = self._reading
+        if reading is not None and not exc.source.startswith(str(reading)):
+            exc = TraceFormatError(f"{reading}: {exc.source}", exc.problem)
         self._on_error(exc)
 
     def logs(self) -> Iterator[ExportLogsServiceRequest]:
@@ -103,11 +108,13 @@ class Reader:
         for file, size in zip(self.files, self.sizes, strict=True):
             ratio = _GZIP_RATIO if _is_gzip(file) else _JSON_RATIO
             decoded = 0
+            self._reading = file
             for request in iter_trace_requests(file, on_error=self.on_error):
                 yield request
                 decoded += request.ByteSize()
                 self._report(done + min(size, int(decoded * ratio)))
             done += size
+            self._reading = None
             self._report(done)
 
     def _report(self, read: int) -> None:

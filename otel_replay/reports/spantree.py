@@ -114,16 +114,24 @@ def load_spans(
     paths: Sequence[Path], on_error: Callable[[TraceFormatError], None] | None = None
 ) -> list[SpanNode]:
     """The spans of trace files (any form ``build`` reads), each once, linked into trees
-    (``roots`` gives the tops). A bad record goes to ``on_error`` (default: raise)."""
+    (``roots`` gives the tops). A bad record goes to ``on_error`` (default: raise), named
+    by its file."""
     nodes: dict[tuple[str, str], SpanNode] = {}
-    pieces = Pieces()  # long strings the gateway's spans store once per file
+    pieces = Pieces()  # long strings and lists the gateway's spans store once per file
     for path in paths:
         for request in iter_trace_requests(path, on_error=on_error):
             for resource_spans in request.resource_spans:
                 service = _service(resource_spans.resource.attributes)
                 for scope_spans in resource_spans.scope_spans:
                     for span in scope_spans.spans:
-                        node = _node(span, service, pieces)
+                        try:
+                            node = _node(span, service, pieces)
+                        except TraceFormatError as exc:
+                            named = TraceFormatError(f"{path}: {exc.source}", exc.problem)
+                            if on_error is None:
+                                raise named from exc
+                            on_error(named)
+                            continue
                         nodes.setdefault((node.trace_id, node.span_id), node)
     ordered = sorted(nodes.values(), key=lambda n: (n.start_ns, n.end_ns))
     for node in ordered:

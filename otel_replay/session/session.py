@@ -238,7 +238,9 @@ class Session:
         has its answer."""
         from otel_replay.spans.encode import exchange_to_trace_json  # protobuf: when used
 
-        with self.pieces.storing() as kept:
+        # a run that records refers only to lists of the calls it recorded, whose lines
+        # tell it whether its requests name its directories (``places``)
+        with self.pieces.storing(lists=not self.records) as kept:
             doc = exchange_to_trace_json(exchange, replayed=True, ledger=self.pieces)
             line, intact = self.store.own_line(doc)
             kept.append(self.store.append_traces(line) and intact)

@@ -3,9 +3,14 @@ writes and ``readers.own`` reads back, versioned by ``SPAN_FORMAT_VERSION``."""
 
 from __future__ import annotations
 
-SPAN_FORMAT_VERSION = 2
-"""Version of the ``otel_replay.*`` attribute layout: 2 may store the request body as
-pieces (``REQUEST_TEMPLATE``); 1 always holds it whole. A reader refuses a newer one."""
+SPAN_FORMAT_VERSION = 3
+"""Version of the ``otel_replay.*`` attribute layout: 3 may store the request body's lists
+by reference to earlier spans' (``REQUEST_LISTS``), and marks only such spans (a span that
+refers to no earlier list says 2, so older readers still read it); 2 may store the request
+body as pieces (``REQUEST_TEMPLATE``); 1 always holds it whole. A reader refuses a newer
+one."""
+PIECES_FORMAT_VERSION = 2
+"""The version of a span whose body refers to no earlier list."""
 
 SCOPE_NAME = "otel-replay"
 """The instrumentation scope of the gateway's spans."""
@@ -28,6 +33,12 @@ REQUEST_TEMPLATE = P + "request.template"
 the template with ``REQUEST_REFS`` filled in (``readers.pieces``)."""
 REQUEST_REFS = P + "request.refs"
 """``[[path, id], ...]``: where in ``REQUEST_TEMPLATE`` each piece goes."""
+REQUEST_LISTS = P + "request.lists"
+"""``[[path, own, earlier, count], ...]``: the template's list or object at ``path`` (a
+field of the body) is known to later spans as ``own`` (when not null). When ``earlier``
+is not null, a list's first element stands for the first ``count`` items of the list an
+earlier span made known as ``earlier``, or, with ``count`` null, the value at ``path``
+stands for that span's object; either reads ``otel-replay:piece:<earlier>``."""
 PIECES = P + "pieces"
 """``{id: text}``: long strings stored for the first time in this span, outside the
 GenAI attributes."""

@@ -64,9 +64,12 @@ class RequestDraft:
         "body_text",
         "contents",
         "ids",
+        "lists",
+        "plan_key",
         "refs",
         "request",
         "template",
+        "tools_short",
     )
 
     def __init__(self, request: CanonicalRequest, body: JSON, ledger: Ledger) -> None:
@@ -74,22 +77,31 @@ class RequestDraft:
         fork = ledger.fork()
         self.contents: dict[str, tuple[Found, list[str | None], str]] = {}
         self.ids: dict[str, str] = {}
+        self.tools_short = False
         for attribute, value in contents(request):
+            if attribute == genai.TOOL_DEFINITIONS:
+                value, self.tools_short = fork.lists.tool_view(value)
             found = long_strings(value)
             known = fork.place_inline(attribute, found)
             self.contents[attribute] = (found, known, marked_text(value, found, known))
             self.ids.update(fork.named(found))
-        self.body_found = long_strings(body)
+        plan = fork.lists.plan(body)
+        self.plan_key = plan.key()
+        template = plan.template(body)
+        self.body_found = long_strings(template)
         self.ids.update(fork.named(self.body_found))
         refs = [[list(path), self.ids[text]] for path, text in self.body_found]
-        self.template = _template_text(body, self.body_found, refs) if refs else ""
-        self.refs = codec.value_text(refs) if refs else ""
-        self.body_text = None if refs else codec.value_text(body)
+        entries = plan.entries()
+        whole = not refs and not entries
+        self.template = "" if whole else _template_text(template, self.body_found, refs)
+        self.refs = "" if whole else codec.value_text(refs)
+        self.lists = codec.value_text(entries) if entries else ""
+        self.body_text = codec.value_text(body) if whole else None
 
     def texts(self) -> list[str]:
         """The texts drafted, as the span's attributes will hold them."""
         drafted = [text for _, _, text in self.contents.values()]
-        return [*drafted, self.template, self.refs, self.body_text or ""]
+        return [*drafted, self.template, self.refs, self.lists, self.body_text or ""]
 
     def of(self, ex: Exchange) -> RequestDraft | None:
         """This draft, when it is of ``ex``'s request."""

@@ -41,8 +41,16 @@ from otel_replay.core.ids import id_bytes
 from otel_replay.otlp import codec, tracejson
 from otel_replay.spans import attributes as own
 from otel_replay.spans.attributes import FORMAT_ATTRIBUTE, SCOPE_NAME, SPAN_FORMAT_VERSION
-from otel_replay.spans.draft import RequestDraft, contents
-from otel_replay.spans.pieces import Ledger, long_strings, templated
+from otel_replay.spans.draft import RequestDraft
+from otel_replay.spans.lists import ListPlan
+from otel_replay.spans.pieces import Ledger
+from otel_replay.spans.request_half import (
+    add_body,
+    add_contents,
+    content,
+    format_version,
+    plan_lists,
+)
 from otel_replay.spans.sinks import JsonAttrs, Sink, SpanAttrs, Unusual, nanos
 
 __all__ = [
@@ -79,21 +87,6 @@ def _add_param(attrs: Sink, param: genai.Param, value: JSON) -> None:
             attrs.texts(key, items)
 
 
-def _content(
-    ledger: Ledger | None, attribute: str, value: JSON, draft: RequestDraft | None = None
-) -> str:
-    """A GenAI content attribute's text; with a ledger, pieces stored before as markers.
-    A drafted text is used when the placing comes out as it did for the draft."""
-    drafted = None if draft is None else draft.contents.get(attribute)
-    if draft is None or drafted is None:
-        return _dumps(value if ledger is None else ledger.view(attribute, value))
-    found, known, text = drafted
-    if ledger is None:
-        return _dumps(value) if found else text
-    now = ledger.place_inline(attribute, found, draft.ids)
-    return text if now == known else _dumps(Ledger.marked(value, found, now))
-
-
 def _add_request(
     attrs: Sink, request: CanonicalRequest, ledger: Ledger | None, draft: RequestDraft | None
 ) -> None:
@@ -106,8 +99,7 @@ def _add_request(
             continue
         seen.add(param.attribute)
         _add_param(attrs, param, value)
-    for attribute, value in contents(request):
-        attrs.text(attribute, _content(ledger, attribute, value, draft))
+    add_contents(attrs, request, ledger, draft)
 
 
 def _add_output(attrs: Sink, ex: Exchange, assembled: JSON, ledger: Ledger | None) -> None:
@@ -141,7 +133,7 @@ def _add_output(attrs: Sink, ex: Exchange, assembled: JSON, ledger: Ledger | Non
         if _is_int(count):
             attrs.integer(genai.usage_attribute(name), count)
     if view.messages:
-        attrs.text(genai.OUTPUT_MESSAGES, _content(ledger, genai.OUTPUT_MESSAGES, view.messages))
+        attrs.text(genai.OUTPUT_MESSAGES, content(ledger, genai.OUTPUT_MESSAGES, view.messages))
 
 
 def _events_json(events: list[SSEEvent]) -> str:
@@ -156,10 +148,15 @@ def _events_json(events: list[SSEEvent]) -> str:
 
 
 def _add_project(
-    attrs: Sink, ex: Exchange, replayed: bool, ledger: Ledger | None, draft: RequestDraft | None
+    attrs: Sink,
+    ex: Exchange,
+    replayed: bool,
+    ledger: Ledger | None,
+    draft: RequestDraft | None,
+    plan: ListPlan | None,
 ) -> None:
     request, response = ex.request, ex.response
-    attrs.integer(FORMAT_ATTRIBUTE, SPAN_FORMAT_VERSION)
+    attrs.integer(FORMAT_ATTRIBUTE, format_version(plan))
     attrs.text(own.OPERATION, ex.operation)
     attrs.text(own.ENDPOINT, request.endpoint)
     attrs.text(own.METHOD, ex.method)
@@ -167,7 +164,7 @@ def _add_project(
     if ex.source != own.OWN_SOURCE:
         attrs.text(own.SOURCE, ex.source)
     if ex.raw_request is not None:
-        _add_body(attrs, ex.raw_request, ledger, draft)
+        add_body(attrs, ex.raw_request, ledger, plan, draft)
     else:
         attrs.text(own.REQUEST_CANONICAL, _dumps(_canonical_dict(request)))
     if request.known != ALL_KNOWN:
@@ -189,30 +186,6 @@ def _add_project(
         attrs.text(own.PROVENANCE, _dumps(ex.provenance))
     if ledger is not None and ledger.inline:
         attrs.text(own.PIECES_INLINE, _dumps(ledger.inline))
-
-
-def _add_body(
-    attrs: Sink, body: JSON, ledger: Ledger | None, draft: RequestDraft | None = None
-) -> None:
-    """The exact request body: whole, or as a template whose long strings are pieces
-    (its text and refs are the draft's whatever the placing: a piece is named by its text)."""
-    if draft is None:
-        found = None if ledger is None else long_strings(body)
-    else:
-        found = draft.body_found
-    if ledger is not None and found:
-        refs = ledger.place_refs(found, None if draft is None else draft.ids)
-        if draft is None:
-            attrs.text(own.REQUEST_TEMPLATE, _dumps(templated(body, refs)))
-            attrs.text(own.REQUEST_REFS, _dumps(refs))
-        else:
-            attrs.text(own.REQUEST_TEMPLATE, draft.template)
-            attrs.text(own.REQUEST_REFS, draft.refs)
-        if ledger.loose:
-            attrs.text(own.PIECES, _dumps(ledger.loose))
-        return
-    text = None if draft is None or found else draft.body_text
-    attrs.text(own.REQUEST_BODY, _dumps(body) if text is None else text)
 
 
 def _canonical_dict(request: CanonicalRequest) -> dict[str, JSON]:
@@ -241,6 +214,7 @@ def _fill(
     if ledger is not None:
         ledger.begin()
     draft = None if draft is None else draft.of(ex)
+    plan = plan_lists(ex.raw_request, ledger, draft)
     attrs.text(genai.PROVIDER_NAME, providers.semconv_name(ex.provider, request.endpoint))
     attrs.text(genai.OPERATION_NAME, op_name)
     _add_request(attrs, request, ledger, draft)
@@ -258,7 +232,7 @@ def _fill(
         error = response.fault or str(response.status)
         attrs.text(genai.ERROR_TYPE, error)
         status = response.fault or f"HTTP {response.status}"
-    _add_project(attrs, ex, replayed, ledger, draft)
+    _add_project(attrs, ex, replayed, ledger, draft, plan)
     return status
 
 

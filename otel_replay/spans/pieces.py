@@ -33,6 +33,7 @@ from otel_replay.core.exchange import JSON
 from otel_replay.core.memo import IdentityMemo
 from otel_replay.redaction.redact import PATTERNS_ONLY
 from otel_replay.spans.attributes import PIECE_MARKER
+from otel_replay.spans.lists import ListIndex
 
 __all__ = [
     "MIN_PIECE",
@@ -182,9 +183,11 @@ class Ledger:
     So a request's strings can be found, and its span's text drafted, while the provider
     works (``fork``), and only placed once its answer is in."""
 
-    __slots__ = ("_chars", "_pending", "_written", "inline", "loose", "reused")
+    __slots__ = ("_chars", "_pending", "_written", "inline", "lists", "loose", "reused")
 
     def __init__(self) -> None:
+        self.lists = ListIndex()
+        """The lists the file holds (``spans.lists``), committed with the pieces."""
         self._written: dict[str, str] = {}
         self._chars = 0
         self._pending: dict[str, str] = {}
@@ -200,27 +203,32 @@ class Ledger:
         drafting a span ahead (it is never committed)."""
         fork = Ledger()
         fork._written = self._written
+        fork.lists = self.lists.fork()
         return fork
 
     def begin(self) -> None:
         self.drop()
 
     @contextlib.contextmanager
-    def storing(self) -> Iterator[list[bool]]:
+    def storing(self, lists: bool = True) -> Iterator[list[bool]]:
         """Around making and appending one span line: the block appends whether the line
         is on disk as encoded; only then do its pieces count as stored (a line the store's
         redaction changed may hold a piece changed with it, so later spans store their
-        pieces again rather than refer to it)."""
+        pieces again rather than refer to it). ``lists``: whether later spans may refer
+        to its lists (``spans.lists``) too."""
         kept: list[bool] = []
         try:
             yield kept
         finally:
             if kept and kept[0]:
+                if not lists:
+                    self.lists.drop()
                 self.commit()
             else:
                 self.drop()
 
     def drop(self) -> None:
+        self.lists.drop()
         self._pending.clear()
         self.inline = []
         self.loose = {}
@@ -233,6 +241,7 @@ class Ledger:
             self._chars = 0
         self._written.update(self._pending)
         self._chars += size
+        self.lists.commit()
         self.drop()
 
     def view(self, attribute: str, value: JSON) -> JSON:
