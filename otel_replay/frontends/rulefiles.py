@@ -5,12 +5,14 @@ directory, else beside the cassette, else ``[tool.otel-replay]`` in the current 
 from __future__ import annotations
 
 import os
-import tomllib
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from otel_replay.core.errors import ConfigError
-from otel_replay.matching.profiles import RuleSources
-from otel_replay.matching.rulefile import PYPROJECT_TABLE, RuleFile, parse_rules
+from otel_replay.matching.sources import RuleSources
+
+if TYPE_CHECKING:
+    from otel_replay.matching.rulefile import RuleFile
 
 __all__ = ["RULE_FILE", "find_rule_file", "read_rule_file", "rule_sources"]
 
@@ -29,6 +31,10 @@ def _shown(path: Path) -> str:
 def read_rule_file(path: Path) -> RuleFile | None:
     """The rules of ``path`` (a ``pyproject.toml`` holds them under ``[tool.otel-replay]``;
     None when it has no such table)."""
+    import tomllib  # a rule file's parser: imported when there is one
+
+    from otel_replay.matching.rulefile import PYPROJECT_TABLE, parse_rules
+
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
