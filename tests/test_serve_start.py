@@ -43,7 +43,6 @@ AFTER_THE_LINE = (
     "otel_replay.matching.why",
     "otel_replay.session.fork",
     "otel_replay.gateway.app",
-    "tomllib",
     "difflib",
     "subprocess",
     "importlib.resources",
@@ -68,6 +67,8 @@ def loaded_at_the_line(cwd: Path, cassette: Path) -> list[str]:
 def test_serve_prints_its_environment_before_the_matching_rules_are_built(tmp_path):
     cassette = tmp_path / "c.json"
     cassette.write_text(json.dumps(EMPTY))
+    # a project's pyproject.toml holding no rules is read, the rule parser not loaded
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "agent"\n')
     modules = loaded_at_the_line(tmp_path, cassette)
     # the probe saw a gateway ready to serve: its session open, its ports bound
     assert {"otel_replay.session.session", "otel_replay.gateway.listen"} <= set(modules)

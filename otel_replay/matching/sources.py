@@ -17,7 +17,10 @@ if TYPE_CHECKING:
     from otel_replay.matching.rulefile import RuleFile
     from otel_replay.matching.rules import Profile, Rule
 
-__all__ = ["DEFAULT_SOURCES", "RuleSources", "current_places"]
+__all__ = ["DEFAULT_SOURCES", "PYPROJECT_TABLE", "RuleSources", "current_places"]
+
+PYPROJECT_TABLE = ("tool", "otel-replay")
+"""Where a ``pyproject.toml`` holds a rule file."""
 
 
 def current_places() -> tuple[str, str]:
