@@ -13,8 +13,7 @@ import binascii
 import functools
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import re2
 
@@ -173,11 +172,11 @@ ENCODED_ANCHORS = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class _Shape:
+class _Shape(NamedTuple):
     """One shape as the replacement sees it: its placeholder, its pattern for the
     backtracking engine (run only on a match RE2 already found, anchored there, so its
-    cost is that of one match) and whether it is a bearer token (checked on the match)."""
+    cost is that of one match) and whether it is a bearer token (checked on the match).
+    A named tuple: made at every start, where a dataclass costs a compile of its methods."""
 
     placeholder: str
     pattern: re.Pattern[str]
