@@ -32,8 +32,8 @@ from otel_replay.matching.profiles import (
 )
 from otel_replay.matching.rulefile import RuleFile, RuleFileError, parse_rules, to_toml
 from otel_replay.matching.rules import epoch_rule, integer_range_pattern
+from otel_replay.matching.session_rules import matching_rules
 from otel_replay.matching.suggest import generated_pattern, looks_generated, suggest
-from otel_replay.session.session import matching_rules
 
 ROOT = Path(__file__).resolve().parent.parent
 NOW_MS = int(time.time() * 1000)

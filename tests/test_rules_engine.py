@@ -22,7 +22,7 @@ from otel_replay.matching.rules import (
     Subject,
     VolatileRule,
 )
-from otel_replay.session.session import matching_rules
+from otel_replay.matching.session_rules import matching_rules
 
 CODEX_META = "x-codex-turn-metadata"
 TURN_RULE = IgnoreRule(f"params.client_metadata.{CODEX_META}.turn_started_at_unix_ms")

@@ -2,7 +2,10 @@
 
 Each command imports what it needs when it runs: parsing the arguments needs only the
 provider table. ``record`` and ``replay`` start the agent as soon as the cassette is
-loaded and the ports are bound; the gateway is built while the agent starts.
+loaded and the ports are bound; the gateway is built while the agent starts. ``serve``
+likewise prints the agent's environment then. The cyclic garbage collector waits until
+then: what start-up makes (modules, the provider table, the cassette) lives as long as
+the run, so a collection during it would only walk those objects again and again.
 """
 
 from __future__ import annotations
@@ -12,7 +15,6 @@ import json
 import logging
 import os
 import signal
-import subprocess
 import sys
 import threading
 from collections.abc import Sequence
@@ -20,6 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from otel_replay.core.errors import OtelReplayError
+from otel_replay.core.gcpause import paused_gc
 from otel_replay.frontends.buildcmd import (
     add_selection,
     build_command,
@@ -28,8 +31,6 @@ from otel_replay.frontends.buildcmd import (
 )
 from otel_replay.frontends.emittest import add_emit_options
 from otel_replay.frontends.forkopts import add_fork_options, fork_plan
-from otel_replay.providers import PROVIDERS
-from otel_replay.providers.named import parse_upstream
 from otel_replay.session.modes import MODES, default_mode
 
 if TYPE_CHECKING:
@@ -47,6 +48,9 @@ def _split_command(argv: list[str]) -> tuple[list[str], list[str]]:
 
 
 def _gateway_options(parser: argparse.ArgumentParser) -> None:
+    from otel_replay.providers import PROVIDERS
+    from otel_replay.providers.named import parse_upstream
+
     parser.add_argument("--traces", type=Path, help="OTLP JSON lines file for all telemetry")
     for row in PROVIDERS:
         if row.option_help is not None:
@@ -100,6 +104,7 @@ def _parser() -> argparse.ArgumentParser:
         description="Record LLM agent traffic as OpenTelemetry spans; replay it offline.",
     )
     from otel_replay._version import __version__
+    from otel_replay.providers import PROVIDERS
 
     parser.add_argument("--version", action="version", version=f"otel-replay {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -210,7 +215,8 @@ def _report_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     own, command = _split_command(args_list)
-    args = _parser().parse_args(own)
+    with paused_gc():
+        args = _parser().parse_args(own)
     try:
         if args.command in ("record", "replay"):
             if not command:
@@ -271,6 +277,7 @@ def _config(
 ) -> GatewayConfig:
     from otel_replay.frontends.rulefiles import rule_sources
     from otel_replay.gateway.runner import GatewayConfig
+    from otel_replay.providers import PROVIDERS
 
     upstreams: dict[str, str | None] = {
         row.name: getattr(args, f"upstream_{row.name.replace('-', '_')}", None) for row in PROVIDERS
@@ -294,16 +301,18 @@ def _config(
 
 
 def _run(args: argparse.Namespace, command: list[str]) -> int:
-    from otel_replay.gateway.agents import agent_command
-    from otel_replay.gateway.runner import GatewayThread
-
     mode = "record" if args.command == "record" else (args.mode or default_mode())
     fork = fork_plan(args) if args.command == "replay" else None
     if fork is not None:
         mode = "strict"  # up to the fork point; live from it
     if mode == "off":
         return _child(command, dict(os.environ))
-    gateway = GatewayThread(_config(args, mode, command, fork)).start(early=True)
+    with paused_gc():
+        from otel_replay.gateway.runner import GatewayThread
+
+        gateway = GatewayThread(_config(args, mode, command, fork)).start(early=True)
+    from otel_replay.gateway.agents import agent_command
+
     try:
         # an agent that reads no base-URL variable gets the gateway's on its command line
         code = _child(agent_command(command, gateway.env), {**os.environ, **gateway.env})
@@ -330,6 +339,8 @@ def _run(args: argparse.Namespace, command: list[str]) -> int:
 
 def _child(command: list[str], env: dict[str, str]) -> int:
     """Run the agent; forward SIGINT/SIGTERM to it and return its exit code."""
+    import subprocess
+
     try:
         child = subprocess.Popen(command, env=env)
     except OSError as exc:
@@ -349,8 +360,6 @@ def _child(command: list[str], env: dict[str, str]) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from otel_replay.gateway.runner import GatewayThread
-
     # without a cassette there is nothing to replay: record locally, but never go live in CI
     mode = args.mode or (default_mode() if args.cassette else None)
     if mode is None:
@@ -358,7 +367,10 @@ def _serve(args: argparse.Namespace) -> int:
     if mode == "off":
         print(json.dumps({"env": {}}), flush=True)
         return 0
-    gateway = GatewayThread(_config(args, mode, [])).start(early=True)
+    with paused_gc():
+        from otel_replay.gateway.runner import GatewayThread
+
+        gateway = GatewayThread(_config(args, mode, [])).start(early=True)
     done = threading.Event()
     previous = {s: signal.signal(s, lambda *_: done.set()) for s in (signal.SIGINT, signal.SIGTERM)}
 

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from otel_replay.core.errors import ConfigError
-from otel_replay.session.fork import ForkPlan
-from otel_replay.session.fork_points import parse_live_from
+
+if TYPE_CHECKING:
+    from otel_replay.session.fork import ForkPlan
 
 __all__ = ["add_fork_options", "fork_plan"]
 
@@ -50,4 +52,7 @@ def fork_plan(args: argparse.Namespace) -> ForkPlan | None:
         )
     if args.model is not None and not args.model.strip():
         raise ConfigError("--model needs a model name")
+    from otel_replay.session.fork import ForkPlan  # a fork's machinery: only for a fork
+    from otel_replay.session.fork_points import parse_live_from
+
     return ForkPlan(parse_live_from(args.live_from), args.fork_to, args.model)

@@ -5,12 +5,14 @@ directory, else beside the cassette, else ``[tool.otel-replay]`` in the current 
 from __future__ import annotations
 
 import os
-import tomllib
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from otel_replay.core.errors import ConfigError
-from otel_replay.matching.profiles import RuleSources
-from otel_replay.matching.rulefile import PYPROJECT_TABLE, RuleFile, parse_rules
+from otel_replay.matching.sources import PYPROJECT_TABLE, RuleSources
+
+if TYPE_CHECKING:
+    from otel_replay.matching.rulefile import RuleFile
 
 __all__ = ["RULE_FILE", "find_rule_file", "read_rule_file", "rule_sources"]
 
@@ -28,20 +30,24 @@ def _shown(path: Path) -> str:
 
 def read_rule_file(path: Path) -> RuleFile | None:
     """The rules of ``path`` (a ``pyproject.toml`` holds them under ``[tool.otel-replay]``;
-    None when it has no such table)."""
+    None when it has no such table). The rule parser is imported when there are rules."""
     try:
         text = path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"{_shown(path)}: cannot read the rule file: {exc}") from None
-    if path.name != "pyproject.toml":
-        return parse_rules(text, _shown(path))[0]
-    try:
-        tool = tomllib.loads(text).get("tool", {})
-    except tomllib.TOMLDecodeError:
-        tool = {PYPROJECT_TABLE[1]: None}  # parse_rules names the line
-    if not isinstance(tool, dict) or PYPROJECT_TABLE[1] not in tool:
-        return None
-    return parse_rules(text, _shown(path), table=PYPROJECT_TABLE)[0]
+    if path.name == "pyproject.toml":
+        import tomllib
+
+        try:
+            tool = tomllib.loads(text).get("tool", {})
+        except tomllib.TOMLDecodeError:
+            tool = {PYPROJECT_TABLE[1]: None}  # parse_rules names the line
+        if not isinstance(tool, dict) or PYPROJECT_TABLE[1] not in tool:
+            return None
+    from otel_replay.matching.rulefile import parse_rules
+
+    table = PYPROJECT_TABLE if path.name == "pyproject.toml" else ()
+    return parse_rules(text, _shown(path), table=table)[0]
 
 
 def find_rule_file(cassette: Path | None, cwd: Path | None = None) -> RuleFile | None:

@@ -21,9 +21,9 @@ def rules_text(profile: str | None, cassette: Path | None, given: Path | None) -
     if cassette is not None and cassette.exists():
         recorded = recorded_rules(load(cassette).source, f"{cassette}: source.rules")
         sources = sources.with_recorded(recorded)
-    profiles = [p for p in sources.profiles if profile is None or p.name == profile]
+    profiles = [p for p in sources.agent_profiles() if profile is None or p.name == profile]
     if profile is not None and not profiles:
-        known = ", ".join(p.name for p in sources.profiles)
+        known = ", ".join(p.name for p in sources.agent_profiles())
         raise ConfigError(f"no agent profile {profile!r} (known: {known})")
     builtin = [r for r in BUILTIN_RULES if getattr(r, "kind", None) != KEEP]
     places = place_rules(os.getcwd(), os.path.expanduser("~"))

@@ -19,8 +19,7 @@ from typing import TYPE_CHECKING
 from otel_replay import providers
 from otel_replay.core import envvars as ev
 from otel_replay.gateway.limits import Limits
-from otel_replay.matching.profiles import RuleSources
-from otel_replay.matching.session_rules import DEFAULT_SOURCES
+from otel_replay.matching.sources import DEFAULT_SOURCES, RuleSources
 from otel_replay.providers import mcp, vertex
 from otel_replay.providers.named import KNOWN, NAMED_PREFIX, named_prefix
 from otel_replay.providers.spec import PLACEHOLDER_REGION

@@ -6,21 +6,21 @@ Claude Code's ``metadata.user_id`` is JSON text naming a device and a session; C
 ``client_metadata["x-codex-turn-metadata"]`` is JSON text holding the turn's start time.
 Adding a profile is adding an entry to ``PROFILE_TABLES``.
 
-``RuleSources`` puts a run's tables together: built-in < profiles < the rules recorded in
-the cassette < the user's rule file < ``--rules``. At one position of a text a volatile rule
-of a later table wins; ignore and live rules of every table apply.
+``RuleSources`` (``matching.sources``) puts a run's tables together: built-in < profiles <
+the rules recorded in the cassette < the user's rule file < ``--rules``. At one position of
+a text a volatile rule of a later table wins; ignore and live rules of every table apply.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from otel_replay.core.exchange import CanonicalRequest
 from otel_replay.matching.projection import canonical_json
-from otel_replay.matching.rulefile import RuleFile, parse_rules, to_toml
-from otel_replay.matching.rules import BUILTIN_RULES, Profile, Rule, detect
+from otel_replay.matching.rulefile import RuleFile, parse_rules
+from otel_replay.matching.rules import Profile, detect
+from otel_replay.matching.sources import RuleSources as RuleSources
 
 __all__ = [
     "PROFILES",
@@ -194,53 +194,3 @@ def profiles_seen(profiles: Iterable[Profile], requests: Iterable[CanonicalReque
     table = tuple(profiles)
     seen = {detect(table, request) for request in requests}
     return [p.name for p in table if p.name in seen]
-
-
-@dataclass(frozen=True, slots=True)
-class RuleSources:
-    """The tables a run matches by: ``files`` in rising precedence (recorded in the
-    cassette, the user's file, ``--rules``) on top of the built-in rules and profiles."""
-
-    files: tuple[RuleFile, ...] = ()
-    profiles: tuple[Profile, ...] = PROFILES
-
-    def table(self) -> tuple[Rule, ...]:
-        """Every row, lowest precedence first."""
-        rows: list[Rule] = [*BUILTIN_RULES]
-        for profile in self.profiles:
-            rows.extend(profile.rules)
-        for file in self.files:
-            rows.extend(file.rules)
-        return tuple(rows)
-
-    def with_recorded(self, recorded: RuleFile | None) -> RuleSources:
-        """These sources with a cassette's recorded rules below the files already here."""
-        if recorded is None:
-            return self
-        return RuleSources((recorded, *self.files), self.profiles)
-
-    def user_rules(self) -> tuple[Rule, ...]:
-        return tuple(rule for file in self.files for rule in file.rules)
-
-    def recorded_form(
-        self,
-        requests: Sequence[CanonicalRequest],
-        places: tuple[str, str] = ("", ""),
-        mentioned: bool | None = None,
-    ) -> dict[str, Any] | None:
-        """What a cassette records of these rules (``source.rules``): the profiles in force
-        for its requests, the rule files' rows as one TOML text, and the working and home
-        directories (``places``) when a request mentions one (``mentioned``, when the
-        caller already knows); None when none of these."""
-        seen = profiles_seen(self.profiles, requests)
-        rows = self.user_rules()
-        if mentioned is None:
-            mentioned = any(mentions(request, places) for request in requests)
-        if not seen and not rows and not mentioned:
-            return None
-        form: dict[str, Any] = {"profiles": seen}
-        if rows:
-            form["file"] = to_toml(rows)
-        if mentioned:
-            form["places"] = {"cwd": places[0], "home": places[1]}
-        return form

@@ -54,6 +54,7 @@ from otel_replay.matching.rules import (
     Scope,
     VolatileRule,
 )
+from otel_replay.matching.sources import PYPROJECT_TABLE as PYPROJECT_TABLE
 
 __all__ = [
     "PYPROJECT_TABLE",
@@ -76,7 +77,6 @@ _KEYS = {
 }
 _KIND = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 _AT_LINE = re.compile(r"\s*\(at line (\d+), column \d+\)$")
-PYPROJECT_TABLE = ("tool", "otel-replay")
 
 
 class RuleFileError(ConfigError):

@@ -26,7 +26,6 @@ normalised. An agent profile or a user's rule file adds rows to the same engine.
 from __future__ import annotations
 
 import functools
-import os
 import re
 import time
 from collections.abc import Sequence
@@ -35,6 +34,7 @@ from fnmatch import fnmatchcase
 
 from otel_replay.core.exchange import CanonicalRequest
 from otel_replay.matching.ignore import has_path, parse_path
+from otel_replay.matching.sources import current_places as current_places
 
 __all__ = [
     "ANY",
@@ -267,16 +267,6 @@ def _first_digit(low: int, high: int) -> str:
     if len(str(low)) != len(str(high)):
         return "[1-9]"
     return _digits(str(low)[0], str(high)[0])
-
-
-def current_places() -> tuple[str, str]:
-    """The working and home directories of this process, "" when unknown."""
-    try:
-        cwd = os.getcwd()
-    except OSError:
-        cwd = ""
-    home = os.path.expanduser("~")
-    return cwd, "" if home == "~" else home
 
 
 def place_rules(cwd: str, home: str) -> tuple[VolatileRule, ...]:

@@ -10,12 +10,11 @@ from typing import Any
 
 from otel_replay import providers
 from otel_replay.matching.normalize import Normalizer
-from otel_replay.matching.profiles import RuleSources, recorded_places, recorded_rules
+from otel_replay.matching.profiles import recorded_places, recorded_rules
+from otel_replay.matching.sources import DEFAULT_SOURCES as DEFAULT_SOURCES
+from otel_replay.matching.sources import RuleSources
 
 __all__ = ["DEFAULT_SOURCES", "cassette_rules", "matching_rules"]
-
-DEFAULT_SOURCES = RuleSources()
-"""No rule file: the built-in rules and the agent profiles."""
 
 
 @functools.lru_cache(maxsize=16)
@@ -26,7 +25,7 @@ def matching_rules(sources: RuleSources = DEFAULT_SOURCES) -> Normalizer:
         endpoint=providers.match_endpoint,
         model=providers.match_model,
         provider=_provider_of,
-        profiles=sources.profiles,
+        profiles=sources.agent_profiles(),
     )
 
 

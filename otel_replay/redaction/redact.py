@@ -42,9 +42,9 @@ from otel_replay.redaction.shapes import (
     ENCODED_ANCHORS,
     PLACEHOLDER,
     PLACEHOLDER_RE,
-    SHAPES_RE,
     shape_replacement,
     shapes_by_first,
+    shapes_re,
 )
 
 MIN_SECRET_LENGTH = 6
@@ -154,6 +154,7 @@ class Redactor:
     def prepare() -> None:
         """Compile now what redacting compiles when it first tells a match apart (a
         gateway does this before its first request, which then does not wait for it)."""
+        shapes_re()
         shapes_by_first()
 
     @property
@@ -204,7 +205,7 @@ class Redactor:
 
     def _plain_text(self, s: str) -> str:
         """``s`` with every secret written as itself replaced (no decoding)."""
-        out: str = SHAPES_RE.sub(shape_replacement, s)
+        out: str = shapes_re().sub(shape_replacement, s)
         if self._values_re is not None:
             out = self._values_re.sub(self._value_replacement, out)
         return out

@@ -13,8 +13,7 @@ import binascii
 import functools
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import re2
 
@@ -24,10 +23,10 @@ __all__ = [
     "ENCODED_ANCHORS",
     "PLACEHOLDER",
     "PLACEHOLDER_RE",
-    "SHAPES_RE",
     "key_kind",
     "shape_replacement",
     "shapes_by_first",
+    "shapes_re",
 ]
 
 PLACEHOLDER = r"\[REDACTED:[A-Za-z0-9_.:-]+\]"
@@ -173,11 +172,11 @@ ENCODED_ANCHORS = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class _Shape:
+class _Shape(NamedTuple):
     """One shape as the replacement sees it: its placeholder, its pattern for the
     backtracking engine (run only on a match RE2 already found, anchored there, so its
-    cost is that of one match) and whether it is a bearer token (checked on the match)."""
+    cost is that of one match) and whether it is a bearer token (checked on the match).
+    A named tuple: made at every start, where a dataclass costs a compile of its methods."""
 
     placeholder: str
     pattern: re.Pattern[str]
@@ -205,10 +204,11 @@ _CHECKS: dict[str, Callable[[str], bool]] = {
 }
 
 
-def _compile_shapes() -> Any:
+@functools.cache
+def shapes_re() -> Any:
     """One RE2 alternation over all shapes, without groups (RE2 then finds matches with
     its DFA alone, whatever their length), placeholders first so they are kept as they
-    are."""
+    are. Compiled at first use (``Redactor.prepare``): a gateway's start does not wait."""
     branches = [PLACEHOLDER]
     for kind, pattern in _SHAPES:
         if pattern[0] in "([.^$*+?{|" or (pattern[0] == "\\" and pattern[1].isalnum()):
@@ -231,9 +231,6 @@ def shapes_by_first() -> dict[str, tuple[_Shape, ...]]:
     return {first: tuple(shapes) for first, shapes in by_first.items()}
 
 
-SHAPES_RE = _compile_shapes()
-
-
 def shape_replacement(m: Any) -> str:
     whole: str = m.group()
     for shape in shapes_by_first().get(whole[:1], ()):
@@ -251,7 +248,7 @@ def _replaced(shape: _Shape, whole: str, found: re.Match[str]) -> str:
     if secret.startswith(_NOT_OURS) or (shape.check is not None and not shape.check(secret)):
         # not this shape's secret (a placeholder, a PEM block, a word after "Bearer"), but
         # it may hold another's: ``Bearer -----BEGINsk-proj-...`` keeps only what is clean
-        kept = SHAPES_RE.sub(shape_replacement, secret)
+        kept = shapes_re().sub(shape_replacement, secret)
         return whole if kept == secret else whole[:start] + kept + whole[end:]
     return whole[:start] + shape.placeholder + whole[end:]
 
@@ -259,7 +256,7 @@ def _replaced(shape: _Shape, whole: str, found: re.Match[str]) -> str:
 def key_kind(value: str) -> str | None:
     """The kind of secret ``value`` is as a whole (``openai-key``, ``google-api-key``...),
     or None when it has no known shape (found in linear time, then told apart)."""
-    if not value or SHAPES_RE.fullmatch(value) is None:
+    if not value or shapes_re().fullmatch(value) is None:
         return None
     for shape in shapes_by_first().get(value[:1], ()):
         if shape.pattern.fullmatch(value) is not None:

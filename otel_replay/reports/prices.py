@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from functools import cache
-from importlib import resources
 from typing import Any
 
 from otel_replay import providers
@@ -24,6 +23,8 @@ _PER = 1_000_000
 
 @cache
 def _table() -> dict[str, Any]:
+    from importlib import resources
+
     text = resources.files("otel_replay.reports").joinpath("prices.json").read_text("utf-8")
     data: dict[str, Any] = json.loads(text)
     return data

@@ -6,8 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from otel_replay.core.exchange import CanonicalRequest
-from otel_replay.matching.normalize import current_places
-from otel_replay.matching.profiles import mentions
+from otel_replay.matching.sources import current_places
 
 __all__ = ["PlacesSeen"]
 
@@ -51,6 +50,8 @@ class PlacesSeen:
             or any(p in line for p in self._bytes)
             or self._named_in(reused, places)
         ):
+            from otel_replay.matching.profiles import mentions
+
             self.mentioned = mentions(request, self.places)
 
     def _named_in(self, pieces: Sequence[str], places: list[str]) -> bool:

@@ -19,12 +19,7 @@ from otel_replay.cassette.provenance import run_directory, run_source
 from otel_replay.cassette.recordings import Recordings
 from otel_replay.core.errors import CassetteError, ConfigError, ReplayMiss
 from otel_replay.core.exchange import CanonicalRequest, Exchange
-from otel_replay.matching.matcher import Matcher
-from otel_replay.matching.normalize import current_places
-from otel_replay.matching.profiles import RuleSources
-from otel_replay.matching.session_rules import DEFAULT_SOURCES, cassette_rules
-from otel_replay.matching.session_rules import matching_rules as matching_rules
-from otel_replay.matching.why import explain_against
+from otel_replay.matching.sources import DEFAULT_SOURCES, RuleSources, current_places
 from otel_replay.otlp.clean_parts import JOINT_CHARS
 from otel_replay.otlp.store import TraceStore
 from otel_replay.redaction.redact import Redactor
@@ -34,7 +29,6 @@ from otel_replay.reports.misses import write_misses
 from otel_replay.reports.prices import priced_total
 from otel_replay.reports.run import Summary as Summary
 from otel_replay.session.bypass import BypassWatch
-from otel_replay.session.fork import Fork, ForkPlan
 from otel_replay.session.modes import MODES as MODES
 from otel_replay.session.modes import RECORDING
 from otel_replay.session.modes import default_mode as default_mode
@@ -45,6 +39,9 @@ from otel_replay.session.trace_file import RunTraceFile
 from otel_replay.spans.pieces import Ledger
 
 if TYPE_CHECKING:  # the span draft imports protobuf: loaded when a run records
+    from otel_replay.matching.matcher import Matcher
+    from otel_replay.matching.normalize import Normalizer
+    from otel_replay.session.fork import Fork, ForkPlan
     from otel_replay.spans.draft import RequestDraft
 
 log = logging.getLogger("otel_replay")
@@ -89,10 +86,11 @@ class Session:
         self.redactor = redactor or Redactor.from_environment()
         self.user_traces = traces
         self.cassette = self._load_cassette()  # first: a bad cassette leaves nothing behind
-        # strict up to the fork point, live from it (``session.fork``)
-        self.fork = (
-            None if fork is None or cassette is None else Fork(fork, self.cassette, cassette)
-        )
+        self.fork: Fork | None = None  # strict up to the fork point, live from it
+        if fork is not None and cassette is not None:
+            from otel_replay.session.fork import Fork
+
+            self.fork = Fork(fork, self.cassette, cassette)
         self.recordings = Recordings(self.cassette)
         # an HTML or Markdown report shows the run's spans: they need a trace file too
         self._spans_for_report = report is not None and report.suffix.lower() in SPAN_REPORTS
@@ -111,9 +109,11 @@ class Session:
         self.pieces = Ledger()  # long strings (system prompt, tools...) once per trace file
         self.bypass = BypassWatch(self.store)  # model calls the agent's spans show
         self.rules = rules
-        self.normalizer, self._by = cassette_rules(rules, self.cassette.source, f"{cassette}")
+        self._rules: tuple[Normalizer, Normalizer | None] | None = None  # see ``normalizer``
         self._matcher: Matcher | None = None  # see ``matcher``
-        self._indexing = threading.Lock()
+        self._indexing = threading.RLock()
+        if rules.files or self.cassette.source.get("rules"):
+            _ = self.normalizer  # a bad rule stops the run before it serves
         self.replayed = 0
         self.hits: list[int] = []
         self.live: list[Exchange] = []
@@ -133,7 +133,7 @@ class Session:
             misses=self.misses,
             write_spans=self.writes_replayed_spans,
             records=self.records,
-            live_rules=self.normalizer.live,
+            live_rules=lambda: self.normalizer.live,
         )
 
     # -- cassette --------------------------------------------------------------------------
@@ -152,14 +152,34 @@ class Session:
         return load(path)
 
     @property
+    def normalizer(self) -> Normalizer:
+        """The rules live requests match by, built with the index (``matcher``): the
+        built-in tables are parsed and compiled then, not before the gateway listens."""
+        return self._normalizers()[0]
+
+    def _normalizers(self) -> tuple[Normalizer, Normalizer | None]:
+        """``normalizer``, and the rules the recordings were made by (``cassette_rules``)."""
+        if self._rules is None:
+            with self._indexing:
+                if self._rules is None:
+                    from otel_replay.matching.session_rules import cassette_rules
+
+                    source, name = self.cassette.source, f"{self.cassette_path}"
+                    self._rules = cassette_rules(self.rules, source, name)
+        return self._rules
+
+    @property
     def matcher(self) -> Matcher:
         """The cassette's index, built at first use: a gateway builds it as it starts
         (``prepare``), on its own thread for the CLI, while the agent starts."""
         if self._matcher is None:
             with self._indexing:
                 if self._matcher is None:
+                    from otel_replay.matching.matcher import Matcher
+
+                    normalizer, recorded_by = self._normalizers()
                     recorded = self.cassette.interactions
-                    self._matcher = Matcher.for_exchanges(recorded, self.normalizer, self._by)
+                    self._matcher = Matcher.for_exchanges(recorded, normalizer, recorded_by)
         return self._matcher
 
     def prepare(self) -> None:
@@ -177,7 +197,7 @@ class Session:
         directories are the same (the memo is shared) or nothing is replayed; the first
         recordings only, of a cassette holding more items than ``_AHEAD_ITEMS``, so that
         the memo, which starts afresh when full, keeps them for the calls."""
-        recorded_by = self._by  # None in record mode: its cassette starts empty
+        recorded_by = self._normalizers()[1]  # None in record mode: its cassette starts empty
         if recorded_by is None or recorded_by.places == current_places():
             return
         normalize = self.normalizer.normalize
@@ -344,7 +364,11 @@ class Session:
         if self.writes_replayed_spans:
             # the first misses explain themselves; an agent looping on misses costs no more
             explained = request is not None and len(self.misses) <= _WHY_SPANS
-            why = explain_against(self.matcher, request, 1) if explained and request else None
+            why = None
+            if explained and request:
+                from otel_replay.matching.why import explain_against
+
+                why = explain_against(self.matcher, request, 1)
             from otel_replay.spans.miss import miss_to_trace_json
 
             doc = miss_to_trace_json(str(miss), miss.component, provider, path, body, why, place)

@@ -11,7 +11,7 @@ import dataclasses
 import logging
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,11 +19,11 @@ from otel_replay.cassette.model import Cassette, dump, load, locked
 from otel_replay.core.errors import ReplayMiss
 from otel_replay.core.exchange import JSON, CanonicalRequest, Exchange, SSEEvent
 from otel_replay.matching.mcp import ToolMatcher
-from otel_replay.matching.rules import LiveRule, Subject
 from otel_replay.providers.mcp import MCP, server_of
 from otel_replay.reports.misses import Miss
 
 if TYPE_CHECKING:
+    from otel_replay.matching.rules import LiveRule
     from otel_replay.otlp.store import TraceStore
     from otel_replay.redaction.redact import Redactor
 
@@ -82,7 +82,7 @@ class ToolCalls:
         misses: list[Miss],
         write_spans: bool,
         records: bool,
-        live_rules: Sequence[LiveRule] = (),
+        live_rules: Callable[[], Sequence[LiveRule]] = tuple,
     ) -> None:
         self.recorded = list(recorded)
         self.mode = mode
@@ -90,7 +90,7 @@ class ToolCalls:
         self.store = store
         self.write_spans = write_spans  # of replayed calls too
         self.records = records
-        self.live_rules = tuple(rule for rule in live_rules if rule.for_tools)
+        self._live_rules = live_rules  # asked for at the first tool call
         self.matcher = ToolMatcher([ex.request for ex in recorded])
         self.counts = ToolCounts()
         self.live: list[Exchange] = []
@@ -117,10 +117,13 @@ class ToolCalls:
     def is_live(self, request: CanonicalRequest) -> bool:
         """Whether a ``live`` rule (naming its tool or its server) sends ``request`` to the
         real server, in every mode."""
-        if not self.live_rules:
+        live_rules = [rule for rule in self._live_rules() if rule.for_tools]
+        if not live_rules:
             return False
+        from otel_replay.matching.rules import Subject
+
         subject = Subject(provider=MCP, model=request.model, endpoint=request.endpoint)
-        return any(rule.scope.applies(subject) for rule in self.live_rules)
+        return any(rule.scope.applies(subject) for rule in live_rules)
 
     def replayed(self, index: int, place: SpanPlace) -> None:
         """Recording ``index`` answered a request (``place``: where, for its span)."""
