@@ -27,25 +27,18 @@ class CassetteIndex:
         self.cassette = cassette
         self.normalizer = normalizer
         self.recorded_by = recorded_by
-        self._matcher: Matcher | None = None
+        self.built: Matcher | None = None
+        """The matcher once built (None: no request came yet, nothing was used)."""
         self._building = threading.Lock()
 
-    @property
-    def matcher(self) -> Matcher:
-        """The matcher over the cassette's recordings, built at first use."""
-        if self._matcher is None:
-            with self._building:
-                if self._matcher is None:
-                    recorded = self.cassette.interactions
-                    self._matcher = Matcher.for_exchanges(
-                        recorded, self.normalizer, self.recorded_by
-                    )
-        return self._matcher
-
-    @property
-    def built(self) -> Matcher | None:
-        """The matcher if it was built (None: no request came, nothing was used)."""
-        return self._matcher
+    def build(self) -> Matcher:
+        """The matcher over the cassette's recordings, built once: a gateway builds it as
+        it starts, and a first request that comes meanwhile waits for it."""
+        with self._building:
+            if self.built is None:
+                recorded = self.cassette.interactions
+                self.built = Matcher.for_exchanges(recorded, self.normalizer, self.recorded_by)
+            return self.built
 
     def warming(self) -> Iterator[None]:
         """The live rules' work on the recorded requests, done ahead of the calls a

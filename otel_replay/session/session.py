@@ -157,7 +157,8 @@ class Session:
     def matcher(self) -> Matcher:
         """The cassette's index, built at first use: a gateway builds it as it starts
         (``prepare``), on its own thread for the CLI, while the agent starts."""
-        return self.index.matcher
+        built = self.index.built  # an attribute: a request asks for the matcher more than once
+        return built if built is not None else self.index.build()
 
     def prepare(self) -> None:
         """Build what the first request would otherwise wait for (the index)."""
