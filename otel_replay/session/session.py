@@ -23,7 +23,6 @@ from otel_replay.matching.matcher import Matcher
 from otel_replay.matching.profiles import RuleSources
 from otel_replay.matching.session_rules import DEFAULT_SOURCES, cassette_rules
 from otel_replay.matching.session_rules import matching_rules as matching_rules
-from otel_replay.matching.why import explain_against
 from otel_replay.otlp.clean_parts import JOINT_CHARS
 from otel_replay.otlp.store import TraceStore
 from otel_replay.redaction.redact import Redactor
@@ -319,8 +318,10 @@ class Session:
         if self.writes_replayed_spans:
             # the first misses explain themselves; an agent looping on misses costs no more
             explained = request is not None and len(self.misses) <= _WHY_SPANS
-            why = explain_against(self.matcher, request, 1) if explained and request else None
+            from otel_replay.matching.why import explain_against  # difflib: when a miss comes
             from otel_replay.spans.miss import miss_to_trace_json
+
+            why = explain_against(self.matcher, request, 1) if explained and request else None
 
             doc = miss_to_trace_json(str(miss), miss.component, provider, path, body, why, place)
             self.store.append_traces(self.store.traces_line(doc))
