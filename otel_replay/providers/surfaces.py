@@ -15,7 +15,7 @@ import importlib
 from collections.abc import Mapping
 
 from otel_replay.core.errors import ConfigError
-from otel_replay.providers import azure, bedrock, gemini_request, named, vertex
+from otel_replay.providers import azure, bedrock_paths, gemini_request, named, vertex
 from otel_replay.providers.base import Provider
 from otel_replay.providers.named import KNOWN, NAMED_PREFIX, named_prefix, named_upstream
 from otel_replay.providers.parts import strip_prefix
@@ -81,14 +81,16 @@ def match_endpoint(endpoint: str) -> str:
     """An endpoint as matching compares it: the operation it stands for (Azure OpenAI's
     deployments and ``api-version``, Bedrock's model paths, Gemini's model and API version
     left out), without what the request's model carries."""
-    endpoint = bedrock.match_endpoint(azure.match_endpoint(endpoint))
+    endpoint = bedrock_paths.match_endpoint(azure.match_endpoint(endpoint))
     return vertex.match_endpoint(gemini_request.match_endpoint(endpoint))
 
 
 def match_model(endpoint: str, model: str | None) -> str | None:
     """A request's model as matching compares it: a Bedrock model without its inference
     profile's ARN, geography and vendor; any other as it is."""
-    return bedrock.match_model(model) if endpoint.startswith(bedrock.MODEL_PREFIX) else model
+    if endpoint.startswith(bedrock_paths.MODEL_PREFIX):
+        return bedrock_paths.match_model(model)
+    return model
 
 
 # -- by the semantic conventions' names --------------------------------------------------

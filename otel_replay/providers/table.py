@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from otel_replay.core import envvars as ev
-from otel_replay.providers import bedrock, gemini_request, vertex
+from otel_replay.providers import bedrock_paths, gemini_request, vertex
 from otel_replay.providers.azure import AZURE_PREFIX, azure_endpoint
 from otel_replay.providers.named import KNOWN, named_upstream
 from otel_replay.providers.spec import AWS_SIGV4, BEARER, CredentialHeader, Mount, ProviderSpec
@@ -198,10 +198,10 @@ PROVIDERS: tuple[ProviderSpec, ...] = (
         name="bedrock",
         api="aws.bedrock",
         title="AWS Bedrock Runtime",
-        mounts=(Mount(bedrock.MODEL_PREFIX),),
+        mounts=(Mount(bedrock_paths.MODEL_PREFIX),),
         base_env=ev.AWS_ENDPOINT_URL_BEDROCK_RUNTIME,
         also_base_env=(ev.ANTHROPIC_BEDROCK_BASE_URL, ev.AWS_BEDROCK_RUNTIME_ENDPOINT),
-        agent_defaults=bedrock.claude_code_defaults,
+        agent_defaults=bedrock_paths.claude_code_defaults,
         surface="otel_replay.providers.bedrock:BEDROCK",
         default_base="https://bedrock-runtime.{region}.amazonaws.com",
         option_help="real Bedrock Runtime endpoint (default: the caller's "
