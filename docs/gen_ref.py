@@ -468,7 +468,7 @@ def environment_page() -> str:
         "",
         "## Per provider",
         "",
-        "One row of the provider table (`otel_replay/providers/__init__.py`, `PROVIDERS`) "
+        "One row of the provider table (`otel_replay/providers/table.py`, `PROVIDERS`) "
         "per upstream. *Base URL*: the variables the agent's client reads, given the "
         "gateway's address; the caller's own value is where live calls go. *Credentials*: "
         "the caller's variables that make a request its own in auto mode. *Placeholder in "

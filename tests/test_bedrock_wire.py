@@ -10,7 +10,8 @@ from botocore.eventstream import EventStreamBuffer
 
 from otel_replay.core.exchange import SSEEvent
 from otel_replay.providers import get, match_endpoint
-from otel_replay.providers.bedrock import BEDROCK, split_path
+from otel_replay.providers.bedrock import BEDROCK
+from otel_replay.providers.bedrock_paths import split_path
 from otel_replay.streams.codec import decode_all, encode_all
 from otel_replay.streams.eventstream import EVENTSTREAM
 from otel_replay.testing import stub_bedrock

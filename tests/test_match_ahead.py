@@ -115,7 +115,7 @@ def test_a_large_cassette_is_applied_ahead_for_its_first_recordings_only(
 ) -> None:
     """The memo of normalised items starts afresh when full: filling it ahead with every
     recording of a large cassette would drop the first ones, which a run meets first."""
-    from otel_replay.session import session as module
+    from otel_replay.session import index as module
 
     folder = tmp_path / "alice" / "proj"
     folder.mkdir(parents=True)

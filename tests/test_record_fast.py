@@ -229,7 +229,7 @@ def test_session_records_the_same_lines(tmp_path: Path) -> None:
     expected.write_traces(export_request([span]), received=False)
     expected.close()
     assert (tmp_path / "t.jsonl").read_bytes() == (tmp_path / "e.jsonl").read_bytes()
-    assert session._trace_ids == {first.trace_id, streamed.trace_id}
+    assert session.trace_ids == {first.trace_id, streamed.trace_id}
     session.discard()
 
 

@@ -14,7 +14,7 @@ from otel_replay.core.errors import ReplayMiss
 from otel_replay.core.exchange import CanonicalRequest
 from otel_replay.matching.ignore import Step, drop_path, dropper, parse_path
 from otel_replay.matching.matcher import Matcher
-from otel_replay.matching.normalize import Normalizer, Numbering, RuleSet, substitute
+from otel_replay.matching.normalize import Normalizer, Numbering
 from otel_replay.matching.rules import (
     BUILTIN_RULES,
     IgnoreRule,
@@ -22,6 +22,7 @@ from otel_replay.matching.rules import (
     Subject,
     VolatileRule,
 )
+from otel_replay.matching.ruleset import RuleSet, substitute
 from otel_replay.matching.session_rules import matching_rules
 
 CODEX_META = "x-codex-turn-metadata"

@@ -15,6 +15,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 from otel_replay import providers
 from otel_replay.core.errors import TraceFormatError
 from otel_replay.core.exchange import CanonicalRequest, Exchange, Response, SSEEvent
+from otel_replay.providers import surfaces
 from otel_replay.providers.base import OutputView, Provider
 from otel_replay.readers.own import span_to_exchange
 from otel_replay.spans.encode import exchange_to_span, export_request
@@ -73,16 +74,16 @@ class FakeProvider:
 
 @contextmanager
 def fake_providers(*, broken: bool = False) -> Iterator[None]:
-    saved = dict(providers._LOADED)
-    providers._LOADED.clear()
-    providers._LOADED.update(
+    saved = dict(surfaces._LOADED)
+    surfaces._LOADED.clear()
+    surfaces._LOADED.update(
         {n: cast(Provider, FakeProvider(n, broken=broken)) for n in ("openai", "anthropic")}
     )
     try:
         yield
     finally:
-        providers._LOADED.clear()
-        providers._LOADED.update(saved)
+        surfaces._LOADED.clear()
+        surfaces._LOADED.update(saved)
 
 
 # --- strategies: realistic OpenAI chat calls -----------------------------------------

@@ -13,23 +13,29 @@ agent environment in ``os.environ`` for the block, so agents in this process, th
 subprocesses reach it; ``run.spans`` is what it received meanwhile. Cassettes belong to the
 whole run, across workers (see ``suite``). A miss fails the test whatever the agent did
 with the error — and a miss is never an expected failure, ``xfail`` does not hide it.
+The options and what they decide for a block are in ``pytest_options.py``; a block and
+the shared gateway in ``pytest_block.py``.
 """
 
 from __future__ import annotations
 
-import argparse
 import os
-import re
 from collections.abc import Callable, Generator
 from pathlib import Path
-from types import TracebackType
 from typing import Any
 
 import pytest
 
-from otel_replay.core.errors import CassetteError, ConfigError, EgressBlocked, ReplayMiss
+from otel_replay.core.errors import CassetteError, ConfigError, EgressBlocked
 from otel_replay.frontends import pytest_telemetry
-from otel_replay.frontends.api import GatewayHandle, fork_plan, patched_environ
+from otel_replay.frontends.api import fork_plan
+from otel_replay.frontends.pytest_block import (
+    ReplayBlock,
+    SharedGateway,
+    add_failure,
+    take_failures,
+)
+from otel_replay.frontends.pytest_options import PluginOptions, add_options
 from otel_replay.frontends.pytest_telemetry import (  # noqa: F401  (a hook and a fixture)
     otel_replay_telemetry,
     pytest_load_initial_conftests,
@@ -42,82 +48,18 @@ from otel_replay.frontends.suite import (
     SuiteRun,
     fail_run,
 )
-from otel_replay.frontends.telemetry import TelemetryGateway
-from otel_replay.providers import PROVIDERS
-from otel_replay.providers.named import parse_upstream
 from otel_replay.reports.formats import write_suite
 from otel_replay.reports.run import combined
-from otel_replay.session.session import MODES, Session, Summary, default_mode
+from otel_replay.session.session import Session, Summary
 
 __all__ = ["OtelReplayUnusedWarning"]
 
 _PLUGIN = pytest.StashKey["OtelReplayPlugin"]()
-_FAILURES = pytest.StashKey[list[str]]()
 _SESSION = pytest.StashKey[pytest.Session]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("otel-replay", "otel-replay: record and replay model calls")
-    group.addoption(
-        "--otel-replay",
-        dest="otel_replay_mode",
-        choices=MODES,
-        default=None,
-        help="mode for every block, overriding markers (default: strict when CI is set, else auto)",
-    )
-    group.addoption(
-        "--otel-replay-egress",
-        dest="otel_replay_egress",
-        choices=("block", "allow"),
-        default="allow",
-        help="block: connections to model provider hosts fail the test",
-    )
-    group.addoption(
-        "--otel-replay-unused",
-        dest="otel_replay_unused",
-        choices=("warn", "error"),
-        default="warn",
-        help="what a recording no test of the run used is (default: warn)",
-    )
-    group.addoption(
-        "--otel-replay-report",
-        dest="otel_replay_report",
-        metavar="FILE",
-        default=None,
-        help="write a report of every block and every cassette written "
-        "(.json, .html or .md by extension)",
-    )
-    pytest_telemetry.add_options(group)
-    for row in PROVIDERS:
-        if row.option_help is not None:
-            group.addoption(
-                f"--otel-replay-upstream-{row.name}",
-                dest=f"otel_replay_{row.name}",
-                metavar="URL",
-                help=row.option_help,
-            )
-    group.addoption(
-        "--otel-replay-upstream",
-        action="append",
-        default=[],
-        type=parse_upstream,
-        metavar="NAME=URL",
-        help="an OpenAI-compatible upstream, at /u/NAME/v1 (NAME_BASE_URL); repeatable",
-    )
-    group.addoption(
-        "--otel-replay-mcp",
-        action="append",
-        default=[],
-        type=_mcp_server,
-        metavar="NAME=URL",
-        help="an MCP server (Streamable HTTP), at /mcp/NAME (OTEL_REPLAY_MCP_<NAME>_URL); "
-        "repeatable",
-    )
-    parser.addini(
-        "otel_replay_cassette_dir",
-        "folder beside the test file where bare cassette names live",
-        default="cassettes",
-    )
+    add_options(parser)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -130,15 +72,6 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_PLUGIN] = plugin
     config.pluginmanager.register(plugin, "otel_replay_state")
     config.pluginmanager.register(plugin.suite, "otel_replay_suite")
-
-
-def _mcp_server(text: str) -> tuple[str, str]:
-    from otel_replay.providers.mcp import parse_server
-
-    try:
-        return parse_server(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 @pytest.fixture
@@ -159,116 +92,12 @@ def otel_replay(request: pytest.FixtureRequest) -> Callable[..., ReplayBlock]:
         fork: tuple[int | str, str | None] | None = None,
         fork_to: str | os.PathLike[str] | None = None,
     ) -> ReplayBlock:
-        cassette = plugin.cassette_for(item, name)
+        cassette = plugin.options.cassette_for(item, name)
         plan = fork_plan(cassette, fork, fork_to, mode)
-        chosen = "strict" if plan is not None else plugin.mode_for(item, mode)
+        chosen = "strict" if plan is not None else plugin.options.mode_for(item, mode)
         return ReplayBlock(plugin, item, cassette, chosen, plan)
 
     return open_block
-
-
-def add_failure(item: pytest.Item, message: str) -> None:
-    """Fail ``item`` with ``message`` at its next report, whatever its outcome (xfail too)."""
-    item.stash.setdefault(_FAILURES, []).append(message)
-
-
-class SharedGateway:
-    """The session's one gateway, re-pointed at each block's :class:`Session`."""
-
-    def __init__(self, telemetry: TelemetryGateway | None = None) -> None:
-        self.telemetry = telemetry or TelemetryGateway(redirect=False)
-        self.thread = self.telemetry.thread
-        assert self.thread.server is not None
-        self.server = self.thread.server
-        self.idle = self.server.session
-
-    def begin(
-        self, session: Session, upstreams: dict[str, str], mcp: dict[str, str]
-    ) -> dict[str, str]:
-        """Point the gateway at ``session`` (and ``mcp``, the MCP servers by name); returns
-        the agent environment for the block."""
-        from otel_replay.gateway.environment import mcp_environment
-        from otel_replay.gateway.runner import agent_environment, agent_upstreams
-
-        upstream = self.server.gateway.upstream
-        if hasattr(upstream, "bases") and session.records:
-            upstream.bases = dict(upstreams)
-        session.store.observers.append(self.telemetry.received.tap)
-        self.thread.use_session(session)
-        self.server.gateway.mcp_servers = dict(mcp)
-        named = agent_upstreams(upstreams, session)
-        env = agent_environment(self.url, self.server.grpc_port, session.mode, os.environ, named)
-        env.update(mcp_environment(self.url, [*mcp, *session.tools.servers]))
-        return env
-
-    def end(self) -> Summary:
-        """Point the gateway back at its idle session; finish and summarise the block's."""
-        return self.thread.use_session(self.idle).finish()
-
-    @property
-    def url(self) -> str:
-        return self.server.url
-
-    def stop(self) -> None:
-        self.telemetry.stop()
-
-
-class ReplayBlock:
-    """One ``with otel_replay(...)`` block."""
-
-    def __init__(
-        self, plugin: OtelReplayPlugin, item: Any, cassette: Path, mode: str, fork: Any = None
-    ) -> None:
-        self.plugin = plugin
-        self.item = item
-        self.cassette = cassette
-        self.mode = mode
-        self.fork = fork  # a ForkPlan, or None
-        self.handle = GatewayHandle(mode=mode, cassette=cassette)
-        self.handle.fork_to = None if fork is None else fork.target
-        self.loaded = 0  # recordings in the cassette when the block began
-        self._env: Any = None
-
-    def __enter__(self) -> GatewayHandle:
-        if self.mode == "off":
-            return self.handle
-        env, self.handle.url = self.plugin.begin(self)
-        self.handle.env = env
-        self._env = patched_environ(env)
-        self._env.__enter__()
-        return self.handle
-
-    def __exit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        if self.mode == "off":
-            return
-        self._env.__exit__(None, None, None)
-        summary = self.handle.summary = self.plugin.end(self, clean=exc is None)
-        for problem in pytest_telemetry.block_problems(self.plugin.config, self.handle.telemetry):
-            add_failure(self.item, problem)
-        if summary.misses:
-            first = summary.misses[0]
-            add_failure(self.item, self.plugin.miss_message(first, self.cassette))
-            raise ReplayMiss(first.removeprefix("replay miss: ")) from exc
-        if self.fork is not None and summary.write_errors:  # the fork was not written
-            add_failure(self.item, f"otel-replay: {summary.write_errors[0]}")
-        if summary.failed and summary.bypassed:  # strict: calls the agent's spans show
-            message = f"otel-replay: model calls bypassed the gateway: {summary.bypassed}"
-            add_failure(self.item, message)
-            pytest.fail(message, pytrace=False)
-
-    async def __aenter__(self) -> GatewayHandle:
-        return self.__enter__()
-
-    async def __aexit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.__exit__(kind, exc, tb)
-
-
-def _safe_name(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "-", name).strip("-") or "cassette"
 
 
 class OtelReplayPlugin:
@@ -276,17 +105,7 @@ class OtelReplayPlugin:
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
-        self.forced_mode: str | None = config.getoption("otel_replay_mode")
-        self.unused: str = config.getoption("otel_replay_unused")
-        self.report: str | None = config.getoption("otel_replay_report")
-        self.upstreams: dict[str, str | None] = {
-            row.name: config.getoption(f"otel_replay_{row.name}")
-            for row in PROVIDERS
-            if row.option_help is not None
-        }
-        self.upstreams.update(config.getoption("otel_replay_upstream"))
-        self.mcp: dict[str, str] = dict(config.getoption("otel_replay_mcp"))
-        self.cassette_dir = str(config.getini("otel_replay_cassette_dir") or "cassettes")
+        self.options = PluginOptions.read(config)
         early = pytest_telemetry.early_gateway(config)
         self.gateway: SharedGateway | None = None if early is None else SharedGateway(early)
         self.results: list[BlockResult] = []
@@ -295,46 +114,10 @@ class OtelReplayPlugin:
         self.outcome: Outcome | None = None
         self._active: ReplayBlock | None = None
         self._item: pytest.Item | None = None
-        self.egress = config.getoption("otel_replay_egress") == "block"
-        if self.egress:
+        if self.options.egress:
             from otel_replay.frontends.egress import block_egress
 
             block_egress(on_block=self._on_egress_blocked)
-
-    # -- resolving a block ----------------------------------------------------------------
-    def cassette_for(self, item: Any, name: str | os.PathLike[str] | None) -> Path:
-        marker = item.get_closest_marker("otel_replay")
-        if name is None and marker is not None:
-            name = marker.kwargs.get("cassette")
-        if name is None:
-            name = _safe_name(item.name)
-        text = os.fspath(name)
-        if text.endswith(".json") or os.path.isabs(text):
-            return Path(text)  # a path is used as given
-        # a name lives in the cassette folder beside the test file, and stays there
-        folder = (Path(item.path).parent / self.cassette_dir).resolve()
-        path = (folder / f"{text}.json").resolve()
-        if not path.is_relative_to(folder):
-            raise ConfigError(
-                f"cassette name {text!r} escapes the cassette folder {folder}; "
-                "use a name inside it, or a path ending in .json"
-            )
-        return path
-
-    def mode_for(self, item: Any, mode: str | None) -> str:
-        marker = item.get_closest_marker("otel_replay")
-        chosen = (
-            self.forced_mode
-            or mode
-            or (marker.kwargs.get("mode") if marker is not None else None)
-            or default_mode()
-        )
-        if chosen not in MODES:
-            raise ConfigError(f"unknown otel-replay mode {chosen!r}; use one of {', '.join(MODES)}")
-        return str(chosen)
-
-    def miss_message(self, miss: str, cassette: Path) -> str:
-        return f"{miss}\n(cassette {cassette}; explain: otel-replay why --cassette {cassette})"
 
     # -- running a block ------------------------------------------------------------------
     def begin(self, block: ReplayBlock) -> tuple[dict[str, str], str]:
@@ -342,7 +125,7 @@ class OtelReplayPlugin:
             raise ConfigError("otel_replay blocks cannot be nested")
         try:
             rules = rule_sources(block.cassette)  # otel-replay.toml: cwd, beside the cassette
-            named = [name for name, url in self.upstreams.items() if url]
+            named = [name for name, url in self.options.upstreams.items() if url]
             fork = block.fork and block.fork.given_to(named, os.environ)
             session = Session(
                 mode=block.mode, cassette=block.cassette, rules=rules, suite=self.suite, fork=fork
@@ -361,9 +144,10 @@ class OtelReplayPlugin:
             self.gateway = SharedGateway()
         from otel_replay.gateway.runner import GatewayConfig, upstream_bases
 
-        bases = upstream_bases(GatewayConfig(mode=block.mode, upstreams=self.upstreams), os.environ)
+        config = GatewayConfig(mode=block.mode, upstreams=self.options.upstreams)
+        bases = upstream_bases(config, os.environ)
         block.handle.telemetry = pytest_telemetry.opened(self.config, self.gateway, session)
-        env = self.gateway.begin(session, bases, self.mcp)
+        env = self.gateway.begin(session, bases, self.options.mcp)
         self._active = block
         block.loaded = len(session.cassette.interactions)
         return env, self.gateway.url
@@ -399,28 +183,27 @@ class OtelReplayPlugin:
         self, item: pytest.Item, call: pytest.CallInfo[None]
     ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
         report: pytest.TestReport = yield
-        failures = item.stash.get(_FAILURES, [])
+        failures = take_failures(item)
         if failures:
             report.outcome = "failed"
             report.longrepr = "\n".join(failures)
             if hasattr(report, "wasxfail"):
                 del report.wasxfail
-            failures.clear()
         return report
 
     def totals(self) -> Summary:
-        return combined((r.summary for r in self.results), self.forced_mode or "mixed")
+        return combined((r.summary for r in self.results), self.options.forced_mode or "mixed")
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         self.outcome = outcome = self.suite.finish(session, self.results, self.blocked)
         if outcome is None:  # a pytest-xdist worker: the controller reports the run
             return
         self.config.stash[_SESSION] = session
-        if outcome.errors or (outcome.unused and self.unused == "error"):
+        if outcome.errors or (outcome.unused and self.options.unused == "error"):
             fail_run(session)
-        if self.report is not None:
+        if self.options.report is not None:
             totals, extra = self.totals(), outcome.to_json()
-            write_suite(Path(self.report), totals, self.results, self.blocked, extra)
+            write_suite(Path(self.options.report), totals, self.results, self.blocked, extra)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         outcome = self.outcome
@@ -432,7 +215,7 @@ class OtelReplayPlugin:
         for result in self.results:
             for miss in result.summary.misses:
                 write(f"{result.nodeid}: {miss}")
-        outcome.write(terminalreporter, self.unused, self.config.stash[_SESSION])
+        outcome.write(terminalreporter, self.options.unused, self.config.stash[_SESSION])
         for message in self.blocked:
             write(f"egress blocked: {message}")
 
@@ -441,7 +224,7 @@ class OtelReplayPlugin:
         if self.gateway is not None:
             self.gateway.stop()
             self.gateway = None
-        if self.egress:
+        if self.options.egress:
             from otel_replay.frontends.egress import allow_egress
 
             allow_egress()

@@ -1,36 +1,52 @@
 """Provider API surfaces and the table that declares them.
 
-Adding a provider: one module under providers/ plus one row in PROVIDERS.
+Adding a provider: one module under providers/ plus one row in ``PROVIDERS``.
 
 The module implements the :class:`~otel_replay.providers.base.Provider` surface (reading
-requests, its errors and streams); the row (a :class:`ProviderSpec`) declares the rest once:
-the gateway paths that reach it, the environment its SDK reads, its credentials, the
-response headers kept, its stream codec, its semantic-convention names, its SDK's modules
-and its public hosts. The gateway, the upstream, the runner, the egress guard and the
-command line read only this table. An upstream serving another provider's API (Azure
-OpenAI serves OpenAI's) is a row with that ``api``.
+requests, its errors and streams); the row (a :class:`ProviderSpec`, in ``table.py``)
+declares the rest once: the gateway paths that reach it, the environment its SDK reads,
+its credentials, the response headers kept, its stream codec, its semantic-convention
+names, its SDK's modules and its public hosts. The gateway, the upstream, the runner, the
+egress guard and the command line read only this table. An upstream serving another
+provider's API (Azure OpenAI serves OpenAI's) is a row with that ``api``.
 
 ``provider_for(path, headers)`` picks the surface that owns a request; ``get(name)``
-returns a surface by name; ``ROUTER`` maps a gateway path to its (surface, upstream);
+returns a surface by name; ``ROUTER`` maps a gateway path to its (surface, upstream)
+(``surfaces.py``, with the semantic-convention names of the surfaces both ways);
 ``egress_hosts()`` lists every model provider host, the rows' and those of providers
-without a row yet (``UNDECLARED_HOSTS``), for the egress guard and the upstream check.
+without a row yet (``UNDECLARED_HOSTS``), for the egress guard and the upstream check;
+which headers carry credentials and which a recording keeps is in ``headers.py``.
 """
 
 from __future__ import annotations
 
-import importlib
-from collections.abc import Mapping
-
-from otel_replay.core import envvars as ev
-from otel_replay.core.errors import ConfigError
-from otel_replay.providers import azure, bedrock, gemini_request, named, vertex
-from otel_replay.providers.azure import AZURE_PREFIX, azure_endpoint
+from otel_replay.providers.azure import AZURE_PREFIX
 from otel_replay.providers.base import OutputView, Provider
-from otel_replay.providers.named import KNOWN, NAMED_PREFIX, named_prefix, named_upstream
-from otel_replay.providers.parts import strip_prefix
-from otel_replay.providers.router import Route, Router
-from otel_replay.providers.spec import AWS_SIGV4, BEARER, CredentialHeader, Mount, ProviderSpec
-from otel_replay.streams.eventstream import EVENTSTREAM
+from otel_replay.providers.headers import credential_headers, forwarded_headers, kept_headers
+from otel_replay.providers.named import named_upstream
+from otel_replay.providers.router import Route
+from otel_replay.providers.spec import ProviderSpec
+from otel_replay.providers.surfaces import (
+    ROUTER,
+    all_providers,
+    api_named,
+    get,
+    match_endpoint,
+    match_model,
+    provider_for,
+    semconv_name,
+    semconv_names,
+    surface_name,
+)
+from otel_replay.providers.table import (
+    PROVIDERS,
+    UNDECLARED_HOSTS,
+    UNDECLARED_KEYS,
+    egress_hosts,
+    sdk_modules,
+    spec,
+    upstream_spec,
+)
 
 __all__ = [
     "AZURE_PREFIX",
@@ -42,9 +58,11 @@ __all__ = [
     "Provider",
     "ProviderSpec",
     "Route",
+    "all_providers",
     "api_named",
     "credential_headers",
     "egress_hosts",
+    "forwarded_headers",
     "get",
     "kept_headers",
     "match_endpoint",
@@ -58,388 +76,3 @@ __all__ = [
     "surface_name",
     "upstream_spec",
 ]
-
-_BEARER = CredentialHeader("authorization", BEARER)
-_OPENAI_PATHS = ("/v1/chat/", "/v1/completions", "/v1/responses", "/v1/embeddings")
-_OPENAI_KEPT = frozenset(
-    {
-        "content-type",
-        "retry-after",
-        "retry-after-ms",
-        "x-should-retry",
-        "x-request-id",
-        "openai-processing-ms",
-    }
-)
-
-_VERTEX_HOSTS = (
-    "aiplatform.googleapis.com",
-    "*-aiplatform.googleapis.com",
-    "aiplatform.*.rep.googleapis.com",
-)
-
-PROVIDERS: tuple[ProviderSpec, ...] = (
-    ProviderSpec(
-        name="openai",
-        api="openai",
-        title="OpenAI",
-        # both SDKs use /v1: OpenAI's own paths are OpenAI's, and so is what is left
-        mounts=(Mount("/v1/", paths=_OPENAI_PATHS),),
-        base_env=ev.OPENAI_BASE_URL,
-        also_base_env=(ev.OPENAI_API_BASE,),
-        surface="otel_replay.providers.openai:OPENAI",
-        agent_path="/v1",
-        default_base="https://api.openai.com/v1",
-        base_suffixes=("/v1",),
-        option_help="real OpenAI base URL",
-        credential_env=(ev.OPENAI_API_KEY,),
-        credential_headers=(_BEARER,),
-        placeholder_env=(ev.OPENAI_API_KEY,),
-        key_kinds=("openai-key",),
-        kept_headers=_OPENAI_KEPT,
-        kept_prefixes=("x-ratelimit-",),
-        semconv_names=("openai",),
-        sdk_modules=("openai",),
-        egress_hosts=("api.openai.com",),
-    ),
-    ProviderSpec(
-        name="anthropic",
-        api="anthropic",
-        title="Anthropic",
-        # /v1/messages* is always Anthropic's; its headers decide the paths both APIs have.
-        # The AI SDK's provider posts to ${ANTHROPIC_BASE_URL}/messages (its default base
-        # carries /v1): the Messages API too, forwarded and recorded under /v1
-        mounts=(
-            Mount(
-                "/v1/",
-                paths=("/v1/messages",),
-                headers=("anthropic-version", "x-api-key"),
-                rest=False,
-            ),
-            Mount("/messages", under="/v1"),
-        ),
-        base_env=ev.ANTHROPIC_BASE_URL,
-        also_base_env=(ev.ANTHROPIC_API_BASE,),
-        surface="otel_replay.providers.anthropic:ANTHROPIC",
-        default_base="https://api.anthropic.com",
-        option_help="real Anthropic base URL",
-        credential_env=(ev.ANTHROPIC_API_KEY,),
-        credential_headers=(CredentialHeader("x-api-key"), _BEARER),
-        placeholder_env=(ev.ANTHROPIC_API_KEY,),
-        key_kinds=("anthropic-key",),
-        kept_headers=frozenset({"content-type", "retry-after", "x-should-retry", "request-id"}),
-        kept_prefixes=("anthropic-ratelimit-",),
-        semconv_names=("anthropic",),
-        sdk_modules=("anthropic",),
-        egress_hosts=("api.anthropic.com",),
-    ),
-    ProviderSpec(
-        name="azure",
-        api="openai",
-        title="Azure OpenAI",
-        # the resource endpoint is per customer: no public default
-        mounts=(Mount(AZURE_PREFIX, reads=azure_endpoint),),
-        base_env=ev.AZURE_OPENAI_ENDPOINT,
-        also_base_env=(ev.AZURE_API_BASE,),
-        base_example="https://RESOURCE.openai.azure.com",
-        base_suffixes=("/openai/v1", "/openai"),
-        option_help="real Azure OpenAI resource endpoint (default: the caller's "
-        f"{ev.AZURE_OPENAI_ENDPOINT})",
-        credential_env=(ev.AZURE_OPENAI_API_KEY, ev.AZURE_OPENAI_AD_TOKEN),
-        credential_headers=(CredentialHeader("api-key"), _BEARER),
-        placeholder_env=(ev.AZURE_OPENAI_API_KEY,),
-        kept_headers=_OPENAI_KEPT,
-        kept_prefixes=("x-ratelimit-",),
-        semconv_names=("azure.ai.openai", "az.ai.openai", "azure"),
-        egress_hosts=(
-            "*.openai.azure.com",
-            "*.cognitiveservices.azure.com",
-            "*.services.ai.azure.com",
-        ),
-    ),
-    ProviderSpec(
-        name="gemini",
-        api="gcp.gemini",
-        title="Gemini API",
-        # /v1beta/ and /v1alpha/ are Gemini's alone; under /v1/ only its model methods
-        mounts=(
-            Mount("/v1beta/"),
-            Mount("/v1alpha/"),
-            Mount("/v1/", pattern=gemini_request.GEMINI_PATH, rest=False),
-        ),
-        base_env=ev.GOOGLE_GEMINI_BASE_URL,
-        also_base_env=(ev.GEMINI_API_BASE,),
-        surface="otel_replay.providers.gemini:GEMINI",
-        default_base="https://generativelanguage.googleapis.com",
-        option_help="real Gemini API base URL",
-        credential_env=(ev.GOOGLE_API_KEY, ev.GEMINI_API_KEY),
-        credential_headers=(CredentialHeader("x-goog-api-key"),),
-        placeholder_env=(ev.GEMINI_API_KEY,),
-        key_kinds=("google-api-key",),
-        kept_headers=frozenset({"content-type", "retry-after", "x-should-retry"}),
-        semconv_names=("gcp.gemini", "gemini", "gcp.gen_ai"),
-        sdk_modules=("google.genai",),
-        egress_hosts=("generativelanguage.googleapis.com",),
-    ),
-    ProviderSpec(
-        name="vertex",
-        api="gcp.gemini",
-        title="Vertex AI (Gemini)",
-        # google-genai with vertexai=True: /v1beta1/ is Vertex AI's alone
-        mounts=(
-            Mount("/v1beta1/", pattern=vertex.GOOGLE_PATH, reads=vertex.vertex_endpoint),
-            Mount("/v1/", pattern=vertex.GOOGLE_PATH, rest=False, reads=vertex.vertex_endpoint),
-        ),
-        base_env=ev.GOOGLE_VERTEX_BASE_URL,
-        default_base=vertex.PUBLIC_BASE,
-        regional=vertex.regional_base,
-        option_help="real Vertex AI endpoint for Gemini (default: the caller's "
-        f"{ev.GOOGLE_VERTEX_BASE_URL}, else the location's public one)",
-        credential_env=(ev.GOOGLE_APPLICATION_CREDENTIALS,),
-        credential_headers=(_BEARER, CredentialHeader("x-goog-api-key")),
-        minted_credentials=True,
-        kept_headers=frozenset({"content-type", "retry-after", "x-should-retry"}),
-        egress_hosts=_VERTEX_HOSTS,
-    ),
-    ProviderSpec(
-        name="vertex-anthropic",
-        api="anthropic",
-        title="Vertex AI (Claude)",
-        # AnthropicVertex, Claude Code on Vertex: publishers/anthropic under /v1/
-        mounts=(
-            Mount("/v1/", pattern=vertex.ANTHROPIC_PATH, rest=False, reads=vertex.vertex_endpoint),
-        ),
-        base_env=ev.ANTHROPIC_VERTEX_BASE_URL,
-        agent_path="/v1",
-        default_base=vertex.PUBLIC_BASE,
-        base_suffixes=("/v1",),
-        regional=vertex.regional_base,
-        option_help="real Vertex AI endpoint for Claude (default: the caller's "
-        f"{ev.ANTHROPIC_VERTEX_BASE_URL}, else the region's public one)",
-        credential_env=(ev.GOOGLE_APPLICATION_CREDENTIALS,),
-        credential_headers=(_BEARER,),
-        minted_credentials=True,
-        agent_defaults=vertex.anthropic_defaults,
-        kept_headers=frozenset({"content-type", "retry-after", "x-should-retry", "request-id"}),
-        egress_hosts=_VERTEX_HOSTS,
-    ),
-    ProviderSpec(
-        name="bedrock",
-        api="aws.bedrock",
-        title="AWS Bedrock Runtime",
-        mounts=(Mount(bedrock.MODEL_PREFIX),),
-        base_env=ev.AWS_ENDPOINT_URL_BEDROCK_RUNTIME,
-        also_base_env=(ev.ANTHROPIC_BEDROCK_BASE_URL, ev.AWS_BEDROCK_RUNTIME_ENDPOINT),
-        agent_defaults=bedrock.claude_code_defaults,
-        surface="otel_replay.providers.bedrock:BEDROCK",
-        default_base="https://bedrock-runtime.{region}.amazonaws.com",
-        option_help="real Bedrock Runtime endpoint (default: the caller's "
-        f"{ev.AWS_ENDPOINT_URL_BEDROCK_RUNTIME}, else the region's public one)",
-        credential_env=(ev.AWS_ACCESS_KEY_ID,),
-        # SigV4: the access key id in Authorization, and the session token
-        credential_headers=(
-            CredentialHeader("authorization", AWS_SIGV4),
-            CredentialHeader("x-amz-security-token"),
-        ),
-        placeholder_env=(ev.AWS_ACCESS_KEY_ID, ev.AWS_SECRET_ACCESS_KEY),
-        key_kinds=("aws-access-key-id",),
-        region_env=(ev.AWS_DEFAULT_REGION, ev.AWS_REGION),  # botocore reads the first
-        kept_headers=frozenset(
-            {"content-type", "retry-after", "x-amzn-requestid", "x-amzn-errortype"}
-        ),
-        kept_prefixes=("x-amzn-bedrock-",),
-        codec=EVENTSTREAM,
-        semconv_names=("aws.bedrock", "aws_bedrock", "bedrock", "aws"),
-        sdk_modules=("boto3", "botocore"),
-        egress_hosts=("bedrock-runtime.*.amazonaws.com", "bedrock-runtime-fips.*.amazonaws.com"),
-        signing_name="bedrock",
-    ),
-)
-"""Every upstream otel-replay speaks to, in the order the agent's environment lists them."""
-
-UNDECLARED_HOSTS: tuple[str, ...] = (
-    "api.together.ai",
-    "api.cohere.com",
-    "api.cohere.ai",
-)
-"""Host patterns (``fnmatch``) of model provider APIs that have no row of their own yet:
-guarded all the same. A provider given a row takes its hosts into ``egress_hosts``."""
-
-UNDECLARED_KEYS: Mapping[str, str] = {}
-"""Key shapes (as ``redaction.shapes`` names them) of providers without a row yet, and
-whose they are: a request carrying one is forwarded to no upstream until a row declares
-the shape in its ``key_kinds``."""
-
-ROUTER = Router(PROVIDERS, named=named_upstream)
-_SPECS = {row.name: row for row in PROVIDERS}
-
-
-def egress_hosts() -> tuple[str, ...]:
-    """Every model provider host pattern: each row's, the named OpenAI-compatible hosts',
-    then the undeclared ones."""
-    rows = (host for row in PROVIDERS for host in row.egress_hosts)
-    named_hosts = (host for known in KNOWN.values() for host in known.egress)
-    return tuple(dict.fromkeys([*rows, *named_hosts, *UNDECLARED_HOSTS]))
-
-
-def spec(name: str) -> ProviderSpec | None:
-    """The declaration of the upstream called ``name``, if there is one."""
-    return _SPECS.get(name)
-
-
-def upstream_spec(name: str) -> ProviderSpec | None:
-    """The declaration of ``name``: a row of ``PROVIDERS``, else the named OpenAI-compatible
-    upstream (``--upstream NAME=URL``); None for a name that cannot be one."""
-    row = _SPECS.get(name)
-    if row is not None:
-        return row
-    try:
-        return named_upstream(name)
-    except ValueError:
-        return None
-
-
-def semconv_names() -> dict[str, str]:
-    """``gen_ai.provider.name`` / ``gen_ai.system`` values (lower case) to API surfaces."""
-    names = {name: row.api for row in PROVIDERS for name in row.semconv_names}
-    for known, host in KNOWN.items():  # OpenAI-compatible hosts speak OpenAI's API
-        names.setdefault(known, "openai")
-        names.setdefault(host.semconv, "openai")
-    return names
-
-
-_NAMES = semconv_names()
-
-
-def api_named(value: object, model: object = None) -> str | None:
-    """The API surface a ``gen_ai.provider.name`` / ``gen_ai.system`` value names, None
-    for a value that names none: Vertex AI's speaks the API of the publisher of
-    ``model`` (the request's model)."""
-    if not isinstance(value, str):
-        return None
-    name = value.strip().lower()
-    if name in vertex.SEMCONV_NAMES:
-        return vertex.api_of(model)
-    return _NAMES.get(name)
-
-
-def semconv_name(api: str, endpoint: str) -> str:
-    """``gen_ai.provider.name`` of an exchange: its API surface; for a call to Vertex AI
-    ``gcp.vertex_ai``; for a named upstream's endpoint (``/u/NAME/...``) that host's name."""
-    prefix = named_prefix(endpoint)
-    if prefix:
-        return named.semconv_name(prefix[len(NAMED_PREFIX) :])
-    return vertex.SEMCONV_NAME if vertex.is_vertex(endpoint) else api
-
-
-def surface_name(provider_name: str, endpoint: str) -> str:
-    """The API surface of a span's ``gen_ai.provider.name`` and endpoint (the inverse of
-    :func:`semconv_name`)."""
-    if provider_name in _SURFACES:
-        return provider_name
-    if named_prefix(endpoint):
-        return named_upstream(named_prefix(endpoint)[len(NAMED_PREFIX) :]).api
-    if provider_name.lower() in vertex.SEMCONV_NAMES:
-        return vertex.api_at(endpoint)
-    return _NAMES.get(provider_name.lower(), provider_name)
-
-
-def sdk_modules() -> frozenset[str]:
-    """Top-level modules of the official SDKs of every provider."""
-    return frozenset(module for row in PROVIDERS for module in row.sdk_modules)
-
-
-def credential_headers() -> tuple[CredentialHeader, ...]:
-    """Every header a provider's request carries a credential in: key headers first, then
-    those with a scheme (``Authorization``, which proxies use too)."""
-    return _CREDENTIAL_HEADERS
-
-
-_CREDENTIAL_HEADERS = tuple(
-    sorted(
-        dict.fromkeys(header for row in PROVIDERS for header in row.credential_headers),
-        key=lambda header: header.scheme is not None,
-    )
-)
-_CREDENTIAL_NAMES = frozenset(header.name for header in _CREDENTIAL_HEADERS)
-_KEPT_NAMES = frozenset().union(*(row.kept_headers for row in PROVIDERS))
-_KEPT_PREFIXES = tuple(prefix for row in PROVIDERS for prefix in row.kept_prefixes)
-
-
-def match_endpoint(endpoint: str) -> str:
-    """An endpoint as matching compares it: the operation it stands for (Azure OpenAI's
-    deployments and ``api-version``, Bedrock's model paths, Gemini's model and API version
-    left out), without what the request's model carries."""
-    endpoint = bedrock.match_endpoint(azure.match_endpoint(endpoint))
-    return vertex.match_endpoint(gemini_request.match_endpoint(endpoint))
-
-
-def match_model(endpoint: str, model: str | None) -> str | None:
-    """A request's model as matching compares it: a Bedrock model without its inference
-    profile's ARN, geography and vendor; any other as it is."""
-    return bedrock.match_model(model) if endpoint.startswith(bedrock.MODEL_PREFIX) else model
-
-
-def forwarded_headers(upstream: str, headers: Mapping[str, str]) -> dict[str, str]:
-    """The request headers forwarded to ``upstream``: without any other upstream's
-    credential headers (an upstream whose requests are re-signed replaces its own)."""
-    own = upstream_spec(upstream)
-    mine = () if own is None else own.credential_headers
-    kept: dict[str, str] = {}
-    for name, value in headers.items():
-        lower = name.lower()
-        if lower in _CREDENTIAL_NAMES:  # else no credential header's: kept
-            foreign = any(h.carried(lower, value) for h in _CREDENTIAL_HEADERS)
-            if foreign and not any(h.carried(lower, value) for h in mine):
-                continue
-        kept[name] = value
-    return kept
-
-
-def kept_headers(headers: Mapping[str, str]) -> dict[str, str]:
-    """The response headers a recording keeps and replays (lower-case names): those any
-    provider declares."""
-    kept: dict[str, str] = {}
-    for name, value in headers.items():
-        lower = name.lower()
-        if lower in _KEPT_NAMES or lower.startswith(_KEPT_PREFIXES):
-            kept[lower] = value
-    return kept
-
-
-# -- API surfaces ------------------------------------------------------------------------
-
-
-_SURFACES = {row.api: row.surface for row in PROVIDERS if row.surface}
-"""Each API surface's module and name, imported when first asked for."""
-_LOADED: dict[str, Provider] = {}
-
-
-def all_providers() -> dict[str, Provider]:
-    """Every API surface, imported now."""
-    return {name: get(name) for name in _SURFACES}
-
-
-def get(name: str) -> Provider:
-    provider = _LOADED.get(name)
-    if provider is None:
-        surface = _SURFACES.get(name)
-        if surface is None:
-            known = ", ".join(sorted(_SURFACES))
-            raise ConfigError(f"unknown provider {name!r} (known: {known})")
-        module, _, attribute = surface.partition(":")
-        provider = _LOADED[name] = getattr(importlib.import_module(module), attribute)
-    return provider
-
-
-def _route(path: str, headers: Mapping[str, str]) -> Route | None:
-    """The route of a path as received, else of the path from ``/v1`` on (a recorded
-    endpoint behind a base URL with a prefix of its own)."""
-    return ROUTER.route(path, headers) or ROUTER.route(strip_prefix(path), headers)
-
-
-def provider_for(path: str, headers: Mapping[str, str]) -> Provider:
-    """The API surface that owns a request to the gateway (OpenAI's when no mount
-    claims it)."""
-    route = _route(path, headers)
-    return get(route.api if route is not None else PROVIDERS[0].api)

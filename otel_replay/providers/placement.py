@@ -20,8 +20,8 @@ from collections.abc import Iterator, Mapping
 
 from multidict import MultiMapping
 
-from otel_replay.providers import PROVIDERS, UNDECLARED_KEYS
 from otel_replay.providers.spec import ProviderSpec
+from otel_replay.providers.table import PROVIDERS, UNDECLARED_KEYS
 from otel_replay.redaction.shapes import key_kind
 
 __all__ = ["Placements", "credential_owner", "misplaced", "unplaced"]

@@ -1,8 +1,9 @@
 """One run of the gateway: its mode, cassette, matcher, trace store and counters.
 
 The gateway's handlers call into a :class:`Session`; the session decides nothing about
-HTTP. At the end, :meth:`Session.finish` writes what the mode asks for (the cassette
-derived from this run's traces, the misses file, the report) and returns the summary.
+HTTP. The cassette's matcher is built, and warmed, by its index (``index.py``). At the
+end, :meth:`Session.finish` writes what the mode asks for (the cassette derived from this
+run's traces and the misses file, ``outputs.py``; the report) and returns the summary.
 """
 
 from __future__ import annotations
@@ -14,26 +15,30 @@ from collections.abc import Generator, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from otel_replay.cassette.model import Cassette, dump, load, locked
-from otel_replay.cassette.provenance import run_directory, run_source
+from otel_replay.cassette.model import Cassette, load
 from otel_replay.cassette.recordings import Recordings
 from otel_replay.core.errors import CassetteError, ConfigError, ReplayMiss
 from otel_replay.core.exchange import CanonicalRequest, Exchange
-from otel_replay.matching.sources import DEFAULT_SOURCES, RuleSources, current_places
+from otel_replay.matching.sources import DEFAULT_SOURCES, RuleSources
 from otel_replay.otlp.clean_parts import JOINT_CHARS
 from otel_replay.otlp.store import TraceStore
 from otel_replay.redaction.redact import Redactor
 from otel_replay.reports.formats import SPAN_REPORTS, write_run_report
 from otel_replay.reports.misses import Miss as Miss
-from otel_replay.reports.misses import write_misses
-from otel_replay.reports.prices import priced_total
 from otel_replay.reports.run import Summary as Summary
 from otel_replay.session.bypass import BypassWatch
+from otel_replay.session.index import CassetteIndex
 from otel_replay.session.modes import MODES as MODES
 from otel_replay.session.modes import RECORDING
 from otel_replay.session.modes import default_mode as default_mode
+from otel_replay.session.outputs import (
+    run_summary,
+    transport_fault,
+    write_cassette,
+    write_run_misses,
+)
 from otel_replay.session.places import PlacesSeen
-from otel_replay.session.suite import SuiteWrites, append_or_start
+from otel_replay.session.suite import SuiteWrites
 from otel_replay.session.tools import ToolCalls
 from otel_replay.session.trace_file import RunTraceFile
 from otel_replay.spans.pieces import Ledger
@@ -46,7 +51,6 @@ if TYPE_CHECKING:  # the span draft imports protobuf: loaded when a run records
 
 log = logging.getLogger("otel_replay")
 _WHY_SPANS = 20  # misses whose span carries their why
-_AHEAD_ITEMS = 2048  # recorded items a replay elsewhere normalises ahead, at most (see warming)
 # A span's line is at most this many times the bytes of its request and answer, plus this
 # much: each is held a few times over (exact body, GenAI attributes), each escaped once.
 _LINE_GROWTH, _LINE_SLACK = 16, 64 * 1024
@@ -109,11 +113,9 @@ class Session:
         self.pieces = Ledger()  # long strings (system prompt, tools...) once per trace file
         self.bypass = BypassWatch(self.store)  # model calls the agent's spans show
         self.rules = rules
-        self._rules: tuple[Normalizer, Normalizer | None] | None = None  # see ``normalizer``
-        self._matcher: Matcher | None = None  # see ``matcher``
-        self._indexing = threading.RLock()
+        self.index = CassetteIndex(self.cassette, rules, f"{cassette}")
         if rules.files or self.cassette.source.get("rules"):
-            _ = self.normalizer  # a bad rule stops the run before it serves
+            self.index.rules()  # a bad rule stops the run before it serves
         self.replayed = 0
         self.hits: list[int] = []
         self.live: list[Exchange] = []
@@ -123,7 +125,7 @@ class Session:
         self._lock = threading.Lock()
         self._forwarding = 0  # live calls whose exchange is not recorded yet
         self._settled = threading.Condition(self._lock)
-        self._trace_ids: set[str] = set()
+        self.trace_ids: set[str] = set()  # the traces of the live exchanges
         self.places = PlacesSeen()
         self.tools = ToolCalls(
             self.cassette.tools,
@@ -155,62 +157,23 @@ class Session:
     def normalizer(self) -> Normalizer:
         """The rules live requests match by, built with the index (``matcher``): the
         built-in tables are parsed and compiled then, not before the gateway listens."""
-        return self._normalizers()[0]
-
-    def _normalizers(self) -> tuple[Normalizer, Normalizer | None]:
-        """``normalizer``, and the rules the recordings were made by (``cassette_rules``)."""
-        if self._rules is None:
-            with self._indexing:
-                if self._rules is None:
-                    from otel_replay.matching.session_rules import cassette_rules
-
-                    source, name = self.cassette.source, f"{self.cassette_path}"
-                    self._rules = cassette_rules(self.rules, source, name)
-        return self._rules
+        return self.index.rules()[0]
 
     @property
     def matcher(self) -> Matcher:
         """The cassette's index, built at first use: a gateway builds it as it starts
         (``prepare``), on its own thread for the CLI, while the agent starts."""
-        if self._matcher is None:
-            with self._indexing:
-                if self._matcher is None:
-                    from otel_replay.matching.matcher import Matcher
-
-                    normalizer, recorded_by = self._normalizers()
-                    recorded = self.cassette.interactions
-                    self._matcher = Matcher.for_exchanges(recorded, normalizer, recorded_by)
-        return self._matcher
+        built = self.index.built  # an attribute: a request asks for the matcher more than once
+        return built if built is not None else self.index.build()
 
     def prepare(self) -> None:
         """Build what the first request would otherwise wait for (the index)."""
         _ = self.matcher
 
     def warming(self) -> Iterator[None]:
-        """The live rules' work on the recorded requests, done ahead of the calls a
-        recording at a time (a step each). A cassette recorded in other directories (on
-        another machine, in another checkout) is indexed by rules naming those; the live
-        requests are matched by rules naming this run's, whose memo of each item's
-        normalised form starts empty, so a run's first call would walk every recorded item
-        again. Here the run's calls find it done: they carry the recorded item objects
-        (``gateway.bodies``), which the memo knows by identity. Nothing when the
-        directories are the same (the memo is shared) or nothing is replayed; the first
-        recordings only, of a cassette holding more items than ``_AHEAD_ITEMS``, so that
-        the memo, which starts afresh when full, keeps them for the calls."""
-        recorded_by = self._normalizers()[1]  # None in record mode: its cassette starts empty
-        if recorded_by is None or recorded_by.places == current_places():
-            return
-        normalize = self.normalizer.normalize
-        items: set[int] = set()  # the recorded objects, alive with the cassette
-        for exchange in self.cassette.interactions:
-            request = exchange.request
-            for part in (request.system, request.messages, request.tools):
-                if isinstance(part, list):
-                    items.update(map(id, part))
-            if len(items) > _AHEAD_ITEMS:
-                return
-            normalize(request)
-            yield
+        """The live rules' work on the recorded requests, a step at a time, when the run
+        is in other directories than the recording (see ``CassetteIndex.warming``)."""
+        return self.index.warming()
 
     def exact_hit(self, provider: str, path: str, body: Any) -> int | None:
         """The recording a body identical to a recorded one replays (None: ``matcher``)."""
@@ -312,7 +275,7 @@ class Session:
             kept.append(saved and intact)
             trace_id = doc["resourceSpans"][0]["scopeSpans"][0]["spans"][0].get("traceId", "")
             with self._lock:
-                self._trace_ids.add(trace_id)
+                self.trace_ids.add(trace_id)
         if not saved:
             with self._lock:
                 self.unsaved += 1
@@ -324,7 +287,7 @@ class Session:
         self.bypass.reached(exchange.provider, exchange.start_ns)
         with self._lock:
             self.live.append(exchange)
-            if self.mode == "auto" and not _transport_fault(exchange):
+            if self.mode == "auto" and not transport_fault(exchange):
                 # consumed by the request that recorded it; a network blip is not kept
                 self.cassette.interactions.append(exchange)
                 index = self.matcher.append(exchange.request)
@@ -366,7 +329,7 @@ class Session:
             explained = request is not None and len(self.misses) <= _WHY_SPANS
             why = None
             if explained and request:
-                from otel_replay.matching.why import explain_against
+                from otel_replay.matching.why import explain_against  # difflib: on a miss
 
                 why = explain_against(self.matcher, request, 1)
             from otel_replay.spans.miss import miss_to_trace_json
@@ -396,9 +359,9 @@ class Session:
                 )
         self.store.close()
         try:
-            self._write_cassette()
+            write_cassette(self)
             self.tools.save(self.cassette_path)
-            self._write_misses()
+            write_run_misses(self)
             summary = self.summary()
             if self.report_path is not None:
                 traces = self.trace_file.path
@@ -411,100 +374,10 @@ class Session:
         return summary
 
     def summary(self) -> Summary:
-        cost, unpriced = priced_total(self.live)
-        index = self._matcher  # never built: no request came, nothing was used
-        unused = list(range(len(self.cassette.interactions))) if index is None else index.unused()
-        return Summary(
-            mode=self.mode,
-            replayed=self.replayed,
-            live=len(self.live),
-            misses=[m.message for m in self.misses],
-            spans_received=self.store.spans_received,
-            unused=unused,
-            hits=list(self.hits),
-            cassette=str(self.cassette_path) if self.cassette_path else None,
-            traces=str(self.user_traces) if self.user_traces else None,
-            not_saved=self.unsaved + self.refused,
-            write_errors=self._write_errors(),
-            live_cost=cost if len(self.live) > unpriced else None,
-            live_unpriced=unpriced,
-            bypassed=self.bypass.bypassed(),
-            forked_at=self.fork.at if self.fork is not None and self.fork.reached else None,
-            tools_replayed=self.tools.counts.replayed,
-            tools_live=self.tools.counts.live,
-            tools_misses=self.tools.counts.misses,
-        )
-
-    def _write_errors(self) -> list[str]:
-        failure = self.store.failure
-        if failure is None:
-            return [self.fork.problem] if self.fork is not None and self.fork.problem else []
-        saved = len(self.live) - self.unsaved
-        return [
-            f"{failure}; recording stopped there: {self.unsaved} live call(s) answered but "
-            f"not saved, {self.refused} refused; the {saved} saved before are kept"
-        ]
+        """The run's summary so far (``finish`` returns it at the end)."""
+        return run_summary(self)
 
     def discard(self) -> None:
         """Give up a session that never ran (the gateway could not start)."""
         self.store.close()
         self.trace_file.remove()
-
-    def _write_cassette(self) -> None:
-        if self.fork is not None:
-            self._write_fork(self.fork)
-            return
-        path = self.cassette_path
-        if path is not None and self.live and len(self.live) == self.unsaved:
-            log.error("otel-replay: no exchange of this run was saved; kept %s as it was", path)
-            return
-        if path is None or not self.live:
-            if self.mode == "record" and path is not None:
-                with locked(path) as target:
-                    if target.exists():
-                        log.warning("otel-replay: nothing was recorded; kept the existing %s", path)
-                    else:
-                        dump(Cassette(interactions=[], source=self._source()), target)
-            return
-        if self.mode == "record":
-            append_or_start(path, self.suite, self._derive_into, self._derive, self._source)
-            return
-        derived = [ex for ex in self._derive() if not _transport_fault(ex)]
-        if derived:
-            append_or_start(path, self.suite, None, lambda: derived, self._source)
-
-    def _write_fork(self, fork: Fork) -> None:
-        """The fork's cassette: the recordings replayed, then the live exchanges."""
-        if fork.writable(len(self.misses)):
-            replayed = [self.recording(i) for i in self.hits]
-            fork.write(replayed, self.live, self._derive(), self._source(fork.plan.target))
-
-    def _derive(self) -> list[Exchange]:
-        """The exchanges recorded in this run (the live exchanges select its traces)."""
-        return self.trace_file.derive(self._trace_ids, len(self.live))
-
-    def _derive_into(self, path: Path) -> None:
-        self.trace_file.derive_into(path, self._trace_ids, len(self.live), self._source())
-
-    def _source(self, target: Path | None = None) -> dict[str, Any]:
-        """The provenance of the cassette written to ``target`` (default: the session's)."""
-        written = target or self.cassette_path
-        where = run_directory(written, self.run_cwd) if written and self.run_cwd else None
-        source = run_source(
-            self.command, self.user_traces, self.redactor.text, cwd=where, upstreams=self.upstreams
-        )
-        requests = [ex.request for ex in self.live]
-        rules = self.rules.recorded_form(requests, self.places.places, self.places.mentioned)
-        if rules is not None:
-            source["rules"] = rules
-        return source
-
-    def _write_misses(self) -> None:
-        if self.cassette_path is not None:
-            earlier = self.suite.misses if self.suite is not None else None
-            write_misses(self.cassette_path, self.misses, self.redactor.text, earlier)
-
-
-def _transport_fault(exchange: Exchange) -> bool:
-    """The upstream could not be reached or dropped the connection before answering."""
-    return exchange.response.status == 0 and exchange.response.fault is not None
