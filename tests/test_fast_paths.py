@@ -155,7 +155,7 @@ def test_direct_codec_applies_to_this_opentelemetry_proto() -> None:
 def test_direct_encoder_writes_the_same_line_as_message_to_dict(
     msg: ExportTraceServiceRequest,
 ) -> None:
-    assert codec.dumps_line(codec.to_json(msg)) == codec.dumps_line(_reference_json(msg))
+    assert jsontext.dumps_line(codec.to_json(msg)) == jsontext.dumps_line(_reference_json(msg))
 
 
 @settings(max_examples=50, deadline=None)
@@ -163,7 +163,7 @@ def test_direct_encoder_writes_the_same_line_as_message_to_dict(
 def test_direct_span_encoder_matches(span: Span) -> None:
     reference: dict[str, Any] = json_format.MessageToDict(span, use_integers_for_enums=True)
     codec._walk_span(reference, codec._b64_to_hex, False)
-    assert codec.dumps_line(tracejson.span_json(span)) == codec.dumps_line(reference)
+    assert jsontext.dumps_line(tracejson.span_json(span)) == jsontext.dumps_line(reference)
 
 
 # --- decoder -------------------------------------------------------------------------------
@@ -174,7 +174,7 @@ def test_direct_span_encoder_matches(span: Span) -> None:
 def test_direct_decoder_is_lossless_and_matches_parse_dict(
     msg: ExportTraceServiceRequest, numbers: bool
 ) -> None:
-    line = codec.dumps_line(_reference_json(msg))
+    line = jsontext.dumps_line(_reference_json(msg))
     if numbers:  # 64-bit integers may be written as JSON numbers too
         line = re.sub(r'(Nano|intValue)":"(-?[0-9]+)"', r'\1":\2', line)
     reference = _reference_parse(json.loads(line))
@@ -503,7 +503,7 @@ line_values = st.recursive(
 def test_otlp_line_reads_as_the_standard_line(doc: Any) -> None:
     """What orjson writes reads back as what the standard library writes; what it refuses
     (a lone surrogate, an integer beyond 64 bits) is the standard library's line itself."""
-    line, reference = codec.otlp_line(doc), codec.dumps_line(doc)
+    line, reference = codec.otlp_line(doc), jsontext.dumps_line(doc)
     assert json.loads(line) == json.loads(reference)
     if not any(type(v) is float for v in _strings(reference)):
         assert line == reference  # text, integers and the rest are written alike
@@ -515,7 +515,7 @@ def test_otlp_line_of_a_trace_request_is_the_standard_line(msg: ExportTraceServi
     """Every number of an OTLP document is finite (``NaN`` is written as a string), so
     orjson never writes a ``null`` the standard library would not."""
     doc = codec.to_json(msg)
-    assert json.loads(codec.otlp_line(doc)) == json.loads(codec.dumps_line(doc))
+    assert json.loads(codec.otlp_line(doc)) == json.loads(jsontext.dumps_line(doc))
 
 
 @pytest.mark.parametrize(
@@ -523,7 +523,7 @@ def test_otlp_line_of_a_trace_request_is_the_standard_line(msg: ExportTraceServi
     [{"a": "\ud800"}, {"n": 2**64}, {"t": [1.5e-05, 1e16, -0.0]}, {"k": "\u2028\x7f\x1f"}],
 )
 def test_otlp_line_of_unusual_values(doc: Any) -> None:
-    assert json.loads(codec.otlp_line(doc)) == json.loads(codec.dumps_line(doc))
+    assert json.loads(codec.otlp_line(doc)) == json.loads(jsontext.dumps_line(doc))
 
 
 @settings(max_examples=300, deadline=None)
@@ -537,8 +537,8 @@ def test_otlp_line_of_unusual_values(doc: Any) -> None:
 def test_value_text_is_the_standard_line_nan_and_all(value: Any) -> None:
     """A body's text: NaN and the infinities (which orjson writes as null) come out as the
     standard library writes them; every value reads back the same."""
-    text, reference = codec.value_text(value), codec.dumps_line(value)
-    assert codec.dumps_line(json.loads(text)) == codec.dumps_line(json.loads(reference))
+    text, reference = jsontext.value_text(value), jsontext.dumps_line(value)
+    assert jsontext.dumps_line(json.loads(text)) == jsontext.dumps_line(json.loads(reference))
     if _holds_non_finite(value):
         assert text == reference
 
@@ -567,7 +567,7 @@ def _holds_non_finite(value: Any) -> bool:
 def test_value_text_tells_a_null_token_from_the_word(value: Any) -> None:
     """``null`` inside a string (a tool schema's type) is not orjson's NaN: the text is
     orjson's and still the standard library's; a NaN beside it is written as ``NaN``."""
-    text, reference = codec.value_text(value), codec.dumps_line(value)
+    text, reference = jsontext.value_text(value), jsontext.dumps_line(value)
     assert text == reference
 
 
@@ -592,7 +592,7 @@ def test_finite_tells_what_orjson_would_write_as_null(value: Any) -> None:
     value's text then comes from the standard library, ``NaN`` and all)."""
     assert finite(value) == (not _holds_non_finite(value))
     if not finite(value):
-        assert codec.value_text(value) == codec.dumps_line(value)
+        assert jsontext.value_text(value) == jsontext.dumps_line(value)
 
 
 @settings(max_examples=300, deadline=None)

@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from otel_replay.cassette.model import load
-from otel_replay.core import genai
+from otel_replay.core import genai, jsontext
 from otel_replay.core.errors import TraceFormatError
 from otel_replay.core.exchange import Exchange, Response
 from otel_replay.gateway.runner import GatewayConfig, GatewayThread
@@ -459,8 +459,8 @@ def test_a_drafted_text_joined_from_its_objects_is_the_text_written_whole(
                     pieces_module.piece_id(text) if flags[n % len(flags)] else None
                     for n, (_, text) in enumerate(found)
                 ]
-                whole = codec.value_text(Ledger.marked(value, found, known))
+                whole = jsontext.value_text(Ledger.marked(value, found, known))
                 assert marked_text(value, found, known) == whole
                 refs = [[list(path), pieces_module.piece_id(text)] for path, text in found]
-                templated = codec.value_text(pieces_module.templated(value, refs))
+                templated = jsontext.value_text(pieces_module.templated(value, refs))
                 assert _template_text(value, found, refs) == templated

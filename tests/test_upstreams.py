@@ -18,7 +18,7 @@ from conftest import files_text
 import otel_replay
 from otel_replay.cassette.model import load
 from otel_replay.core.errors import ConfigError
-from otel_replay.frontends import cli
+from otel_replay.frontends import cli, runcmd
 from otel_replay.testing.stub import Fault, run_stub
 
 KEYS = {"GROQ_API_KEY": "gsk_groqgroqgroqgroqgroq0123456789", "MISTRAL_API_KEY": "mistral0123"}
@@ -134,7 +134,7 @@ def test_the_command_line_takes_upstreams_by_name(capsys):
     args = cli._parser().parse_args(
         ["record", "--cassette", "c.json", "--upstream", "groq", "--upstream", "lab=http://h:8/v1"]
     )
-    config = cli._config(args, "record", ["agent"])
+    config = runcmd._config(args, "record", ["agent"])
     assert config.named_upstreams() == {
         "groq": "https://api.groq.com/openai/v1",
         "lab": "http://h:8/v1",

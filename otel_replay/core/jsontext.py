@@ -16,7 +16,18 @@ from typing import Any
 
 import orjson
 
-__all__ = ["STRICT", "encodes", "finite", "loads", "orjson_text", "pretty", "strict_loads"]
+__all__ = [
+    "STRICT",
+    "dumps_line",
+    "encodes",
+    "finite",
+    "loads",
+    "orjson_text",
+    "orjson_value_text",
+    "pretty",
+    "strict_loads",
+    "value_text",
+]
 
 
 def _no_constant(name: str) -> Any:
@@ -175,3 +186,37 @@ def loads(text: str) -> Any:
             except orjson.JSONDecodeError:
                 pass
     return json.loads(text)
+
+
+_COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, check_circular=False)
+
+
+def dumps_line(doc: Any) -> str:
+    """A JSON value as one compact line, non-ASCII kept as UTF-8 text (``json.dumps``
+    with these settings, without building an encoder per call)."""
+    return _COMPACT.encode(doc)
+
+
+_NULL_TOKENS = (b":null", b",null", b"[null")
+
+
+def value_text(value: Any) -> str:
+    """``dumps_line`` of a JSON value (a body, a list of messages), by orjson where that
+    writes the same values (``orjson_value_text``), else by the standard library."""
+    text = orjson_value_text(value)
+    return _COMPACT.encode(value) if text is None else text
+
+
+def orjson_value_text(value: Any) -> str | None:
+    """orjson's text of ``value`` where ``value_text`` takes it; None where the standard
+    library writes it. orjson writes NaN and the infinities as ``null``: a text holding a
+    ``null`` token whose value holds such a float is not taken (a walk of the value tells,
+    when a token is there), nor is anything orjson refuses. orjson's text has no spaces,
+    so a token follows ``:``, ``,`` or ``[`` or is the whole text; the word inside a
+    string (a schema's ``"null"`` type) is not one."""
+    text = orjson_text(value)
+    if text is None or (
+        (text == b"null" or any(token in text for token in _NULL_TOKENS)) and not finite(value)
+    ):
+        return None
+    return text.decode("utf-8")

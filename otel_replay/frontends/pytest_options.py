@@ -5,7 +5,6 @@ for a block: its cassette and its mode. The telemetry options are ``pytest_telem
 
 from __future__ import annotations
 
-import argparse
 import os
 import re
 from dataclasses import dataclass
@@ -17,6 +16,7 @@ import pytest
 from otel_replay.core.errors import ConfigError
 from otel_replay.frontends import pytest_telemetry
 from otel_replay.providers import PROVIDERS
+from otel_replay.providers.mcp import parse_server
 from otel_replay.providers.named import parse_upstream
 from otel_replay.session.modes import MODES, default_mode
 
@@ -76,7 +76,7 @@ def add_options(parser: pytest.Parser) -> None:
         "--otel-replay-mcp",
         action="append",
         default=[],
-        type=_mcp_server,
+        type=parse_server,
         metavar="NAME=URL",
         help="an MCP server (Streamable HTTP), at /mcp/NAME (OTEL_REPLAY_MCP_<NAME>_URL); "
         "repeatable",
@@ -86,15 +86,6 @@ def add_options(parser: pytest.Parser) -> None:
         "folder beside the test file where bare cassette names live",
         default="cassettes",
     )
-
-
-def _mcp_server(text: str) -> tuple[str, str]:
-    from otel_replay.providers.mcp import parse_server
-
-    try:
-        return parse_server(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 @dataclass(frozen=True, slots=True)

@@ -30,7 +30,7 @@ from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from otel_replay.core.errors import TraceFormatError
-from otel_replay.core.jsontext import finite, orjson_text
+from otel_replay.core.jsontext import orjson_text
 from otel_replay.otlp import tracejson, tracejson_decode
 
 ErrorHandler = Callable[[TraceFormatError], None]
@@ -181,37 +181,6 @@ def json_line(msg: Message) -> str:
 # values are JSON trees (parsed, or built from parsed ones): no cycle to look for, which
 # halves the time of encoding a span line
 _COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, check_circular=False)
-
-
-def dumps_line(doc: Any) -> str:
-    """A JSON value as one compact line, non-ASCII kept as UTF-8 text (``json.dumps``
-    with these settings, without building an encoder per call)."""
-    return _COMPACT.encode(doc)
-
-
-_NULL_TOKENS = (b":null", b",null", b"[null")
-
-
-def value_text(value: Any) -> str:
-    """``dumps_line`` of a JSON value (a body, a list of messages), by orjson where that
-    writes the same values (``orjson_value_text``), else by the standard library."""
-    text = orjson_value_text(value)
-    return _COMPACT.encode(value) if text is None else text
-
-
-def orjson_value_text(value: Any) -> str | None:
-    """orjson's text of ``value`` where ``value_text`` takes it; None where the standard
-    library writes it. orjson writes NaN and the infinities as ``null``: a text holding a
-    ``null`` token whose value holds such a float is not taken (a walk of the value tells,
-    when a token is there), nor is anything orjson refuses. orjson's text has no spaces,
-    so a token follows ``:``, ``,`` or ``[`` or is the whole text; the word inside a
-    string (a schema's ``"null"`` type) is not one."""
-    text = orjson_text(value)
-    if text is None or (
-        (text == b"null" or any(token in text for token in _NULL_TOKENS)) and not finite(value)
-    ):
-        return None
-    return text.decode("utf-8")
 
 
 def otlp_line(doc: Any) -> str:

@@ -25,6 +25,7 @@ from opentelemetry.proto.collector.logs.v1 import logs_service_pb2 as logs_pb
 from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2 as metrics_pb
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2 as trace_pb
 
+from otel_replay.core import jsontext
 from otel_replay.core.errors import TraceFormatError, root_cause
 from otel_replay.otlp import codec
 from otel_replay.otlp.routes import PATHS, Handler
@@ -237,6 +238,6 @@ def _inflate(body: bytes, wbits: int, max_body: int, name: str) -> bytes:
 
 def _encode(message: Message, status: int, as_json: bool) -> web.Response:
     if as_json:
-        text = codec.dumps_line(json_format.MessageToDict(message))
+        text = jsontext.dumps_line(json_format.MessageToDict(message))
         return web.Response(status=status, body=text.encode("utf-8"), content_type=JSON)
     return web.Response(status=status, body=message.SerializeToString(), content_type=PROTOBUF)

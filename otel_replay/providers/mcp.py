@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+from argparse import ArgumentTypeError
 from typing import Any
 
 from otel_replay.core import envvars as ev
@@ -31,6 +32,7 @@ __all__ = [
     "MCP",
     "MOUNT",
     "REPEATABLE",
+    "BadServer",
     "answer_with_id",
     "canonical",
     "env_name",
@@ -134,14 +136,18 @@ def env_name(name: str) -> str:
     return ev.OTEL_REPLAY_MCP_PREFIX + re.sub(r"[^A-Z0-9]", "_", name.upper()) + "_URL"
 
 
+class BadServer(ArgumentTypeError, ValueError):
+    """A ``--mcp`` value that is not ``NAME=URL`` (argparse shows the message as is)."""
+
+
 def parse_server(text: str) -> tuple[str, str]:
-    """``NAME=URL`` as given to ``--mcp``; ValueError with a one-line reason."""
+    """``NAME=URL`` as given to ``--mcp``; :class:`BadServer` with a one-line reason."""
     name, sep, url = text.partition("=")
     name, url = name.strip(), url.strip()
     if not sep or not _NAME.fullmatch(name):
-        raise ValueError(f"expected NAME=URL with NAME of letters, digits, '_', '.', '-': {text!r}")
+        raise BadServer(f"expected NAME=URL with NAME of letters, digits, '_', '.', '-': {text!r}")
     if not url.startswith(("http://", "https://")):
-        raise ValueError(f"the MCP server {name}'s URL must be http(s)://...: {url!r}")
+        raise BadServer(f"the MCP server {name}'s URL must be http(s)://...: {url!r}")
     return name, url
 
 

@@ -18,8 +18,8 @@ from typing import Any
 
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
+from otel_replay.core import jsontext
 from otel_replay.core.errors import TraceFormatError
-from otel_replay.otlp import codec
 from otel_replay.otlp.attributes import attributes_to_dict
 from otel_replay.spans import attributes as own
 
@@ -100,7 +100,7 @@ class Pieces:
             return attrs
         built = self._built
         body = built[1] if built is not None and built[0] is span else self._body(span, attrs)
-        return {**attrs, own.REQUEST_BODY: codec.value_text(body)}
+        return {**attrs, own.REQUEST_BODY: jsontext.value_text(body)}
 
     def _body(self, span: Span, attrs: dict[str, Any]) -> Any:
         """The body the span's template, pieces and lists make."""

@@ -20,11 +20,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from otel_replay.core import genai
+from otel_replay.core import genai, jsontext
 from otel_replay.core.exchange import JSON, CanonicalRequest, Exchange
 from otel_replay.core.jsontext import orjson_text
 from otel_replay.core.memo import IdentityMemo
-from otel_replay.otlp import codec
 from otel_replay.spans.attributes import PIECE_MARKER
 from otel_replay.spans.pieces import (
     Found,
@@ -94,9 +93,9 @@ class RequestDraft:
         entries = plan.entries()
         whole = not refs and not entries
         self.template = "" if whole else _template_text(template, self.body_found, refs)
-        self.refs = "" if whole else codec.value_text(refs)
-        self.lists = codec.value_text(entries) if entries else ""
-        self.body_text = codec.value_text(body) if whole else None
+        self.refs = "" if whole else jsontext.value_text(refs)
+        self.lists = jsontext.value_text(entries) if entries else ""
+        self.body_text = jsontext.value_text(body) if whole else None
 
     def texts(self) -> list[str]:
         """The texts drafted, as the span's attributes will hold them."""
@@ -109,23 +108,23 @@ class RequestDraft:
 
 
 def marked_text(value: JSON, found: Found, known: list[str | None]) -> str:
-    """``codec.value_text(Ledger.marked(value, found, known))``: ``value`` with each string
+    """``jsontext.value_text(Ledger.marked(value, found, known))``: ``value`` with each string
     found whose piece is ``known`` as its marker, an object of a list that reads as markers
     only (or holds no long string) written once per object."""
     text = _composed(value, found, known, 0, len(found), 0)
-    return codec.value_text(Ledger.marked(value, found, known)) if text is None else text
+    return jsontext.value_text(Ledger.marked(value, found, known)) if text is None else text
 
 
 def _template_text(body: JSON, found: Found, refs: list[list[Any]]) -> str:
-    """``codec.value_text(templated(body, refs))``, as ``marked_text`` writes it."""
+    """``jsontext.value_text(templated(body, refs))``, as ``marked_text`` writes it."""
     known = [piece for _, piece in refs]
     text = _composed(body, found, known, 0, len(found), 0)
-    return codec.value_text(templated(body, refs)) if text is None else text
+    return jsontext.value_text(templated(body, refs)) if text is None else text
 
 
 def _all_marked(item: dict[str, JSON]) -> str | None:
     changes = [(inner, PIECE_MARKER + piece_id(text)) for inner, text in item_strings(item)]
-    return codec.orjson_value_text(substituted(item, changes))
+    return jsontext.orjson_value_text(substituted(item, changes))
 
 
 def _size(text: str | None) -> int:
@@ -136,7 +135,7 @@ _TEXTS = 32 * 1024 * 1024  # characters of texts each memo below holds at most
 _marked_item = IdentityMemo(_all_marked, 1 << 14, weigh=_size, budget=_TEXTS)
 """The text of an object met in a list, every long string in it as its marker: per object
 (a piece is named by its text, so its marker is the same whatever the file holds)."""
-_plain_item = IdentityMemo(codec.orjson_value_text, 1 << 14, weigh=_size, budget=_TEXTS)
+_plain_item = IdentityMemo(jsontext.orjson_value_text, 1 << 14, weigh=_size, budget=_TEXTS)
 """The text of an object met in a list that holds no long string: per object."""
 
 
@@ -146,7 +145,7 @@ def _composed(
     """The marked text of ``value``, whose strings found are ``found[lo:hi]`` (their paths
     from ``depth`` on lead into it); None where orjson would not write it."""
     if lo == hi:
-        return codec.orjson_value_text(value)
+        return jsontext.orjson_value_text(value)
     kind = type(value)
     if kind is not list and not (kind is dict and depth == 0):
         return _composed_one(value, found, known, lo, hi, depth)
@@ -160,7 +159,7 @@ def _composed(
             k += 1
         listed = kind is list and type(item) is dict  # an object met again as itself
         if k == j:
-            text = _plain_item(item) if listed else codec.orjson_value_text(item)
+            text = _plain_item(item) if listed else jsontext.orjson_value_text(item)
         elif listed and all(known[x] for x in range(j, k)):
             text = _marked_item(item)
         else:
@@ -188,4 +187,4 @@ def _composed_one(
         for x in range(lo, hi)
         if (piece := known[x]) is not None
     ]
-    return codec.orjson_value_text(substituted(value, changes))
+    return jsontext.orjson_value_text(substituted(value, changes))

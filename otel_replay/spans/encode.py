@@ -28,7 +28,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Sp
 
 from otel_replay import providers
 from otel_replay._version import __version__
-from otel_replay.core import genai
+from otel_replay.core import genai, jsontext
 from otel_replay.core.exchange import (
     ALL_KNOWN,
     COMPONENTS,
@@ -65,7 +65,7 @@ log = logging.getLogger(__name__)
 
 
 def _dumps(value: JSON) -> str:
-    return codec.value_text(value)
+    return jsontext.value_text(value)
 
 
 # --- encoding -------------------------------------------------------------------------

@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from otel_replay.core.exchange import JSON
+from otel_replay.core.jsontext import value_text
 from otel_replay.core.memo import IdentityMemo
-from otel_replay.otlp import codec
 from otel_replay.spans.attributes import PIECE_MARKER
 
 __all__ = ["ListIndex", "ListPlan", "chain", "names_only"]
@@ -44,7 +44,7 @@ _LIMIT = 1 << 16
 
 
 def _weighed(item: Any) -> tuple[bytes, int]:
-    text = codec.value_text(item).encode("utf-8", "surrogatepass")
+    text = value_text(item).encode("utf-8", "surrogatepass")
     return hashlib.sha256(text).digest()[:12], len(text) + 1
 
 

@@ -14,9 +14,9 @@ from typing import Any
 
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
+from otel_replay.core import jsontext
 from otel_replay.core.exchange import JSON
 from otel_replay.core.ids import new_span_id, new_trace_id
-from otel_replay.otlp import codec
 from otel_replay.spans import attributes as own
 from otel_replay.spans.encode import _export_json
 from otel_replay.spans.sinks import JsonAttrs, nanos
@@ -50,7 +50,7 @@ def miss_to_trace_json(
     if why:
         attrs.text(own.MISS_WHY, why)
     if body is not None:
-        attrs.text(own.REQUEST_BODY, codec.value_text(body))
+        attrs.text(own.REQUEST_BODY, jsontext.value_text(body))
     span: dict[str, Any] = {
         "traceId": trace_id or new_trace_id(),
         "spanId": new_span_id(),

@@ -5,9 +5,8 @@ name once written whole). ``spans.encode`` puts the rest of the span around them
 
 from __future__ import annotations
 
-from otel_replay.core import genai
+from otel_replay.core import genai, jsontext
 from otel_replay.core.exchange import JSON, CanonicalRequest
-from otel_replay.otlp import codec
 from otel_replay.spans import attributes as own
 from otel_replay.spans.draft import RequestDraft, contents
 from otel_replay.spans.lists import ListPlan
@@ -18,7 +17,7 @@ __all__ = ["add_body", "add_contents", "content", "format_version", "plan_lists"
 
 
 def _dumps(value: JSON) -> str:
-    return codec.value_text(value)
+    return jsontext.value_text(value)
 
 
 def content(

@@ -1,0 +1,155 @@
+"""The commands that run the gateway: ``record`` and ``replay`` around the agent's command,
+``serve`` on its own until its stdin ends or a signal comes (the protocol the TypeScript
+package speaks: one ``{"env": …}`` line when ready, one ``{"summary": …}`` line at the end).
+
+The gateway is built on its own thread while the agent starts (``GatewayThread.start(early=
+True)``), with the cyclic garbage collector paused meanwhile (see ``frontends.cli``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from otel_replay.core.gcpause import paused_gc
+from otel_replay.frontends.forkopts import fork_plan
+from otel_replay.session.modes import default_mode
+
+if TYPE_CHECKING:
+    from otel_replay.gateway.runner import GatewayConfig
+    from otel_replay.session.fork import ForkPlan
+
+__all__ = ["run_command", "serve_command"]
+
+
+def _config(
+    args: argparse.Namespace, mode: str, command: list[str], fork: ForkPlan | None = None
+) -> GatewayConfig:
+    from otel_replay.frontends.rulefiles import rule_sources
+    from otel_replay.gateway.runner import GatewayConfig
+    from otel_replay.providers import PROVIDERS
+
+    upstreams: dict[str, str | None] = {
+        row.name: getattr(args, f"upstream_{row.name.replace('-', '_')}", None) for row in PROVIDERS
+    }
+    upstreams.update(args.upstream)
+    return GatewayConfig(
+        mode=mode,
+        cassette=args.cassette,
+        traces=args.traces,
+        upstreams=upstreams,
+        host=args.host,
+        port=getattr(args, "port", 0),
+        grpc_port=getattr(args, "grpc_port", 0),
+        timing=getattr(args, "timing", "fast"),
+        report=args.report,
+        command=command,
+        rules=rule_sources(args.cassette, args.rules),
+        fork=fork,
+        mcp=dict(args.mcp),
+    )
+
+
+def run_command(args: argparse.Namespace, command: list[str]) -> int:
+    mode = "record" if args.command == "record" else (args.mode or default_mode())
+    fork = fork_plan(args) if args.command == "replay" else None
+    if fork is not None:
+        mode = "strict"  # up to the fork point; live from it
+    if mode == "off":
+        return _child(command, dict(os.environ))
+    with paused_gc():
+        from otel_replay.gateway.runner import GatewayThread
+
+        gateway = GatewayThread(_config(args, mode, command, fork)).start(early=True)
+    from otel_replay.gateway.agents import agent_command
+
+    try:
+        # an agent that reads no base-URL variable gets the gateway's on its command line
+        code = _child(agent_command(command, gateway.env), {**os.environ, **gateway.env})
+    finally:
+        summary = gateway.stop()
+    print(summary.line(), file=sys.stderr)
+    for message in [*summary.write_errors, *summary.misses]:
+        print(f"otel-replay: {message}", file=sys.stderr)
+    for bypass in summary.bypassed:
+        print(f"otel-replay: bypassed the gateway: {bypass}", file=sys.stderr)
+    if summary.misses and args.cassette is not None:
+        if summary.replayed == 0 and not Path(args.cassette).exists():
+            print(
+                f"otel-replay: {args.cassette} does not exist yet; record it with "
+                f"`otel-replay record --cassette {args.cassette} -- ...`",
+                file=sys.stderr,
+            )
+        else:
+            print(f"otel-replay: see `otel-replay why --cassette {args.cassette}`", file=sys.stderr)
+    if code:
+        return code
+    return 1 if summary.failed else 0
+
+
+def _child(command: list[str], env: dict[str, str]) -> int:
+    """Run the agent; forward SIGINT/SIGTERM to it and return its exit code."""
+    import subprocess
+
+    try:
+        child = subprocess.Popen(command, env=env)
+    except OSError as exc:
+        print(f"otel-replay: cannot run {command[0]!r}: {exc}", file=sys.stderr)
+        return 127
+
+    def forward(signum: int, _frame: object) -> None:
+        child.send_signal(signum)
+
+    previous = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        code = child.wait()
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return 128 - code if code < 0 else code
+
+
+def serve_command(args: argparse.Namespace) -> int:
+    # without a cassette there is nothing to replay: record locally, but never go live in CI
+    mode = args.mode or (default_mode() if args.cassette else None)
+    if mode is None:
+        mode = "strict" if default_mode() == "strict" else "record"
+    if mode == "off":
+        print(json.dumps({"env": {}}), flush=True)
+        return 0
+    with paused_gc():
+        from otel_replay.gateway.runner import GatewayThread
+
+        gateway = GatewayThread(_config(args, mode, [])).start(early=True)
+    done = threading.Event()
+    previous = {s: signal.signal(s, lambda *_: done.set()) for s in (signal.SIGINT, signal.SIGTERM)}
+
+    def watch_stdin() -> None:
+        try:
+            while sys.stdin.readline():
+                pass
+        except (OSError, ValueError):
+            return
+        done.set()
+
+    if sys.stdin is not None and not sys.stdin.closed:
+        threading.Thread(target=watch_stdin, daemon=True).start()
+    print(json.dumps({"env": gateway.env}), flush=True)
+    try:
+        while not done.wait(0.2):
+            pass
+    finally:
+        summary = gateway.stop()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    print(json.dumps({"summary": summary.to_json()}), flush=True)
+    print(summary.line(), file=sys.stderr)
+    for message in summary.write_errors:
+        print(f"otel-replay: {message}", file=sys.stderr)
+    return 1 if summary.write_errors else 0
