@@ -7,9 +7,11 @@ run fails and names it. The same agent making every call through the gateway pas
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import textwrap
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -17,7 +19,8 @@ from gemini_agents import INSTRUMENTED
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from otel_replay.gateway.runner import GatewayConfig, GatewayThread
-from otel_replay.otlp.attributes import dict_to_attributes
+from otel_replay.otlp.attributes import attributes_to_dict, dict_to_attributes
+from otel_replay.otlp.codec import iter_spans, traces_from_json
 from otel_replay.session.bypass import BypassWatch
 from otel_replay.testing.stub import run_stub
 
@@ -236,3 +239,142 @@ def test_an_openinference_span_without_content_is_a_model_call():
     watch.observe(_batch((b"L" * 8, b"", llm, s, 2 * s), (b"K" * 8, b"", chain, s, 2 * s)))
     span = (b"L" * 8).hex()
     assert watch.bypassed() == [f"anthropic call 'chat {span[:4]}' (span {span})"]
+
+
+# --- the AI SDK's ai.* spans (AI SDK 4 to 6), on traces the real AI SDK produced ----------
+
+TRACES = Path(__file__).parent / "traces"
+AI_SDK_TRACES = [
+    pytest.param(TRACES / "ai_sdk.jsonl", id="ai-sdk-6"),
+    pytest.param(TRACES / "ai_sdk_v4.jsonl", id="ai-sdk-4"),
+]
+AI_SDK_CALLS = {"openai.chat": "openai", "openai.responses": "openai"}
+AI_SDK_CALLS |= {"anthropic.messages": "anthropic", "google.generative-ai": "gcp.gemini"}
+
+
+@dataclass(frozen=True)
+class AiSdkTrace:
+    """A trace split as a run sees it: the agent's batches, its model-call spans (span id →
+    API, by the span's name and provider), and the calls the gateway made (its spans)."""
+
+    batches: list[ExportTraceServiceRequest]
+    calls: dict[str, str]
+    reached: list[tuple[str, int]]
+
+
+def _ai_sdk_trace(path: Path, *, content: bool = True) -> AiSdkTrace:
+    batches, calls, reached = [], {}, []
+    for line in path.read_text().splitlines():
+        request = traces_from_json(line)
+        for resource in request.resource_spans:
+            for scope in resource.scope_spans:
+                if scope.scope.name == "otel-replay":
+                    for span in scope.spans:
+                        api = attributes_to_dict(span.attributes)["gen_ai.provider.name"]
+                        reached.append((str(api), span.start_time_unix_nano))
+                    del scope.spans[:]
+                    continue
+                for span in scope.spans:
+                    if not content:  # recordInputs / recordOutputs off
+                        kept = [a for a in span.attributes if not a.key.startswith(_CONTENT)]
+                        del span.attributes[:]
+                        span.attributes.extend(kept)
+                    if span.name.endswith((".doGenerate", ".doStream")):
+                        provider = attributes_to_dict(span.attributes)["ai.model.provider"]
+                        calls[span.span_id.hex()] = AI_SDK_CALLS[str(provider)]
+        batches.append(request)
+    return AiSdkTrace(batches, calls, reached)
+
+
+_CONTENT = ("ai.prompt", "ai.response")
+
+
+def _named(watch: BypassWatch) -> dict[str, str]:
+    """Span id → API of each call the watch says bypassed the gateway."""
+    lines = watch.bypassed()
+    named = {}
+    for line in lines:
+        match = _BYPASS_LINE.fullmatch(line)
+        assert match, line
+        named[match[2]] = match[1]
+    assert len(named) == len(lines), lines  # each call once
+    return named
+
+
+_BYPASS_LINE = re.compile(r"(\S+) call 'ai\.\w+\.do(?:Generate|Stream)' \(span (\w+)\)")
+
+
+def _watching(trace: AiSdkTrace, reached: list[tuple[str, int]]) -> BypassWatch:
+    watch = BypassWatch()
+    for batch in trace.batches:
+        watch.observe(batch)
+    for api, at_ns in reached:
+        watch.reached(api, at_ns)
+    return watch
+
+
+@pytest.mark.parametrize("content", [True, False], ids=["content", "no-content"])
+@pytest.mark.parametrize("path", AI_SDK_TRACES)
+def test_each_ai_sdk_model_call_is_watched_and_paired_with_its_apis_gateway_call(path, content):
+    """Each ``doGenerate`` / ``doStream`` span is one model call (the ``ai.generateText`` /
+    ``ai.streamText`` span around it names the provider too, and is none), seen whether
+    or not the SDK recorded the prompt and response, and paired with a gateway call of
+    its API in its window."""
+    trace = _ai_sdk_trace(path, content=content)
+    assert len(trace.calls) == len(trace.reached) >= 8
+    if not content:
+        attrs = [
+            a.key for b in trace.batches for _r, _s, span in iter_spans(b) for a in span.attributes
+        ]
+        assert not any(key.startswith(_CONTENT) for key in attrs)
+    assert _named(_watching(trace, [])) == trace.calls
+    assert _named(_watching(trace, trace.reached)) == {}
+    openai_only = [(api, at) for api, at in trace.reached if api == "openai"]
+    anthropic = {span: api for span, api in trace.calls.items() if api == "anthropic"}
+    assert anthropic
+    assert _named(_watching(trace, openai_only)) == anthropic
+    as_anthropic = [("anthropic", at) for _api, at in trace.reached]
+    openai = {span: api for span, api in trace.calls.items() if api == "openai"}
+    assert _named(_watching(trace, as_anthropic)) == openai
+
+
+def test_an_ai_sdk_google_call_made_past_the_gateway_is_named():
+    """``traces/ai_sdk_google.jsonl``: an ``@ai-sdk/google`` agent that called the stub
+    itself; both its calls are Gemini calls no gateway call answered."""
+    trace = _ai_sdk_trace(TRACES / "ai_sdk_google.jsonl", content=False)
+    assert not trace.reached
+    assert list(trace.calls.values()) == ["gcp.gemini", "gcp.gemini"]
+    assert _named(_watching(trace, [])) == trace.calls
+
+
+@pytest.mark.parametrize(
+    ("provider", "model", "api"),
+    [
+        ("openai.chat", "gpt-4o-mini", "openai"),
+        ("openai.responses", "gpt-4o-mini", "openai"),
+        ("azure.responses", "gpt-4o-mini", "openai"),
+        ("anthropic.messages", "claude-sonnet-4-5", "anthropic"),
+        ("google.generative-ai", "gemini-2.5-flash", "gcp.gemini"),
+        ("google.vertex.chat", "gemini-2.5-flash", "gcp.gemini"),
+        ("vertex.anthropic.messages", "claude-sonnet-4-5", "anthropic"),
+        ("amazon-bedrock", "anthropic.claude-sonnet-4-5", "aws.bedrock"),
+        ("bedrock.anthropic.messages", "claude-sonnet-4-5", "aws.bedrock"),
+    ],
+)
+def test_an_ai_sdk_span_is_the_call_of_the_api_its_provider_speaks(provider, model, api):
+    """``ai.model.provider`` as each ``@ai-sdk/*`` package writes it; a span of no model
+    operation (the ``ai.generateText`` around the call) or of a provider otel-replay does
+    not know is no call."""
+    s = 1_000_000_000
+    sdk = {"ai.model.provider": provider, "ai.model.id": model}
+    call = {**sdk, "ai.operationId": "ai.generateText.doGenerate"}
+    watch = BypassWatch()
+    watch.observe(
+        _batch(
+            (b"O" * 8, b"", {**sdk, "ai.operationId": "ai.generateText"}, s, 4 * s),
+            (b"D" * 8, b"O" * 8, call, 2 * s, 3 * s),
+            (b"U" * 8, b"O" * 8, {**call, "ai.model.provider": "acme.chat"}, 2 * s, 3 * s),
+        )
+    )
+    span = (b"D" * 8).hex()
+    assert watch.bypassed() == [f"{api} call 'chat {span[:4]}' (span {span})"]

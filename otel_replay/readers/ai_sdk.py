@@ -6,7 +6,8 @@ provider (``ai.prompt.messages``, ``ai.prompt.tools``), the provider and model
 (``ai.model.provider`` such as ``openai.chat``, ``ai.model.id``) and the response
 (``ai.response.text``, ``ai.response.toolCalls``, ``ai.response.finishReason``,
 ``ai.usage.*``). AI SDK 4's names (``args``/``result``, ``parameters``,
-``ai.usage.promptTokens``) are read too.
+``ai.usage.promptTokens``) are read too. Which API a span's call went to is known from
+``ai.model.provider`` alone (``call_api``), content or not.
 
 The prompt is taken back to the request the AI SDK's provider sends (Chat Completions,
 Responses or Messages) and read through that provider's own ``canonical``, so it matches
@@ -32,7 +33,16 @@ from otel_replay.providers.parts import text_part, tool_call_part
 from otel_replay.readers.rebuild import output_messages, replay_response
 from otel_replay.readers.view import Event, as_list, as_str, json_value, span_place
 
-__all__ = ["CALL_OPERATIONS", "MESSAGES", "OPERATION", "PROVIDER", "SOURCE", "read", "rebuilds"]
+__all__ = [
+    "CALL_OPERATIONS",
+    "MESSAGES",
+    "OPERATION",
+    "PROVIDER",
+    "SOURCE",
+    "call_api",
+    "read",
+    "rebuilds",
+]
 
 SOURCE = "ai-sdk"
 """The ``source`` of the exchanges read here."""
@@ -280,6 +290,29 @@ def rebuilds(provider: str) -> bool:
     taken back from its spans. Others (``google.generative-ai``, which sends the tool
     schemas converted to OpenAPI's dialect) are not."""
     return provider in _PROVIDERS
+
+
+_NAMED: tuple[tuple[str, str], ...] = (
+    ("google.vertex.", "gcp.vertex_ai"),  # @ai-sdk/google-vertex: the model's publisher
+    ("vertex.", "gcp.vertex_ai"),  # its Anthropic provider: vertex.anthropic.messages
+    ("google.", "gcp.gemini"),  # @ai-sdk/google: google.generative-ai
+    ("amazon-bedrock", "aws.bedrock"),
+)
+"""``ai.model.provider`` prefixes whose head is no ``gen_ai.provider.name`` → the one it
+stands for; any other names its provider before the first dot (``openai.chat``,
+``anthropic.messages``, ``azure.responses``, ``bedrock.anthropic.messages``,
+``groq.chat``)."""
+
+
+def call_api(span: Span, attrs: Mapping[str, Any]) -> str | None:
+    """The API of the model call a span stands for, content or not: a ``.doGenerate`` /
+    ``.doStream`` span of a provider otel-replay knows. The ``ai.generateText`` span
+    around it (which names the provider too) is none."""
+    provider = as_str(attrs.get(PROVIDER))
+    if provider is None or not str(attrs.get(OPERATION, span.name)).endswith(CALL_OPERATIONS):
+        return None
+    named = next((name for prefix, name in _NAMED if provider.startswith(prefix)), None)
+    return providers.api_named(named or provider.split(".", 1)[0], attrs.get(_MODEL))
 
 
 # --- the projection -------------------------------------------------------------------------

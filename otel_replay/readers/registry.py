@@ -127,9 +127,10 @@ READERS: tuple[Reader, ...] = (
     ),
     Reader(
         "ai-sdk",
-        ((ai_sdk.MESSAGES,), (ai_sdk.PROVIDER,)),
+        ((ai_sdk.PROVIDER,), (ai_sdk.MESSAGES,)),
         Fidelity.MESSAGES,
         ai_sdk.read,
+        ai_sdk.call_api,
     ),
     Reader(
         "genai-semconv",
