@@ -217,3 +217,92 @@ def test_function_call_ids_a_gemini_client_minted_are_not_compared():
     one, other = turn("Q7K58nvwbj8P2MtD", path), turn("Ftpdu6rb9cMbpAU8", path)
     assert one.messages != other.messages
     assert rules.normalize(one) == rules.normalize(other)
+
+
+PIECES = [
+    "call_ab12",
+    "xcall_ab12",
+    "msg_01XFDUDYJgAACzvnptvVoYEL",
+    "3fa85f64-5717-4562-b3fc-2c963f66afa6",
+    "a3fa85f64-5717-4562-b3fc-2c963f66afa6",
+    "2024-05-01T12:30:45Z",
+    "x2024-05-01",
+    "_2024-05-01",
+    "30 November 2026",
+    "Nov 30, 2026",
+    "aMay 2026",
+    "1764000000",
+    "a1764000000123",
+    "ada@example.org",
+    "b.ada@example.org",
+    "<id:1>",
+    "x<cwd>",
+    "[REDACTED:API_KEY]",
+    "w" * 21,
+    "é",
+    "’",
+    " ",
+    "\n",
+    "-",
+    ".",
+    "0",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.sampled_from(PIECES), max_size=12).map("".join),
+    st.lists(st.tuples(st.integers(0, 6), st.booleans()), max_size=4),
+)
+def test_word_start_rules_behind_one_look_behind_match_as_the_plain_alternation(text, extra):
+    """The compiled rules try the rules that match only where a word starts behind one
+    look-behind (``normalize.alternation``): the same branch matches in the same place as
+    in the plain alternation, whatever rules of either sort surround them."""
+    import re
+
+    from otel_replay.matching.alternation import alternation
+    from otel_replay.matching.normalize import DEFAULT
+
+    branches = list(DEFAULT.default_set().branches)
+    for at, word_start in extra:  # another rule, gated or not, at some place among them
+        pattern = r"(?<![A-Za-z0-9])w{21}" if word_start else r"[0-9]-"
+        branches.insert(at % (len(branches) + 1), ("extra", pattern, word_start))
+    gated, plain = (re.compile(alternation(branches, gated=g)) for g in (True, False))
+    assert [(m.lastgroup, m.span()) for m in gated.finditer(text)] == [
+        (m.lastgroup, m.span()) for m in plain.finditer(text)
+    ]
+
+
+def test_every_word_start_rule_opens_with_a_look_behind_refusing_letters_and_digits():
+    """What ``word_start`` promises, read off each built-in rule's parsed pattern: its
+    first step, after a look-ahead at the same place, is a look-behind refusing every
+    ASCII letter and digit (a pattern that is a choice at its top starts with the choice)."""
+    import string
+    from re import _constants as c  # type: ignore[attr-defined]
+    from re import _parser  # type: ignore[attr-defined]
+
+    from otel_replay.matching.rules import BUILTIN_RULES, VolatileRule
+
+    def refused(items: list[tuple[object, object]]) -> set[str]:
+        out: set[str] = set()
+        for op, av in items:
+            if op is c.LITERAL:
+                out.add(chr(av))  # type: ignore[arg-type]
+            elif op is c.RANGE:
+                low, high = av  # type: ignore[misc]
+                out.update(map(chr, range(low, high + 1)))
+            else:  # a negated or other class: no promise read from it
+                return set()
+        return out
+
+    marked = [r for r in BUILTIN_RULES if isinstance(r, VolatileRule) and r.word_start]
+    assert len(marked) >= 6
+    for rule in marked:
+        steps = list(_parser.parse(rule.pattern))
+        while steps and steps[0][0] is c.ASSERT and steps[0][1][0] == 1:  # look-ahead
+            steps.pop(0)
+        op, (direction, inner) = steps[0]
+        assert op is c.ASSERT_NOT and direction == -1, rule.pattern
+        (kind, items), *rest = list(inner)
+        assert kind is c.IN and not rest, rule.pattern
+        assert set(string.ascii_letters + string.digits) <= refused(items), rule.pattern

@@ -251,8 +251,9 @@ def test_primed_items_are_the_recorded_objects(items, choices, ascii_only):
             assert id(item) in originals or not isinstance(item, dict | list)
 
 
-def test_a_body_knows_whether_it_holds_text_not_met_before():
-    """What lets the gateway skip the exact lookup for a body with new content."""
+def test_a_body_knows_whether_it_holds_text_no_recording_holds():
+    """What lets the gateway skip the exact lookup for a body that cannot be a recorded
+    one: a fresh item, met once or many times, is no recording's."""
     recorded = {"model": "m", "messages": [{"role": "user", "content": "hi " * 100}]}
     reader = Bodies(REDACTOR)
     reader.prime([recorded])
@@ -260,7 +261,54 @@ def test_a_body_knows_whether_it_holds_text_not_met_before():
     fresh = {**recorded, "messages": [*recorded["messages"], {"role": "user", "content": "x"}]}
     raw = json.dumps(fresh).encode()
     assert reader.read(raw).new
-    assert not reader.read(raw).new  # met now
+    assert reader.read(raw).new  # met again, still no recording's (its run taken whole)
+    assert reader.read(json.dumps({**fresh, "n": 1}).encode()).new
+    assert not reader.read(json.dumps(recorded, separators=(",", ":")).encode()).new
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                b"\xc3\xa9",
+                b"\\u00e9",
+                b"\xe2\x80\x99",
+                b"\\ud83d\\ude00",
+                b"\xf0\x9f\x98\x80",
+                b"\xff",
+                b"\xc3",
+                b"\xed\xa0\x80",
+                b"\x80",
+                b"a",
+                b'\\"',
+                b"\\n",
+            ]
+        ),
+        max_size=6,
+    ).map(b"".join),
+    st.sampled_from(["key", "short", "long", "item", "scalar"]),
+)
+def test_bytes_read_a_character_each_read_as_utf8(text, where):
+    """The reader scans a body's bytes a character each; a value holding non-ASCII bytes,
+    escapes of Latin-1 characters beside them, or bytes that are no UTF-8 at all comes
+    out as the whole-body path gives it (or goes to it), read again and met again."""
+    string = b'"' + text + b'"'
+    long = b'"' + text + b"x" * 300 + b'"'
+    raw = {
+        "key": b"{" + string + b': 1, "m": [{"a": 1}]}',
+        "short": b'{"v": ' + string + b', "m": [{"a": 1}]}',
+        "long": b'{"v": ' + long + b"}",
+        "item": b'{"m": [{"a": ' + string + b"}, {" + string + b": 2}]}",
+        "scalar": b'{"m": [1, ' + string + b", " + long + b"]}",
+    }[where]
+    try:
+        expected: object = parse_body(raw)
+    except BodyTooDeep:  # pragma: no cover - shallow bodies
+        expected = BodyTooDeep
+    reader = Bodies(REDACTOR)
+    for _ in range(2):
+        assert reader.read(raw).value == expected
 
 
 def test_the_reader_tells_a_resent_conversation_from_a_new_body() -> None:

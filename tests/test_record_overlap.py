@@ -533,7 +533,7 @@ def test_redacting_aside_gives_the_redaction_done_in_place(monkeypatch: pytest.M
     place), a new conversation's body comes out redacted as the whole body would be."""
     import json
 
-    from otel_replay.gateway import bodies as bodies_module
+    from otel_replay.gateway import body as body_module
     from otel_replay.gateway.bodies import Bodies
     from otel_replay.gateway.call import redacted_body
     from otel_replay.redaction.redact import Redactor
@@ -550,7 +550,7 @@ def test_redacting_aside_gives_the_redaction_done_in_place(monkeypatch: pytest.M
     try:
         asyncio.set_event_loop(loop)
 
-        async def in_loop(body: bodies_module.Body) -> tuple[object, int]:
+        async def in_loop(body: body_module.Body) -> tuple[object, int]:
             futures = 0
             for step in body.redacting():
                 if isinstance(step, asyncio.Future):
@@ -563,7 +563,7 @@ def test_redacting_aside_gives_the_redaction_done_in_place(monkeypatch: pytest.M
         def failing(items: object, redactor: object) -> None:
             raise RuntimeError("worker fault")
 
-        monkeypatch.setattr(bodies_module, "_clean_all", failing)
+        monkeypatch.setattr(body_module, "_clean_all", failing)
         assert loop.run_until_complete(in_loop(Bodies(redactor).read(raw))) == (want, 1)
     finally:
         asyncio.set_event_loop(None)

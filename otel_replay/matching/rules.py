@@ -107,7 +107,10 @@ class VolatileRule:
     has one, is a cheaper pattern that any string holding a match also matches.
     ``numbers``: a JSON integer whose decimal text the pattern matches in full is replaced
     too. ``fixed``: the placeholder is ``<kind>``, without a number. ``linear``: compiled
-    with RE2 (no look-around), applied before the other rules."""
+    with RE2 (no look-around), applied before the other rules. ``word_start``: a match
+    never begins right after an ASCII letter or digit (the pattern opens with a
+    look-behind refusing them), so the normaliser tries such rules only where a word
+    starts."""
 
     kind: str
     pattern: str
@@ -116,6 +119,7 @@ class VolatileRule:
     numbers: bool = False
     fixed: bool = False
     linear: bool = False
+    word_start: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -259,6 +263,7 @@ def epoch_rule(now: float | None = None, window: int = EPOCH_WINDOW_SECONDS) -> 
         + r"(?:[0-9]{3})?(?![0-9A-Za-z])",
         prefilter=_BUILTIN_PREFILTER,
         numbers=True,
+        word_start=True,
     )
 
 
@@ -300,6 +305,7 @@ _VOLATILE: tuple[VolatileRule, ...] = (
         r"(?<![A-Za-z0-9])[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}"
         r"-[0-9a-fA-F]{12}(?![A-Za-z0-9])",
         prefilter=_BUILTIN_PREFILTER,
+        word_start=True,
     ),
     VolatileRule(
         "time",
@@ -307,6 +313,7 @@ _VOLATILE: tuple[VolatileRule, ...] = (
         r"(?:[T ](?:[01]\d|2[0-3]):[0-5]\d(?::[0-5]\d(?:[.,]\d+)?)?"
         r"(?:Z|[+-](?:[01]\d|2[0-3]):?[0-5]\d)?)?(?![0-9])",
         prefilter=_BUILTIN_PREFILTER,
+        word_start=True,
     ),
     # dates in prose: "November 2026", "30 November 2026", "Nov 30, 2026"
     VolatileRule(
@@ -320,6 +327,7 @@ _VOLATILE: tuple[VolatileRule, ...] = (
         + r",?)?"
         r"\s+" + _YEAR + r"(?![0-9])",
         prefilter=_BUILTIN_PREFILTER,
+        word_start=True,
     ),
     epoch_rule(),
     VolatileRule(
@@ -327,6 +335,7 @@ _VOLATILE: tuple[VolatileRule, ...] = (
         r"(?<![A-Za-z0-9._%+-])[A-Za-z0-9._%+-]+@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*"
         r"\.[A-Za-z]{2,}(?![A-Za-z0-9-])",
         prefilter=_BUILTIN_PREFILTER,
+        word_start=True,
     ),
     # An id's body holds a digit, or is long enough to be random: ``call_weather`` (a
     # tool name) stays, ``call_abc123`` and ``msg_01XFDUDYJgAACzvnptvVoYEL`` do not.
@@ -335,6 +344,7 @@ _VOLATILE: tuple[VolatileRule, ...] = (
         r"(?<![A-Za-z0-9_-])(?:" + "|".join(PROVIDER_ID_PREFIXES) + r")[-_]"
         r"(?:(?=[A-Za-z]*[0-9])" + _ID_BODY + r"|[A-Za-z]{20,})(?![A-Za-z0-9])",
         prefilter=_BUILTIN_PREFILTER,
+        word_start=True,
     ),
 )
 

@@ -22,6 +22,7 @@ import re
 from collections.abc import Sequence
 
 from otel_replay.core.exchange import JSON
+from otel_replay.matching.alternation import alternation
 from otel_replay.matching.ignore import Predicate, Step, dropper, parse_path
 from otel_replay.matching.linear import compile_linear, full_text
 from otel_replay.matching.numbering import Numbering, Template
@@ -47,16 +48,17 @@ class RuleSet:
         if extra:  # placeholders of other kinds pass through as well
             keep.append("<(?:" + "|".join(extra) + r")(?::\d+)?>")
         plain = [r for r in volatile if r.kind != KEEP and not r.linear and not r.fixed]
-        branches: list[tuple[str, str]] = [(KEEP, p) for p in keep]
-        branches += [(rule.kind, rule.pattern) for rule in plain]
-        self.kinds: dict[str, str] = {f"r{i}": kind for i, (kind, _) in enumerate(branches)}
+        branches: list[tuple[str, str, bool]] = [(KEEP, p, False) for p in keep]
+        branches += [(rule.kind, rule.pattern, rule.word_start) for rule in plain]
+        self.kinds: dict[str, str] = {f"r{i}": kind for i, (kind, _, _) in enumerate(branches)}
         # a fixed placeholder needs no numbering: its own pass, behind its own prefilter
         self.fixed = [
             (re.compile(r.prefilter or r.pattern), re.compile(r.pattern), f"<{r.kind}>")
             for r in volatile
             if r.fixed and not r.linear and r.kind != KEEP
         ]
-        self.regex = re.compile("|".join(f"(?P<r{i}>{p})" for i, (_, p) in enumerate(branches)))
+        self.branches = tuple(branches)
+        self.regex = re.compile(alternation(branches))
         filters = [rule.prefilter for rule in plain]
         self.prefilter: re.Pattern[str] | None = None
         if filters and all(filters):

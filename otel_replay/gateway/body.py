@@ -1,0 +1,138 @@
+"""A request body as the gateway reads it, and its redaction: each item of a top-level
+array remembered with its redacted form, so that a resent item is redacted once.
+
+``Bodies`` (``bodies.py``) hands out these; the result of ``Body.redacted`` equals
+``redacted_body`` of the whole body.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from otel_replay.core.exchange import JSON
+from otel_replay.gateway.call import redacted_body
+from otel_replay.redaction.redact import Redactor
+
+__all__ = ["Body", "Item", "Piece"]
+
+log = logging.getLogger("otel_replay.gateway")
+
+_ASIDE = 16 * 1024
+"""Bytes of new items a body holds from which they are redacted on a worker thread."""
+
+
+@dataclass(slots=True)
+class Item:
+    """An array item (or a long top-level value) met in a body: its text as the reader
+    sees it (a character per byte), its parsed value and, once asked, its redacted form."""
+
+    text: str
+    value: JSON
+    room: int  # the levels it was checked to fit in
+    recorded: bool = False  # a recording's (primed), not only a live request's
+    _clean: JSON = None
+    _cleaned: bool = False
+
+    def clean(self, redactor: Redactor) -> JSON:
+        if not self._cleaned:
+            self._clean = redactor.json(self.value, size=len(self.text))
+            self._cleaned = True
+        return self._clean
+
+
+def _clean_all(items: list[Item], redactor: Redactor) -> None:
+    for item in items:
+        item.clean(redactor)
+
+
+def _cleaned_aside(items: list[Item], redactor: Redactor) -> asyncio.Future[None] | None:
+    """``items`` redacted on the running loop's default executor; None without a loop.
+    An item is redacted by one thread at a time: the worker, until its future is done
+    (were both to, each writes the same redacted value)."""
+    try:
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+    aside = loop.run_in_executor(None, _clean_all, items, redactor)
+    aside.add_done_callback(_retrieved)
+    return aside
+
+
+def _retrieved(done: asyncio.Future[None]) -> None:
+    """A worker's fault is only logged: the items it left are redacted on the loop."""
+    if not done.cancelled() and done.exception() is not None:
+        log.debug("redacting aside failed; done again on the loop", exc_info=done.exception())
+
+
+Piece = tuple[str, Item | JSON | list[Item | JSON]]
+"""A top-level field: its name, and its value (remembered, when long) or, for an array,
+its items."""
+
+
+@dataclass(slots=True)
+class Body:
+    """A request body: its parsed ``value`` and, on demand, its redacted form."""
+
+    raw: bytes
+    value: JSON
+    redactor: Redactor
+    _pieces: list[Piece] | None = None
+    new: bool = False  # it holds an item or long value that no recording holds
+    _clean: JSON = field(default=None)
+    _cleaned: bool = False
+
+    def redacted(self) -> JSON:
+        """``redacted_body(redactor, raw)``, redacting only items not met before."""
+        if not self._cleaned:
+            self._clean = self._redact()
+            self._cleaned = True
+        return self._clean
+
+    def redacting(self) -> Iterator[object]:
+        """What ``redacted`` does, a step at a time: each remembered item redacted (a
+        step each), then the rest. Items new to the reader of ``_ASIDE`` characters or
+        more in all (a new conversation) are redacted on a worker thread, the step
+        yielding its future until done: the regular expressions release the interpreter
+        lock while they search, and on a run's first request, while their automata are
+        built, one item can take milliseconds, which an answer coming in would wait for
+        on the loop."""
+        if self._cleaned:
+            return
+        new = [
+            item
+            for _, piece in self._pieces or ()
+            for item in (piece if isinstance(piece, list) else (piece,))
+            if isinstance(item, Item) and not item._cleaned
+        ]
+        if sum(len(item.text) for item in new) >= _ASIDE:
+            aside = _cleaned_aside(new, self.redactor)
+            while aside is not None and not aside.done():
+                yield aside
+        for item in new:
+            if not item._cleaned:  # what the worker left (it failed, or there is no loop)
+                item.clean(self.redactor)
+                yield None
+        self.redacted()
+
+    def _redact(self) -> JSON:
+        if self._pieces is None:
+            return redacted_body(self.redactor, self.raw, self.value)
+        clean = self.redactor.json
+        out: dict[str, JSON] = {}
+        for key, piece in self._pieces:
+            value: JSON
+            if isinstance(piece, Item):
+                value = piece.clean(self.redactor)
+            elif isinstance(piece, list):
+                value = [
+                    item.clean(self.redactor) if isinstance(item, Item) else clean(item)
+                    for item in piece
+                ]
+            else:
+                value = clean(piece)
+            name = clean(key)
+            out[name if isinstance(name, str) else key] = value
+        return out
