@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
 from otel_replay.core.exchange import JSON
-from otel_replay.core.memo import IdentityMemo
+from otel_replay.core.memo import ListMap, shared_head
 
 __all__ = ["Step", "drop_path", "dropper", "has_path", "parse_path"]
 
@@ -109,19 +109,20 @@ def drop_path(value: JSON, steps: tuple[Step, ...], when: Predicate | None = Non
 def dropper(steps: tuple[Step, ...], when: Predicate | None = None) -> Callable[[JSON], JSON]:
     """``drop_path(value, steps, when)`` as a function of ``value``. Where the path goes
     through every item of a list and on into each (``messages[*].parts[*]``), each item's
-    result is remembered by identity (``core.memo``): a conversation resends its earlier
+    result is remembered by identity, and the head of the list that is last call's taken
+    whole (``core.memo.ListMap``): a conversation resends its earlier
     messages as the very same objects every turn, so a request costs the walk of its new
     messages, not of all it resends (``tests/test_rules_engine.py`` holds the two equal)."""
     if len(steps) < 2 or not steps[0].any_index:
         return lambda value: drop_path(value, steps, when)
     rest = steps[1:]
-    each: IdentityMemo[JSON, JSON] = IdentityMemo(lambda item: drop_path(item, rest, when), 1 << 14)
+    each: ListMap[JSON, JSON] = ListMap(lambda item: drop_path(item, rest, when), 1 << 14)
 
     def drop(value: JSON) -> JSON:
         if type(value) is not list:
             return drop_path(value, steps, when)
-        kept = [each(item) for item in value]
-        if all(k is item for k, item in zip(kept, value, strict=True)):
+        kept = each(value)
+        if shared_head(kept, value) == len(value):
             return value
         return kept
 

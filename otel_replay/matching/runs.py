@@ -5,8 +5,10 @@ A conversation resends its earlier messages as the very same objects every turn 
 request's numbering fills. A run of items is remembered too: starting from the same
 numbering, the same items in the same order come out the same and leave the numbering
 the same, so a request whose history is last turn's history plus new messages fills only
-the new ones. An item without placeholders is the same whatever the numbering and leaves
-it alone, so runs skip it. Each step of a run keeps the placeholders its item added, so
+the new ones, and the head of a list that is the very items the last list walked from the
+same numbering began with is taken whole after one comparison. An item without
+placeholders is the same whatever the numbering and leaves it alone, so runs skip it.
+Each step of a run keeps the placeholders its item added, so
 the numbering at any step is rebuilt when a new item follows remembered ones; numbering
 stays by first occurrence across the request, exactly as walking every item afresh gives.
 """
@@ -18,22 +20,28 @@ from functools import partial
 from itertools import islice
 
 from otel_replay.core.exchange import JSON
+from otel_replay.core.memo import shared_head
 from otel_replay.matching.numbering import Numbering, ValueTemplate
 
 __all__ = ["ItemRuns"]
 
 _MAX_ITEMS = 16384
 _MAX_STEPS = 65536
+_MAX_LISTS = 64
+_NONE: tuple[tuple[JSON, ...], list[JSON], list[_Step | _Start]] = ((), [], [])
 
 
 class _Start:
     """Where runs begin: the numbering as it stood."""
 
-    __slots__ = ("counts", "seen")
+    __slots__ = ("counts", "lists", "seen")
 
     def __init__(self, seen: tuple[tuple[str, str], ...], counts: tuple[tuple[str, int], ...]):
         self.seen = seen
         self.counts = counts
+        # the last list walked from here that began with an item: its items, results and
+        # where each left the run
+        self.lists: dict[int, tuple[tuple[JSON, ...], list[JSON], list[_Step | _Start]]] = {}
 
 
 class _Step:
@@ -71,24 +79,33 @@ class ItemRuns:
     def walk(self, items: list[JSON], numbering: Numbering) -> list[JSON]:
         """``[walk(item) for item in items]`` with ``numbering`` advanced alike."""
         seen, counts = tuple(numbering.seen.items()), tuple(numbering.counts.items())
-        at: _Step | _Start | None = self._starts.get((seen, counts))
-        if at is None:
+        start = self._starts.get((seen, counts))
+        if start is None:
             if len(self._starts) >= _MAX_ITEMS:
                 self._starts.clear()
-            at = self._starts[(seen, counts)] = _Start(seen, counts)
+            start = self._starts[(seen, counts)] = _Start(seen, counts)
+        at: _Step | _Start = start
+        if not items:
+            return []
+        last, done, ats = start.lists.get(id(items[0]), _NONE)
+        kept = shared_head(items, last)  # the head last turn's list had: taken whole
+        out, ats = done[:kept], ats[:kept]
+        if kept:
+            at = ats[-1]
+        behind = at is not start  # numbering not yet advanced past the remembered steps
         after = self._after
-        out: list[JSON] = []
-        behind = False  # numbering not yet advanced past the remembered steps taken
-        for item in items:
+        for item in items[kept:]:
             step = after.get((id(at), id(item)))
             if step is not None and step.item is item and step.prev is at:
                 out.append(step.out)
+                ats.append(step)
                 at = step
                 behind = True
                 continue
             template = self._template(item)
             if not template.calls:  # no placeholder: the same whatever the numbering
                 out.append(template.value)
+                ats.append(at)
                 continue
             if behind:
                 _rebuild(at, numbering)
@@ -101,9 +118,13 @@ class ItemRuns:
                 after.clear()
             after[(id(at), id(item))] = step
             out.append(result)
+            ats.append(step)
             at = step
         if behind:
             _rebuild(at, numbering)
+        if len(start.lists) >= _MAX_LISTS:
+            start.lists.clear()
+        start.lists[id(items[0])] = (tuple(items), out[:], ats)
         return out
 
     def _template(self, item: JSON) -> ValueTemplate:

@@ -18,7 +18,7 @@ from otel_replay.core.genai import (
     FINISH_STOP,
     FINISH_TOOL_CALL,
 )
-from otel_replay.core.memo import by_identity
+from otel_replay.core.memo import ListMap, by_identity
 from otel_replay.providers import vertex
 from otel_replay.providers.anthropic_stream import messages_body, messages_stream
 from otel_replay.providers.base import OutputView
@@ -130,15 +130,14 @@ def _system(system: JSON) -> list[dict[str, Any]]:
     """``content_parts`` of the system prompt, each block (or the whole string) converted
     once per object the body reader hands out."""
     if isinstance(system, list):
-        return drop_empty_text([_block_part(block) for block in system])
+        return drop_empty_text(_block_parts(system))
     return _text_system(system)
 
 
-_block_part = by_identity(block_part)
+_block_parts = ListMap(block_part)
 _text_system = by_identity(content_parts)
 
 
-@by_identity
 def _message(raw: JSON) -> dict[str, Any]:
     if not isinstance(raw, dict):
         return message("user", [raw_part(raw)])
@@ -148,10 +147,9 @@ def _message(raw: JSON) -> dict[str, Any]:
 def _tools(raw_tools: JSON) -> JSON:
     if raw_tools is None:
         return None
-    return [_tool(tool) for tool in as_list(raw_tools)]
+    return _each_tool(as_list(raw_tools))
 
 
-@by_identity
 def _tool(tool: JSON) -> JSON:
     if not isinstance(tool, dict):
         return raw_part(tool)
@@ -162,6 +160,10 @@ def _tool(tool: JSON) -> JSON:
             tool.get("name"), tool.get("description"), tool.get("input_schema"), extra
         )
     return {k: v for k, v in tool.items() if k not in _DROP}
+
+
+_messages = ListMap(_message)
+_each_tool = ListMap(_tool)
 
 
 def _semconv_usage(usage: dict[str, Any]) -> dict[str, int]:
@@ -238,9 +240,9 @@ class AnthropicProvider:
         if raw_messages is None:
             messages = None
         elif isinstance(raw_messages, list):
-            messages = [_message(m) for m in raw_messages]
+            messages = _messages(raw_messages)
         else:
-            messages = [_message(raw_messages)]
+            messages = _messages([raw_messages])
         return CanonicalRequest(
             endpoint=endpoint,
             model=model,
