@@ -22,6 +22,7 @@ from otel_replay.cassette.model import (
     dumps,
     load,
     loads,
+    to_json,
 )
 from otel_replay.cassette.v1 import V1
 from otel_replay.core.errors import CassetteError, CassetteVersionError
@@ -237,6 +238,72 @@ def test_layout_is_stable_and_readable() -> None:
     assert events_[2] == {"t": 0.5, "data": "not json ✓"}
 
 
+def layout(doc: Any, ascii: bool = False) -> str:
+    """A cassette's text by definition: ``json.dumps(doc, indent=2)``, except that each
+    event of an interaction's ``response.events`` is on one line of its own, as
+    ``json.dumps(event)`` writes it; and the closing newline."""
+
+    def walk(value: Any, pad: str, path: tuple[Any, ...]) -> str:
+        inner = pad + "  "
+        if isinstance(value, dict) and value:
+            items = [
+                f"{json.dumps(k if isinstance(k, str) else json.dumps(k), ensure_ascii=ascii)}: "
+                + walk(v, inner, (*path, k))
+                for k, v in value.items()
+            ]
+            brackets = "{}"
+        elif isinstance(value, list | tuple) and value:
+            events = (
+                len(path) == 4
+                and path[0] == "interactions"
+                and path[2:]
+                == (
+                    "response",
+                    "events",
+                )
+            )
+            items = [
+                json.dumps(v, ensure_ascii=ascii, allow_nan=False)
+                if events
+                else walk(v, inner, (*path, i))
+                for i, v in enumerate(value)
+            ]
+            brackets = "[]"
+        else:
+            return json.dumps(value, ensure_ascii=ascii, allow_nan=False)
+        between = ",\n" + inner
+        return f"{brackets[0]}\n{inner}{between.join(items)}\n{pad}{brackets[1]}"
+
+    return walk(doc, "", ()) + "\n"
+
+
+@fast
+@given(cassettes)
+def test_the_text_is_the_layout_and_reads_as_json(c: Cassette) -> None:
+    text_ = dumps(c)
+    assert text_ == layout(to_json(c))
+    assert json.loads(text_) == json.loads(json.dumps(to_json(c)))
+
+
+def test_each_event_is_one_line_and_a_changed_event_one_changed_line() -> None:
+    c = sample()
+    before = dumps(c).splitlines()
+    assert (
+        '          {"t": 0.01, "event": "message_start", "json": {"type": "message_start"}},'
+        in (before)
+    )
+    assert '          {"t": 0.5, "data": "not json ✓"}' in before
+    c.interactions[0].response.events[1] = SSEEvent('{"type":"pong"}', "ping", 0.02)  # type: ignore[index]
+    after = dumps(c).splitlines()
+    changed = [(a, b) for a, b in zip(before, after, strict=True) if a != b]
+    assert changed == [
+        (
+            '          {"t": 0.02, "event": "ping", "data": "{\\"type\\": \\"ping\\"}"},',
+            '          {"t": 0.02, "event": "ping", "json": {"type": "pong"}},',
+        )
+    ]
+
+
 def test_text_body_and_method_and_known() -> None:
     ex = sample().interactions[0]
     ex.response = Response(502, {}, body="<html>bad gateway</html>")
@@ -257,6 +324,10 @@ def test_lone_surrogate_is_escaped_not_lost(tmp_path: Path) -> None:
     c.interactions[0].raw_request = {"q": "\ud800"}
     dump(c, tmp_path / "c.json")
     assert load(tmp_path / "c.json") == c
+    c.interactions[0].response.events.append(SSEEvent("\ud800 ✓", None, 0.6))  # type: ignore[union-attr]
+    text_ = dumps(c)  # the interaction holding it escaped, its events still one a line
+    assert '\n          {"t": 0.6, "data": "\\ud800 \\u2713"}\n' in text_
+    assert loads(text_) == c
 
 
 # --- errors --------------------------------------------------------------------------

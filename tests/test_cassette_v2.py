@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from report_runs import key_set
 from schema_check import schema_errors
-from test_cassette import exchanges, json_values, sample, text
+from test_cassette import exchanges, json_values, layout, sample, text
 from test_cassette_codecs import streamed
 
 import otel_replay
@@ -205,7 +205,7 @@ def test_decode_encode_is_lossless_and_matches_the_schema(c: Cassette) -> None:
     assert loads(text) == c
     assert V2.encode(loads(text)) == text
     doc = json.loads(text)
-    assert text == json.dumps(V2.to_json(c), indent=2, ensure_ascii=False) + "\n"
+    assert text == layout(V2.to_json(c))
     assert schema_errors(doc) == []
 
 

@@ -11,6 +11,7 @@ import gc
 import json
 import re
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -20,13 +21,14 @@ from hypothesis import strategies as st
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
+from test_cassette import layout
 
 from otel_replay.cassette import model as cassette_mod
 from otel_replay.cassette.model import Cassette, dumps, loads
 from otel_replay.core import jsontext
 from otel_replay.core.errors import TraceFormatError
-from otel_replay.core.exchange import CanonicalRequest, Exchange, Response
-from otel_replay.core.jsontext import finite, pretty
+from otel_replay.core.exchange import CanonicalRequest, Exchange, Response, SSEEvent
+from otel_replay.core.jsontext import LineItems, finite, pretty
 from otel_replay.otlp import codec, tracejson, tracejson_decode
 from otel_replay.otlp.store import TraceStore
 from otel_replay.readers.window import Links as _Links
@@ -443,6 +445,67 @@ def test_pretty_unusual_values_are_json_dumps(value: Any) -> None:
     assert pretty(value) == expected
 
 
+def _one_a_line(value: Any, ascii: bool = False) -> Any:
+    """``value`` with its lists of objects marked :class:`LineItems`."""
+    if isinstance(value, dict):
+        return {k: _one_a_line(v, ascii) for k, v in value.items()}
+    if isinstance(value, list):
+        items = [_one_a_line(v, ascii) for v in value]
+        return LineItems(items) if items and type(items[0]) is dict else items
+    return value
+
+
+def _lines_reference(value: Any, pad: str = "", ascii: bool = False) -> str:
+    """``json.dumps(indent=2)``'s text, each LineItems list one ``json.dumps`` item a line."""
+    inner = pad + "  "
+    if type(value) is LineItems and value:
+        texts = [json.dumps(v, ensure_ascii=ascii, allow_nan=False) for v in value]
+    elif type(value) is list and value:
+        texts = [_lines_reference(v, inner, ascii) for v in value]
+    elif type(value) is dict and value:
+        texts = [
+            json.dumps(k, ensure_ascii=ascii) + ": " + _lines_reference(v, inner, ascii)
+            for k, v in value.items()
+        ]
+        return "{\n" + inner + (",\n" + inner).join(texts) + "\n" + pad + "}"
+    else:
+        return json.dumps(value, ensure_ascii=ascii, allow_nan=False)
+    return "[\n" + inner + (",\n" + inner).join(texts) + "\n" + pad + "]"
+
+
+@settings(max_examples=200, deadline=None)
+@given(json_values, st.booleans())
+def test_pretty_writes_line_items_one_a_line(value: Any, ascii: bool) -> None:
+    marked = _one_a_line(value)
+    text = pretty(marked, "    ", ascii=ascii)
+    assert text == _lines_reference(marked, "    ", ascii)
+    assert json.loads(text) == json.loads(json.dumps(value))
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"x": (1, 2), "events": LineItems([{"a": [1, 2]}, {2: "b"}])},
+        {"f": 1e300 * 10, "events": LineItems([{"a": 1}])},
+        {"events": LineItems([{"a": 1e300 * 10}])},
+        [{1: "a"}, LineItems([{"a": "\ud800"}])],
+    ],
+)
+def test_pretty_unusual_values_beside_line_items_are_json_dumps(value: Any) -> None:
+    """What ``pretty`` hands to the standard library keeps the lines and the errors."""
+    try:
+        expected = json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False)
+    except ValueError as exc:
+        with pytest.raises(ValueError, match=re.escape(str(exc))):
+            pretty(value)
+        return
+    text = pretty(value)
+    assert json.loads(text) == json.loads(expected)
+    lines = {line.strip().rstrip(",") for line in text.splitlines()}
+    for item in value["events"] if isinstance(value, dict) else value[1]:
+        assert json.dumps(item, ensure_ascii=False) in lines
+
+
 def test_large_cassette_loads_with_gc_paused_and_restored(monkeypatch: Any) -> None:
     monkeypatch.setattr(cassette_mod, "_GC_PAUSE_CHARS", 100)
     ex = Exchange(
@@ -466,19 +529,21 @@ def test_large_cassette_loads_with_gc_paused_and_restored(monkeypatch: Any) -> N
 
 
 @pytest.mark.parametrize("source", [{}, {"command": ("a", "b"), 1: None}, {"x": [{"y": []}]}])
-def test_cassette_text_is_json_dumps_indent_2(source: Any) -> None:
+def test_cassette_text_is_the_layout(source: Any) -> None:
     ex = Exchange(
         provider="openai",
         operation="chat",
         request=CanonicalRequest("/v1/chat/completions", model="m", params={"t": (1, 2)}),
         response=Response(status=200, body={"text": 'é\n"x"', 2: [1.5, None, True]}),
     )
-    for interactions in ([], [ex, ex]):
+    streamed = replace(
+        ex, response=Response(200, events=[SSEEvent('{"a":[1,"é"]}', "x", 0.5)]), stream=True
+    )
+    for interactions in ([], [ex, ex], [ex, streamed]):
         c = Cassette(interactions=interactions, source=source)
-        expected = json.dumps(
-            cassette_mod.to_json(c), indent=2, ensure_ascii=False, allow_nan=False
-        )
-        assert dumps(c) == expected + "\n"
+        doc = cassette_mod.to_json(c)
+        assert dumps(c) == layout(doc)
+        assert json.loads(dumps(c)) == json.loads(json.dumps(doc))
 
 
 # --- OTLP lines (orjson) ---------------------------------------------------------------------

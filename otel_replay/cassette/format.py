@@ -93,6 +93,7 @@ class CassetteCodec(Protocol):
 
     def encode(self, cassette: Cassette) -> str:
         """The file's text: ``json.dumps(to_json(cassette), indent=2, ensure_ascii=False)``
+        with each SSE event of a response on one line of its own (``jsontext.LineItems``),
         and a newline. Raises ValueError when a value has no JSON form."""
         ...
 

@@ -58,9 +58,10 @@ def to_json(cassette: Cassette) -> dict[str, JSON]:
 
 
 def dumps(cassette: Cassette) -> str:
-    """Pretty-printed (indent 2), stably ordered JSON text with a trailing newline: the
-    text of ``json.dumps(to_json(cassette), indent=2, ensure_ascii=False)``, written
-    faster (see ``jsontext``), in ``FORMAT_VERSION``.
+    """Pretty-printed (indent 2), stably ordered JSON text with a trailing newline, in
+    ``FORMAT_VERSION``: the text of ``json.dumps(to_json(cassette), indent=2,
+    ensure_ascii=False)`` except that each SSE event of a response is on one line of its
+    own, as ``json.dumps(event, ensure_ascii=False)`` writes it (``jsontext.pretty``).
 
     Raises ValueError when a value has no JSON form (NaN, infinity).
     """

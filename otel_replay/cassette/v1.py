@@ -4,7 +4,9 @@
 
     {"version": 1, "source": {...}, "interactions": [{"provider": ..., "request": ...}]}
 
-The layout is described exactly by ``schemas/cassette.schema.json``. SSE events whose data
+The layout is described exactly by ``schemas/cassette.schema.json``. The text is indented
+JSON with each SSE event of a response on one line of its own (``jsontext.LineItems``), so
+a re-recorded stream's diff shows the events that changed. SSE events whose data
 re-serialises to exactly the same compact JSON are kept as ``json``, others as raw
 ``data``; an interaction holding a lone surrogate, which UTF-8 cannot carry, is written
 with every non-ASCII character escaped.
@@ -30,7 +32,7 @@ from otel_replay.core.exchange import (
     Response,
     SSEEvent,
 )
-from otel_replay.core.jsontext import encodes, pretty
+from otel_replay.core.jsontext import LineItems, encodes, pretty
 
 __all__ = [
     "ITEM_PAD",
@@ -72,8 +74,9 @@ def _event_dict(event: SSEEvent) -> dict[str, JSON]:
     return item
 
 
-def interaction_dict(ex: Exchange) -> dict[str, JSON]:
-    """One interaction as version 1 writes it, in its fixed key order."""
+def interaction_dict(ex: Exchange, *, lines: bool = False) -> dict[str, JSON]:
+    """One interaction as version 1 writes it, in its fixed key order; with ``lines``,
+    its events marked to be written one a line (``LineItems``: for the text only)."""
     req, resp = ex.request, ex.response
     request: dict[str, JSON] = {
         "endpoint": req.endpoint,
@@ -93,7 +96,8 @@ def interaction_dict(ex: Exchange) -> dict[str, JSON]:
     elif resp.body is not None:
         response["body"] = resp.body
     if resp.events is not None:
-        response["events"] = [_event_dict(e) for e in resp.events]
+        events = list(map(_event_dict, resp.events))
+        response["events"] = LineItems(events) if lines else events
     if resp.fault is not None:
         response["fault"] = resp.fault
     out: dict[str, JSON] = {"provider": ex.provider, "operation": ex.operation}
@@ -126,13 +130,7 @@ def item_text(item: JSON, pad: str = ITEM_PAD) -> str:
     """``item`` as it reads nested at ``pad``; a value holding a lone surrogate, which
     UTF-8 cannot carry, with every non-ASCII character escaped (still lossless)."""
     text = pretty(item, pad)
-    return text if encodes(text) else _escaped(item, pad)
-
-
-def _escaped(item: JSON, pad: str) -> str:
-    """``item`` as it reads nested at ``pad``, every non-ASCII character escaped."""
-    text = json.dumps(item, indent=2, ensure_ascii=True, allow_nan=False)
-    return text.replace("\n", "\n" + pad)
+    return text if encodes(text) else pretty(item, pad, ascii=True)
 
 
 def head_text(head: dict[str, JSON]) -> str:
@@ -186,7 +184,7 @@ def _items_pieces(items: Iterable[JSON], pad: str, escape: bool) -> Iterator[str
     inner = pad + "  "
     opener = "[\n" + inner
     for item in items:
-        yield opener + (_escaped(item, inner) if escape else pretty(item, inner))
+        yield opener + pretty(item, inner, ascii=escape)
         opener = ",\n" + inner
     yield "[]" if opener.startswith("[") else "\n" + pad + "]"
 
@@ -205,7 +203,7 @@ class _Encoder:
 
     def interaction(self, exchange: Exchange) -> str:
         """One interaction's text as it reads in the cassette's list, two levels in."""
-        return item_text(interaction_dict(exchange))
+        return item_text(interaction_dict(exchange, lines=True))
 
     def pieces(self, source: dict[str, JSON], texts: Iterable[str]) -> Iterator[str]:
         """The head, each interaction's text in order, and the close."""

@@ -96,9 +96,10 @@ class _Encoder:
     def __init__(self, table: SharedTable) -> None:
         self.table = table
 
-    def item(self, exchange: Exchange) -> dict[str, JSON]:
-        """One interaction as version 2 writes it, its shared values in the table."""
-        item = interaction_dict(exchange)
+    def item(self, exchange: Exchange, *, lines: bool = False) -> dict[str, JSON]:
+        """One interaction as version 2 writes it, its shared values in the table; with
+        ``lines``, its events marked to be written one a line."""
+        item = interaction_dict(exchange, lines=lines)
         place = self.table.place
         raw = exchange.raw_request
         if type(raw) is dict:
@@ -119,7 +120,7 @@ class _Encoder:
 
     def interaction(self, exchange: Exchange) -> str:
         """One interaction's text as it reads in the cassette's list, two levels in."""
-        return item_text(self.item(exchange))
+        return item_text(self.item(exchange, lines=True))
 
     def pieces(self, source: dict[str, JSON], texts: Iterable[str]) -> Iterator[str]:
         """The head, the table (every value the interactions given so far refer to, by

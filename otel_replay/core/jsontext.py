@@ -5,19 +5,25 @@ value; a 10,000-interaction cassette took about two seconds. ``pretty`` writes t
 text with one loop per container and the C string escaper, and hands anything unusual
 (non-string keys, tuples of odd types, NaN, unknown objects, cycles) to ``json.dumps``
 itself, so its output and its errors are the standard library's.
+
+One departure, asked for by the value itself: a :class:`LineItems` list is written one
+item a line, each item as ``json.dumps(item)`` writes it (one line, ``", "`` and ``": "``
+between its parts), so a long run of small records (a stream's events) reads one record
+a line rather than several lines each.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from json.encoder import encode_basestring
+from json.encoder import encode_basestring, encode_basestring_ascii
 from typing import Any
 
 import orjson
 
 __all__ = [
     "STRICT",
+    "LineItems",
     "dumps_line",
     "encodes",
     "finite",
@@ -71,6 +77,26 @@ def _scalar(value: Any) -> str | None:
     return None
 
 
+class LineItems(list[Any]):
+    """A list ``pretty`` writes one item a line: each item is ``json.dumps(item,
+    ensure_ascii=False, allow_nan=False)``, on a line of its own at the list's depth.
+    Anything else reads it as the list it is."""
+
+    __slots__ = ()
+
+
+_LINE = json.JSONEncoder(ensure_ascii=False, allow_nan=False)
+_LINE_ASCII = json.JSONEncoder(ensure_ascii=True, allow_nan=False)
+
+
+def _line_items(items: list[Any], pad: str, line: json.JSONEncoder) -> str:
+    if not items:
+        return "[]"
+    inner = pad + "  "
+    between = ",\n" + inner
+    return "[\n" + inner + between.join(map(line.encode, items)) + "\n" + pad + "]"
+
+
 def _walk(value: Any, pad: str, put: Any) -> None:
     kind = type(value)
     if kind is dict:
@@ -105,13 +131,18 @@ def _walk(value: Any, pad: str, put: Any) -> None:
             else:
                 put(text)
         put("\n" + pad + "]")
+    elif kind is LineItems:
+        put(_line_items(value, pad, _LINE))
     else:
         raise _Fallback
 
 
-def pretty(value: Any, pad: str = "") -> str:
-    """The text of ``json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False)``;
-    with ``pad``, as it reads nested that deep (every line after the first indented)."""
+def pretty(value: Any, pad: str = "", *, ascii: bool = False) -> str:
+    """The text of ``json.dumps(value, indent=2, ensure_ascii=ascii, allow_nan=False)``,
+    each :class:`LineItems` list one item a line; with ``pad``, as it reads nested that
+    deep (every line after the first indented)."""
+    if ascii:
+        return _reference(value, pad, True)
     parts: list[str] = []
     try:
         text = _scalar(value)
@@ -119,9 +150,36 @@ def pretty(value: Any, pad: str = "") -> str:
             return text
         _walk(value, pad, parts.append)
     except (_Fallback, RecursionError):
-        text = json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False)
-        return text.replace("\n", "\n" + pad) if pad else text
+        return _reference(value, pad, False)
     return "".join(parts)
+
+
+def _reference(value: Any, pad: str, ascii: bool) -> str:
+    """``pretty``'s text by the standard library: containers of plain shape walked here
+    (so a :class:`LineItems` among them is written one item a line), any other value by
+    ``json.dumps`` itself, with its errors; a value nested too deeply to walk, or holding
+    itself, wholly by ``json.dumps``."""
+    try:
+        return _standard(value, pad, ascii)
+    except RecursionError:
+        text = json.dumps(value, indent=2, ensure_ascii=ascii, allow_nan=False)
+        return text.replace("\n", "\n" + pad) if pad else text
+
+
+def _standard(value: Any, pad: str, ascii: bool) -> str:
+    kind = type(value)
+    if kind is LineItems:
+        return _line_items(value, pad, _LINE_ASCII if ascii else _LINE)
+    inner = pad + "  "
+    if kind is list and value:
+        texts = [_standard(item, inner, ascii) for item in value]
+        return "[\n" + inner + (",\n" + inner).join(texts) + "\n" + pad + "]"
+    if kind is dict and value and all(type(key) is str for key in value):
+        key = encode_basestring_ascii if ascii else encode_basestring
+        texts = [f"{key(k)}: {_standard(v, inner, ascii)}" for k, v in value.items()]
+        return "{\n" + inner + (",\n" + inner).join(texts) + "\n" + pad + "}"
+    text = json.dumps(value, indent=2, ensure_ascii=ascii, allow_nan=False)
+    return text.replace("\n", "\n" + pad) if pad else text
 
 
 def encodes(text: str) -> bool:
