@@ -69,6 +69,8 @@ def _bodies(items: list[object], choices: list[list[int]]) -> list[dict[str, obj
             "messages": [items[i % len(items)] for i in chosen],
             "meta": items[len(chosen) % len(items)],
             "n": len(chosen),
+            # a secret by its field's name, short or remembered like an item (long)
+            "api_key": FRAGMENTS[len(chosen) % len(FRAGMENTS)],
         }
         for chosen in choices
     ]
@@ -93,6 +95,22 @@ def test_bodies_read_as_the_whole_body_definitions(items, choices, layouts):
                 pass
         assert read.redacted() == redacted_body(REDACTOR, raw)
         assert SECRET not in json.dumps(read.redacted())
+
+
+def test_a_top_level_field_named_as_a_secret_is_redacted_as_in_the_whole_body() -> None:
+    reader = Bodies(REDACTOR)
+    body = {
+        "model": "m",
+        "password": "hunter2hunter2",
+        "api_key": "credential-" + "q7" * 200,  # long: read like an array item
+        "messages": [{"role": "user", "content": "hi"}],
+    }
+    for _ in range(2):  # the second time from what the reader remembers
+        raw = json.dumps(body).encode()
+        read = reader.read(raw)
+        assert read.redacted() == redacted_body(REDACTOR, raw)
+        written = json.dumps(read.redacted())
+        assert "hunter2hunter2" not in written and "q7q7" not in written
 
 
 @settings(max_examples=100, deadline=None)

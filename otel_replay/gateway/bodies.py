@@ -34,7 +34,7 @@ from typing import Any
 from otel_replay.core.exchange import JSON, Exchange
 from otel_replay.core.jsontext import STRICT
 from otel_replay.core.limits import MAX_BODY_DEPTH
-from otel_replay.gateway.body import Body, Item, Piece
+from otel_replay.gateway.body import Body, Item, Piece, cleaned_lists
 from otel_replay.gateway.call import BodyTooDeep, nests_deeper, parse_body
 from otel_replay.redaction.redact import Redactor
 from otel_replay.session.session import Session
@@ -68,6 +68,7 @@ class Bodies:
     def __init__(self, redactor: Redactor, max_depth: int = MAX_BODY_DEPTH) -> None:
         self.redactor = redactor
         self.max_depth = max_depth
+        self._cleaned = cleaned_lists(redactor)
         self._items: dict[str, Item] = {}
         self._chars = 0
         self._last: dict[str, list[Item | JSON]] = {}
@@ -201,7 +202,7 @@ class Bodies:
             self.reusing = False
             return Body(raw, parse_body(raw, self.max_depth), self.redactor)
         self.reusing = 2 * self._reused >= len(raw)
-        return Body(raw, value, self.redactor, pieces, self._met_new)
+        return Body(raw, value, self.redactor, pieces, self._met_new, lists=self._cleaned)
 
     def _read(self, text: str) -> tuple[dict[str, JSON], list[Piece]]:
         i = _WS.match(text, 0).end()  # type: ignore[union-attr]

@@ -9,14 +9,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from otel_replay.core.exchange import JSON
+from otel_replay.core.memo import ListMap
 from otel_replay.gateway.call import redacted_body
 from otel_replay.redaction.redact import Redactor
 
-__all__ = ["Body", "Item", "Piece"]
+__all__ = ["Body", "Item", "Piece", "cleaned_lists"]
 
 log = logging.getLogger("otel_replay.gateway")
 
@@ -67,6 +68,29 @@ def _retrieved(done: asyncio.Future[None]) -> None:
         log.debug("redacting aside failed; done again on the loop", exc_info=done.exception())
 
 
+def cleaned_lists(redactor: Redactor) -> Callable[[str], ListMap[Item | JSON, JSON]]:
+    """Per top-level field, its array's items redacted (``ListMap``): a conversation
+    resent as last turn's very items takes their redacted head whole."""
+    lists: dict[str, ListMap[Item | JSON, JSON]] = {}
+
+    def clean(item: Item | JSON) -> JSON:
+        return item.clean(redactor) if isinstance(item, Item) else redactor.json(item)
+
+    def of(key: str) -> ListMap[Item | JSON, JSON]:
+        found = lists.get(key)
+        if found is None:
+            if len(lists) >= _LISTS:
+                lists.clear()
+            found = lists[key] = ListMap(clean)
+        return found
+
+    return of
+
+
+_LISTS = 64
+"""Top-level array fields whose redacted items are remembered at most."""
+
+
 Piece = tuple[str, Item | JSON | list[Item | JSON]]
 """A top-level field: its name, and its value (remembered, when long) or, for an array,
 its items."""
@@ -81,6 +105,7 @@ class Body:
     redactor: Redactor
     _pieces: list[Piece] | None = None
     new: bool = False  # it holds an item or long value that no recording holds
+    lists: Callable[[str], ListMap[Item | JSON, JSON]] | None = None  # ``cleaned_lists``
     _clean: JSON = field(default=None)
     _cleaned: bool = False
 
@@ -120,19 +145,24 @@ class Body:
     def _redact(self) -> JSON:
         if self._pieces is None:
             return redacted_body(self.redactor, self.raw, self.value)
-        clean = self.redactor.json
+        redactor = self.redactor
+        clean = redactor.json
         out: dict[str, JSON] = {}
         for key, piece in self._pieces:
             value: JSON
-            if isinstance(piece, Item):
-                value = piece.clean(self.redactor)
-            elif isinstance(piece, list):
-                value = [
-                    item.clean(self.redactor) if isinstance(item, Item) else clean(item)
-                    for item in piece
-                ]
+            if isinstance(piece, list):
+                if self.lists is not None:
+                    value = self.lists(key)(piece)
+                else:
+                    value = [
+                        item.clean(redactor) if isinstance(item, Item) else clean(item)
+                        for item in piece
+                    ]
             else:
-                value = clean(piece)
+                plain = piece.value if isinstance(piece, Item) else piece
+                value = redactor.member(key, plain)  # a secret by its field's name
+                if value is None:
+                    value = piece.clean(redactor) if isinstance(piece, Item) else clean(piece)
             name = clean(key)
             out[name if isinstance(name, str) else key] = value
         return out

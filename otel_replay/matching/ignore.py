@@ -15,6 +15,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
+from typing import Any
 
 from otel_replay.core.exchange import JSON
 from otel_replay.core.memo import ListMap, shared_head
@@ -136,16 +137,48 @@ def _replace(value: dict[str, JSON], changed: dict[str, JSON]) -> dict[str, JSON
 
 
 def _drop_in_text(text: str, steps: tuple[Step, ...], when: Predicate | None) -> JSON:
-    if text.lstrip()[:1] not in ("{", "["):
-        return text
-    try:
-        document = json.loads(text)
-    except ValueError:
-        return text
-    kept = drop_path(document, steps, when)
-    if kept is document:
-        return text
-    return json.dumps(kept, separators=(",", ":"), ensure_ascii=False)
+    found = _DROPPED.get((text, steps, when))
+    if found is not None:
+        return found
+    document = _document(text)
+    kept: JSON = text
+    if document is not None:
+        dropped = drop_path(document, steps, when)
+        if dropped is not document:
+            kept = json.dumps(dropped, separators=(",", ":"), ensure_ascii=False)
+    _remember(_DROPPED, (text, steps, when), kept, text)
+    return kept
+
+
+def _document(text: str) -> JSON | None:
+    """The JSON document (object or array) a string holds, None when it holds none. A
+    short one is remembered, as an agent sends the same such text every turn (Claude
+    Code's ``metadata.user_id``); the document is shared, and nothing changes it."""
+    if text in _DOCUMENTS:
+        return _DOCUMENTS[text]
+    document: JSON | None = None
+    if text.lstrip()[:1] in ("{", "["):
+        try:
+            document = json.loads(text)
+        except ValueError:
+            document = None
+    _remember(_DOCUMENTS, text, document, text)
+    return document
+
+
+def _remember(memo: dict[Any, Any], key: object, value: object, text: str) -> None:
+    if len(text) <= _TEXT_MAX_LENGTH:
+        if len(memo) >= _TEXTS_MAX:
+            memo.clear()
+        memo[key] = value
+
+
+_TEXT_MAX_LENGTH = 4096
+_TEXTS_MAX = 1024
+"""JSON texts (of at most ``_TEXT_MAX_LENGTH`` characters) whose documents, and what each
+path leaves of them, are remembered at most."""
+_DOCUMENTS: dict[str, JSON | None] = {}
+_DROPPED: dict[tuple[str, tuple[Step, ...], Predicate | None], JSON] = {}
 
 
 def has_path(value: JSON, steps: tuple[Step, ...]) -> bool:
@@ -153,12 +186,8 @@ def has_path(value: JSON, steps: tuple[Step, ...]) -> bool:
     if not steps:
         return True
     if isinstance(value, str):
-        if value.lstrip()[:1] not in ("{", "["):
-            return False
-        try:
-            return has_path(json.loads(value), steps)
-        except ValueError:
-            return False
+        document = _document(value)
+        return document is not None and has_path(document, steps)
     step, rest = steps[0], steps[1:]
     if isinstance(value, dict):
         return any(has_path(value[k], rest) for k in step.keys(value))

@@ -9,6 +9,7 @@ take precedence over a profile's, ``--rules`` over both).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -29,6 +30,16 @@ def _options() -> Any:
 
 _OPTIONS = _options()
 
+# the standard library's own reading of a pattern (``re._parser``), used only to find the
+# literal text a pattern needs
+_sre_parse: Any = re._parser.parse  # type: ignore[attr-defined]
+_sre_constants: Any = re._constants  # type: ignore[attr-defined]
+_LITERAL, _BRANCH, _SUBPATTERN = (
+    _sre_constants.LITERAL,
+    _sre_constants.BRANCH,
+    _sre_constants.SUBPATTERN,
+)
+
 
 class PatternError(ValueError):
     """A pattern RE2 cannot compile; the message is RE2's own."""
@@ -47,7 +58,7 @@ def check_linear(pattern: str) -> Any:
 class LinearRules:
     """One RE2 alternation over the rules, and the rules applying to numbers."""
 
-    __slots__ = ("fixed", "kinds", "numeric", "regex")
+    __slots__ = ("fixed", "kinds", "needles", "numeric", "regex")
 
     def __init__(self, rules: Sequence[VolatileRule]) -> None:
         ordered = list(reversed(rules))  # later rows take precedence
@@ -57,10 +68,23 @@ class LinearRules:
         branches += [f"(?P<r{i}>{rule.pattern})" for i, rule in enumerate(ordered)]
         self.regex = check_linear("|".join(branches))
         self.numeric = [(r.kind, check_linear(r.pattern)) for r in ordered if r.numbers]
+        # text a match of every rule holds: a text holding none of it is left as it is
+        # without a call into RE2 (whose wrapper costs microseconds on the shortest text)
+        needles: set[str] = set()
+        for rule in ordered:
+            found = required_texts(rule.pattern)
+            if found is None:
+                needles.clear()
+                break
+            needles.update(found)
+        self.needles = tuple(sorted(needles)) or None
 
     def substitute(self, s: str, placeholder: Callable[[str, str], str]) -> str:
         """Every match replaced by ``placeholder(kind, value)`` (``<kind>`` when fixed, and
         nothing for a ``drop`` rule)."""
+        needles = self.needles
+        if needles is not None and not any(needle in s for needle in needles):
+            return s
         if self.regex.search(s) is None:
             return s
         kinds, fixed = self.kinds, self.fixed
@@ -87,17 +111,86 @@ def full_text(pattern: str) -> Callable[[Any], bool]:
     """Whether a value is a string ``pattern`` matches in full, or an object with such a
     string as one of its fields (an ignore rule's ``pattern``)."""
     regex = check_linear(pattern)
+    seen: dict[str, bool] = {}  # the answer per text: a conversation resends its texts
+    chars = [0]
+
+    def matches(text: str) -> bool:
+        found = seen.get(text)
+        if found is None:
+            found = regex.fullmatch(text) is not None
+            if chars[0] + len(text) > _SEEN_MAX_CHARS:
+                seen.clear()
+                chars[0] = 0
+            seen[text] = found
+            chars[0] += len(text)
+        return found
 
     def accepts(value: Any) -> bool:
         if isinstance(value, str):
-            return regex.fullmatch(value) is not None
+            return matches(value)
         if isinstance(value, dict):
-            return any(
-                isinstance(v, str) and regex.fullmatch(v) is not None for v in value.values()
-            )
+            return any(isinstance(v, str) and matches(v) for v in value.values())
         return False
 
     return accepts
+
+
+_SEEN_MAX_CHARS = 8 * 1024 * 1024
+"""Text whose answer an ignore rule's pattern remembers at most."""
+
+
+def required_texts(pattern: str) -> frozenset[str] | None:
+    """Texts one of which every match of ``pattern`` holds (the longest run of literal
+    characters its matches all have, or one per branch of an alternation), or None when
+    the pattern shows none (or the standard library's parser does not read it as RE2
+    does: then nothing is assumed). Case-insensitive patterns show none."""
+    if "[:" in pattern:  # RE2's [[:alpha:]] is a class; the standard library's, text
+        return None
+    try:
+        parsed = _sre_parse(pattern)
+    except Exception:  # RE2-only syntax (\pL, \Q..\E): no shortcut, never a wrong one
+        return None
+    if parsed.state.flags & re.IGNORECASE:
+        return None
+    items = list(parsed)
+    if len(items) == 1 and items[0][0] is _BRANCH:
+        found: set[str] = set()
+        for branch in items[0][1][1]:
+            text = _longest_run(branch)
+            if not text:
+                return None
+            found.add(text)
+        return frozenset(found)
+    text = _longest_run(items)
+    return frozenset({text}) if text else None
+
+
+def _longest_run(items: Any) -> str | None:
+    """The longest run of literal characters in a parsed sequence, taking groups in line;
+    None when a group in it changes the flags."""
+    best, run = "", []
+    for op, arg in _in_line(items):
+        if op is _LITERAL:
+            run.append(chr(arg))
+            continue
+        if op is None:  # a group changing the flags
+            return None
+        if len(run) > len(best):
+            best = "".join(run)
+        run = []
+    return max(best, "".join(run), key=len)
+
+
+def _in_line(items: Any) -> Any:
+    for op, arg in items:
+        if op is _SUBPATTERN:
+            _, add, remove, inner = arg
+            if add or remove:
+                yield None, None
+                return
+            yield from _in_line(inner)
+        else:
+            yield op, arg
 
 
 def compile_linear(rules: Sequence[VolatileRule]) -> LinearRules | None:

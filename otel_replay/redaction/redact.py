@@ -223,6 +223,11 @@ class Redactor:
         the length of the value's JSON text, when the caller knows it; a value that large
         (a whole conversation) nearly always holds some anchor, so it is walked at once
         rather than first serialised for the prefilter."""
+        kind = type(value)
+        if kind is str:  # what the prefilter would find, ``text`` finds as fast
+            return self._clean_text(value)
+        if value is None or kind in _SCALARS:  # only strings hold secrets
+            return value
         if size is not None and size > _LONG_TEXT:
             return self._walk(value)
         # orjson writes every string and key as the standard library does (UTF-8, the
@@ -264,6 +269,14 @@ class Redactor:
         self._memo[s] = None if out is s else out
         self._memo_chars += size
         return out
+
+    def member(self, key: str, value: JSON) -> JSON | None:
+        """What ``json`` makes of ``value`` as the field ``key`` of an object, when its
+        name says it is a secret (a string under ``password``, ``api_key`` ...); None when
+        the name says nothing, and ``json(value)`` is what it becomes."""
+        if type(value) is str and self._names_a_secret(key):
+            return self._field(key, value)
+        return None
 
     def _names_a_secret(self, key: str) -> bool:
         """Whether a value under ``key`` is a secret by its name: as the text shapes read
