@@ -399,3 +399,18 @@ def test_a_conversation_resent_turn_after_turn_reads_as_the_whole_body(
             for was, now in zip(previous[0], got, strict=False):
                 assert now is was or not isinstance(was, dict | list)
         previous = (read.value["messages"], layouts[n])  # type: ignore[index]
+
+
+def test_a_tool_list_without_placeholders_is_the_same_after_any_numbering():
+    """A list whose items hold no volatile value is answered again as a whole whatever
+    the components before it numbered; a shorter list, or one with an item that does
+    hold one, is walked as it is."""
+    t1 = {"name": "read", "description": "reads a file"}
+    t2 = {"name": "write", "description": "writes a file"}
+    t3 = {"name": "fetch", "description": "fetches 3fa85f64-5717-4562-b3fc-2c963f66afa6"}
+    engine = Normalizer()
+    for n, tools in enumerate(([t1, t2], [t1, t2], [t1], [t1, t3], [t1, t2])):
+        messages = [{"role": "user", "content": f"run {n}: {FRAGMENTS[2 + n % 3]} go"}]
+        request = CanonicalRequest("/v1/x", messages=messages, tools=tools)
+        plain = Normalizer().normalize(copy.deepcopy(request))
+        assert engine.normalize(request) == plain

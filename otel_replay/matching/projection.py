@@ -55,12 +55,22 @@ def digest(value: JSON) -> str:
     commas, ``]``. Each item's text, and the hash state after each run of items, are
     remembered by identity, so a conversation whose earlier messages are the same objects
     as last turn's (``core.memo``) costs only its new messages."""
-    if type(value) is not list:
-        return hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()
-    return _LISTS.hexdigest(value)
+    kind = type(value)
+    if kind is list:
+        return _LISTS.hexdigest(value)
+    small = value is None or (kind is str and len(value) <= _SMALL_MAX_LENGTH)
+    if small and value in _SMALL:  # a model, an endpoint: the same every request
+        return _SMALL[value]
+    found = hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()
+    if small and len(_SMALL) < _SMALL_MAX:
+        _SMALL[value] = found
+    return found
 
 
 _LISTS = ListHash(lambda item: canonical_json(item).encode("utf-8"))
+_SMALL: dict[str | None, str] = {}
+_SMALL_MAX = 4096
+_SMALL_MAX_LENGTH = 256
 
 
 class _Skipped:

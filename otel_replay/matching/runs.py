@@ -7,7 +7,9 @@ numbering, the same items in the same order come out the same and leave the numb
 the same, so a request whose history is last turn's history plus new messages fills only
 the new ones, and the head of a list that is the very items the last list walked from the
 same numbering began with is taken whole after one comparison. An item without
-placeholders is the same whatever the numbering and leaves it alone, so runs skip it.
+placeholders is the same whatever the numbering and leaves it alone, so runs skip it,
+and a list of such items only (a tool list) met again as the very same items is answered
+whatever numbering the components before it left.
 Each step of a run keeps the placeholders its item added, so
 the numbering at any step is rebuilt when a new item follows remembered ones; numbering
 stays by first occurrence across the request, exactly as walking every item afresh gives.
@@ -68,16 +70,22 @@ class _Step:
 class ItemRuns:
     """Normalises lists of items with ``walk``, remembering items and runs by identity."""
 
-    __slots__ = ("_after", "_starts", "_templates", "_walk")
+    __slots__ = ("_after", "_free", "_starts", "_templates", "_walk")
 
     def __init__(self, walk: Callable[[JSON, Numbering], JSON]) -> None:
         self._walk = walk
         self._templates: dict[int, tuple[JSON, ValueTemplate]] = {}
         self._starts: dict[tuple[object, ...], _Start] = {}
         self._after: dict[tuple[int, int], _Step] = {}
+        # the last list none of whose items holds a placeholder, and its result: the
+        # same whatever the numbering (a tool list after a conversation's fresh ids)
+        self._free: tuple[tuple[JSON, ...], list[JSON]] = ((), [])
 
     def walk(self, items: list[JSON], numbering: Numbering) -> list[JSON]:
         """``[walk(item) for item in items]`` with ``numbering`` advanced alike."""
+        free, done_free = self._free
+        if items and len(items) == len(free) and shared_head(items, free) == len(items):
+            return done_free[:]
         seen, counts = tuple(numbering.seen.items()), tuple(numbering.counts.items())
         start = self._starts.get((seen, counts))
         if start is None:
@@ -125,6 +133,8 @@ class ItemRuns:
         if len(start.lists) >= _MAX_LISTS:
             start.lists.clear()
         start.lists[id(items[0])] = (tuple(items), out[:], ats)
+        if at is start:  # no item holds a placeholder: the numbering did not move
+            self._free = (tuple(items), out[:])
         return out
 
     def _template(self, item: JSON) -> ValueTemplate:
