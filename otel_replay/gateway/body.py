@@ -147,17 +147,12 @@ class Body:
             return redacted_body(self.redactor, self.raw, self.value)
         redactor = self.redactor
         clean = redactor.json
+        lists = self.lists or cleaned_lists(redactor)
         out: dict[str, JSON] = {}
         for key, piece in self._pieces:
             value: JSON
             if isinstance(piece, list):
-                if self.lists is not None:
-                    value = self.lists(key)(piece)
-                else:
-                    value = [
-                        item.clean(redactor) if isinstance(item, Item) else clean(item)
-                        for item in piece
-                    ]
+                value = lists(key)(piece)
             else:
                 plain = piece.value if isinstance(piece, Item) else piece
                 value = redactor.member(key, plain)  # a secret by its field's name

@@ -327,9 +327,8 @@ class Redactor:
             changed = False
             for k, v in value.items():
                 key = text(k) if isinstance(k, str) else k
-                if type(v) is str and type(k) is str and self._names_a_secret(k):
-                    item = self._field(k, v)
-                else:
+                item = self.member(k, v) if type(k) is str else None
+                if item is None:
                     item = v if v is None or type(v) in _SCALARS else walk(v)
                 if item is not v or key != k:
                     changed = True
