@@ -50,6 +50,7 @@ from otel_replay.gateway.relay import (
     over_limit_body,
     over_limit_event,
 )
+from otel_replay.gateway.turns import Turns
 from otel_replay.gateway.upstream import (
     HOP_BY_HOP,
     NoUpstream,
@@ -95,6 +96,7 @@ class Gateway:
         self.session = session
         self.mcp_servers = dict(mcp or {})  # MCP servers by name, served at /mcp/NAME
         self._bodies: Bodies | None = None
+        self._turns: Turns | None = None
         self.bind_host = bind_host
         self.limits = limits or Limits()
         self.upstream = upstream
@@ -135,6 +137,8 @@ class Gateway:
         live = fork is not None and fork.live(number)
         at_once = self._at_once() and not live
         replayed = await self._replay_as_sent(request, route, raw, number) if at_once else None
+        if replayed is None and at_once:
+            replayed = await self._replay_grown(request, route, raw, number)
         if replayed is not None:
             return replayed
         try:
@@ -158,6 +162,8 @@ class Gateway:
                 match = call.session.matcher.match(call.canonical)
             except ReplayMiss as miss:
                 match = miss
+        if at_once and isinstance(match, int):
+            self._turns_for(call.session).matched(call, match)
         own_key = isinstance(match, ReplayMiss) and self._own_keys.offered(
             call.upstream, lowered(headers)
         )
@@ -195,6 +201,29 @@ class Gateway:
             return await self._carry_out(request, call, decision)
         session.replayed_hit(index, number)
         return plain
+
+    async def _replay_grown(
+        self, request: web.Request, route: Route, raw: bytes, number: int
+    ) -> web.StreamResponse | None:
+        """The replay of a conversation's next turn, matched by what it adds to the last
+        one (``turns``), or None (the full path then decides)."""
+        provider = providers.get(route.api)
+        path = route.provider_path(request.path, request.query)
+        followed = self._turns_for(self.session).follow(provider, path, raw)
+        if followed is None:
+            return None
+        index, asks_stream = followed
+        call, _ = self._call(request, route, request.headers, raw, hit=index)
+        call.number, call.asks_stream = number, asks_stream
+        decision = decide(self.session.mode, routed=True, match=index, own_key=False)
+        return await self._carry_out(request, call, decision)
+
+    def _turns_for(self, session: Session) -> Turns:
+        reader = self._bodies_for(session)
+        turns = self._turns
+        if turns is None or turns.session is not session or turns.reader is not reader:
+            turns = self._turns = Turns(session, reader)
+        return turns
 
     def _shallow(self, raw: bytes, reader: Bodies) -> bool:
         """Whether ``raw`` surely nests within the depth limit, so that it may be sent

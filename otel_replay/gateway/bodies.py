@@ -39,12 +39,12 @@ from otel_replay.gateway.call import BodyTooDeep, nests_deeper, parse_body
 from otel_replay.redaction.redact import Redactor
 from otel_replay.session.session import Session
 
-__all__ = ["Bodies", "Body"]
+__all__ = ["SCAN", "Bodies", "Body", "check"]
 
 _WS = re.compile(r"[ \t\n\r]*")
 _BLANK = frozenset(" \t\n\r")
 _AFTER_ITEM = frozenset(" \t\n\r,]")  # what may follow an array's item
-_SCAN: Any = STRICT.scan_once  # type: ignore[attr-defined]  # the C scanner; no NaN
+SCAN: Any = STRICT.scan_once  # type: ignore[attr-defined]  # the C scanner; no NaN
 _MAX_CHARS = 32 * 1024 * 1024
 """Text remembered at most (items' bytes, about as much again in parsed values); past it
 the memory starts afresh."""
@@ -147,7 +147,7 @@ class Bodies:
                         if text in self._items or len(text) < least:
                             continue
                         try:
-                            _check(item, room, self.max_depth)
+                            check(item, room, self.max_depth)
                         except BodyTooDeep:
                             break
                         primed = self._items[text] = Item(text, item, room, recorded=True)
@@ -191,6 +191,24 @@ class Bodies:
 
         return read
 
+    def last_array(self, key: str) -> tuple[tuple[bytes, int, int, int], list[Item | JSON]] | None:
+        """The last array read under ``key``: its body, its start, its end and its last
+        item's start, and its items; None when not known."""
+        run, items = self._runs.get(key), self._last.get(key)
+        if run is None or items is None or len(items) != run[4]:
+            return None
+        return run[:4], list(items)
+
+    def grew(
+        self, key: str, raw: bytes, place: tuple[int, int, int], items: list[Item | JSON]
+    ) -> None:
+        """``raw`` taken for the last body read, its array ``key`` at ``place`` (start,
+        end, last item's start) holding ``items``."""
+        start, end, last = place
+        self._raw, self._last[key] = raw, items
+        self._runs[key] = (raw, start, end, last, len(items), True)
+        self.reusing = True
+
     def read(self, raw: bytes) -> Body:
         """The body of ``raw``; :class:`BodyTooDeep` when it nests beyond the limit."""
         self._met_new = False
@@ -216,7 +234,7 @@ class Bodies:
             if not text.startswith('"', i):
                 raise _Unread
             start = i
-            key, i = _SCAN(text, i)
+            key, i = SCAN(text, i)
             key = _utf8(text, start, i, key)
             i = _WS.match(text, i).end()  # type: ignore[union-attr]
             if not text.startswith(":", i):
@@ -229,13 +247,13 @@ class Bodies:
                 piece = items
             else:
                 start = i
-                item, i = _SCAN(text, i)
+                item, i = SCAN(text, i)
                 if i - start >= _LONG_VALUE:  # instructions, a system prompt: the same object
                     piece = self._item(text[start:i], item, room)
                     item = piece.value
                 else:
                     item = _utf8(text, start, i, item)
-                    _check(item, room, self.max_depth)
+                    check(item, room, self.max_depth)
                     piece = item
             value[key] = item
             pieces.append((key, piece))
@@ -314,12 +332,12 @@ class Bodies:
             self._met_new = self._met_new or not before.recorded
             return i + len(before.text)
         begin = i
-        parsed, i = _SCAN(text, i)
+        parsed, i = SCAN(text, i)
         if text.startswith(("{", "["), begin):
             items.append(self._item(text[begin:i], parsed, room - 1))
         else:
             parsed = _utf8(text, begin, i, parsed)
-            _check(parsed, room - 1, self.max_depth)
+            check(parsed, room - 1, self.max_depth)
             items.append(parsed)
         return i
 
@@ -347,12 +365,12 @@ class Bodies:
             self._reused += len(text)
             self._met_new = self._met_new or not found.recorded
             if found.room > room:  # met before at a shallower place
-                _check(found.value, room, self.max_depth)
+                check(found.value, room, self.max_depth)
                 found.room = room
             return found
         if not text.isascii():  # read from its UTF-8
-            parsed = _SCAN(text.encode("latin-1").decode("utf-8"), 0)[0]
-        _check(parsed, room, self.max_depth)
+            parsed = SCAN(text.encode("latin-1").decode("utf-8"), 0)[0]
+        check(parsed, room, self.max_depth)
         item = Item(text, parsed, room)
         self._met_new = True
         if self._chars + len(text) > _MAX_CHARS:
@@ -388,11 +406,11 @@ def _utf8(text: str, start: int, end: int, scanned: JSON) -> JSON:
     segment = text[start:end]
     if segment.isascii():
         return scanned
-    value: JSON = _SCAN(segment.encode("latin-1").decode("utf-8"), 0)[0]
+    value: JSON = SCAN(segment.encode("latin-1").decode("utf-8"), 0)[0]
     return value
 
 
-def _check(value: JSON, room: int, limit: int) -> None:
+def check(value: JSON, room: int, limit: int) -> None:
     """BodyTooDeep when ``value``, ``limit - room`` levels in, takes the body past ``limit``."""
     if room < 0 or nests_deeper(value, room):
         raise BodyTooDeep(limit)

@@ -10,12 +10,15 @@ import time
 
 from aiohttp import web
 
-from otel_replay.core.exchange import Response
+from otel_replay.core.exchange import Response, SSEEvent
 from otel_replay.gateway.call import Call
 from otel_replay.gateway.writers import abort, as_recorded, body_response, replayed_headers
-from otel_replay.streams.codec import encode_all
+from otel_replay.streams.codec import StreamCodec, encode_all
 
 __all__ = ["REPLAYED_HANG_SECONDS", "play"]
+
+_ENCODED: dict[tuple[int, int], tuple[object, list[SSEEvent], bytes, int]] = {}
+_ENCODED_MAX = 256
 
 # How long a recorded hang is replayed before the gateway gives up on the agent.
 REPLAYED_HANG_SECONDS = 600.0
@@ -52,7 +55,8 @@ async def play(call: Call, response: Response, timing: str = "fast") -> web.Stre
     await stream.prepare(request)
     started = time.monotonic()
     if timing != "recorded":
-        await stream.write(encode_all(codec, events))
+        recorded = events is response.events  # not converted for this call: remembered
+        await stream.write(_encoded(codec, events) if recorded else encode_all(codec, events))
     else:
         for event in events:
             delay = event.t - (time.monotonic() - started)
@@ -64,3 +68,17 @@ async def play(call: Call, response: Response, timing: str = "fast") -> web.Stre
         return stream
     await stream.write_eof()
     return stream
+
+
+def _encoded(codec: StreamCodec, events: list[SSEEvent]) -> bytes:
+    """``encode_all(codec, events)``, remembered for the last streams played by identity
+    (a recording's events are the same objects each time it is replayed)."""
+    key = (id(codec), id(events))
+    found = _ENCODED.get(key)
+    if found is not None and found[0] is codec and found[1] is events and found[3] == len(events):
+        return found[2]
+    wire = encode_all(codec, events)
+    if len(_ENCODED) >= _ENCODED_MAX:
+        _ENCODED.clear()
+    _ENCODED[key] = (codec, events, wire, len(events))
+    return wire

@@ -162,7 +162,7 @@ class Matcher:
         recorded_by: Normalizer | None = None,
     ) -> None:
         self.normalizer = normalizer or DEFAULT
-        first = recorded_by or self.normalizer
+        first = self.recorded_by = recorded_by or self.normalizer
         self._exact = exact or ExactIndex()
         self._lock = threading.Lock()
         self._recordings: list[CanonicalRequest] = []
@@ -248,6 +248,26 @@ class Matcher:
                 return None
             used.add(index)
             return index
+
+    def normal(self, index: int) -> CanonicalRequest:
+        """Recording ``index``, normalised."""
+        return self._recordings[index]
+
+    def take_equal(self, index: int, accept: Callable[[int], bool]) -> int | None:
+        """Consumes and returns what ``match`` returns for a request whose normal form
+        is recording ``index``'s, when ``accept`` takes it; None when no such recording
+        is left unused (``match`` then says why) or ``accept`` refuses it."""
+        with self._lock:
+            if len(self._index) == 1:  # one shape: its key, as indexed
+                (buckets,) = self._index.values()
+                bucket = buckets.get(self._keys[index])
+                found = None if bucket is None else bucket.first_unused(self.used)
+            else:
+                found, _ = self._lookup(self._recordings[index])
+            if found is None or not accept(found):
+                return None
+            self.used.add(found)
+            return found
 
     # -- the component matcher ------------------------------------------------------------
     def probe(self, live: CanonicalRequest) -> int | ReplayMiss:

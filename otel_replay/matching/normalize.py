@@ -183,10 +183,37 @@ class Normalizer:
         subject = self.subject(request, self.endpoint(request.endpoint))
         return any(rule.scope.applies(subject) for rule in self.live)
 
-    def normalize(self, request: CanonicalRequest) -> CanonicalRequest:
+    def item_rules(
+        self, request: CanonicalRequest
+    ) -> tuple[RuleSet, tuple[Callable[[JSON], JSON], ...]] | None:
+        """The rules ``normalize`` applies to ``request``'s messages one by one: the rule
+        set in force and the ignore rules' droppers for messages, each dropping within
+        every message alike (``messages[*]...``). None when a rule treats the list as a
+        whole (drops it, or names an index) or a profile is told by its messages: then a
+        message is not normalised on its own."""
+        if not self.profile and any(
+            parse_path(path)[0].key == "messages"
+            for profile in self.profiles
+            for path in profile.detect
+        ):
+            return None
+        rules = self.rule_set(self.subject(request, self.endpoint(request.endpoint)))
+        droppers = []
+        for (steps, _), drop in zip(rules.ignore, rules.droppers, strict=True):
+            if steps[0].key != "messages":
+                continue
+            if len(steps) < 3 or not steps[1].any_index:
+                return None
+            droppers.append(drop)
+        return rules, tuple(droppers)
+
+    def normalize(
+        self, request: CanonicalRequest, numbering: Numbering | None = None
+    ) -> CanonicalRequest:
         """The request without what the ignore rules name, and with volatile values
         replaced by placeholders numbered by first occurrence across ``system``,
-        ``messages``, ``tools`` and ``params``, in that order."""
+        ``messages``, ``tools`` and ``params``, in that order (``numbering``, when given,
+        starts empty and is left holding every value numbered)."""
         endpoint = self.endpoint(request.endpoint)
         rules = self.rule_set(self.subject(request, endpoint))
         parts = {
@@ -205,7 +232,7 @@ class Normalizer:
                 parts[name] = drop(parts[name])
             elif when is None or when(parts[name]):
                 parts[name] = None
-        numbering = Numbering()
+        numbering = Numbering() if numbering is None else numbering
         system = rules.items(parts["system"], numbering)
         messages = rules.items(parts["messages"], numbering)
         tools = rules.items(parts["tools"], numbering)

@@ -64,6 +64,7 @@ class Template:
 
     text: str
     calls: tuple[tuple[str, str], ...]
+    whole: bool = False  # the text is its one placeholder
 
     @classmethod
     def of(cls, s: str, substitute: Callable[[Numbering], str]) -> Template | None:
@@ -71,12 +72,17 @@ class Template:
         itself (nothing to replace)."""
         stand = _Stand()
         text = substitute(stand)
-        return None if text is s else cls(text, tuple(stand.calls))
+        if text is s:
+            return None
+        calls = tuple(stand.calls)
+        return cls(text, calls, len(calls) == 1 and _STAND_INS.fullmatch(text) is not None)
 
     def fill(self, numbering: Numbering) -> str:
         """The result ``substitute`` gives with ``numbering`` (which it advances alike)."""
         if not self.calls:
             return self.text
+        if self.whole:
+            return numbering.placeholder(*self.calls[0])
         given = [numbering.placeholder(kind, value) for kind, value in self.calls]
         return _STAND_INS.sub(lambda m: given[int(m[1]) - 1], self.text)
 

@@ -74,6 +74,7 @@ class RuleSet:
         self.stable_long: set[str] = set()
         self.stable_long_chars = 0
         self.templates: dict[str, Template] = {}
+        self.short: dict[str, Template] = {}  # short strings holding volatile values
         self.runs = ItemRuns(self.walk)
 
     def number(self, value: int, numbering: Numbering) -> JSON:
@@ -89,8 +90,10 @@ class RuleSet:
         return value
 
     def text(self, s: str, numbering: Numbering) -> str:
-        """``substitute`` remembered: strings it leaves alone, and for long strings with
-        volatile values, the result with its placeholders left open (``Template``)."""
+        """``substitute`` remembered: strings it leaves alone, and for strings with
+        volatile values, the result with its placeholders left open (``Template``): an
+        id or a time sent again (a turn's id in each of its messages) is filled, not
+        scanned again."""
         if s in self.stable:
             return s
         long = len(s) > STABLE_MAX_LENGTH
@@ -110,10 +113,18 @@ class RuleSet:
                 self.templates[s] = template
                 self.stable_long_chars += len(s) + len(template.text)
             return template.fill(numbering)
-        out = substitute(self, s, numbering)
-        if out is s and len(self.stable) < STABLE_MAX_SIZE:
-            self.stable.add(s)
-        return out
+        template = self.short.get(s)
+        if template is not None:
+            return template.fill(numbering)
+        template = Template.of(s, lambda numbering: substitute(self, s, numbering))
+        if template is None:
+            if len(self.stable) < STABLE_MAX_SIZE:
+                self.stable.add(s)
+            return s
+        if len(self.short) >= STABLE_MAX_SIZE:
+            self.short.clear()
+        self.short[s] = template
+        return template.fill(numbering)
 
     def items(self, value: JSON, numbering: Numbering) -> JSON:
         """``walk`` of a component, its items and runs of them remembered (``runs``)."""

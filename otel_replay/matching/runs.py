@@ -110,7 +110,7 @@ class ItemRuns:
                 at = step
                 behind = True
                 continue
-            template = self._template(item)
+            template = self.template(item)
             if not template.calls:  # no placeholder: the same whatever the numbering
                 out.append(template.value)
                 ats.append(at)
@@ -137,7 +137,8 @@ class ItemRuns:
             self._free = (tuple(items), out[:])
         return out
 
-    def _template(self, item: JSON) -> ValueTemplate:
+    def template(self, item: JSON) -> ValueTemplate:
+        """``item`` walked with its placeholders left open, once per item object."""
         found = self._templates.get(id(item))
         if found is None or found[0] is not item:
             if len(self._templates) >= _MAX_ITEMS:

@@ -138,7 +138,8 @@ _block_parts = ListMap(block_part)
 _text_system = by_identity(content_parts)
 
 
-def _message(raw: JSON) -> dict[str, Any]:
+def canonical_message(raw: JSON) -> dict[str, Any]:
+    """One item of a body's ``messages`` as a canonical message."""
     if not isinstance(raw, dict):
         return message("user", [raw_part(raw)])
     return message(raw.get("role"), content_parts(raw.get("content")))
@@ -162,7 +163,7 @@ def _tool(tool: JSON) -> JSON:
     return {k: v for k, v in tool.items() if k not in _DROP}
 
 
-_messages = ListMap(_message)
+_messages = ListMap(canonical_message)
 _each_tool = ListMap(_tool)
 
 

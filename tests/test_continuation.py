@@ -1,0 +1,207 @@
+"""A coding agent's next turn matched by what it adds (``gateway.turns``,
+``matching.continuation``) gives what the full path gives: the same recordings replayed,
+the same misses, over whole sessions of Claude Code's and Codex's captured requests sent
+to a replaying gateway over loopback, with fresh values, sessions interleaved, and turns
+built to tell a one-to-one pairing of values from a looser one. Each case runs twice, the
+second time with the shortcut switched off, and the shortcut must have taken the turns."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import tempfile
+import uuid
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from aiohttp import ClientSession
+
+from benchmarks import captured
+from benchmarks._common import Route, Server, client_session, compact, post, send_each
+from otel_replay.cassette.model import dump, load
+from otel_replay.gateway.runner import GatewayConfig, GatewayServer
+from otel_replay.gateway.turns import Turns
+from otel_replay.matching.rulefile import parse_rules
+from otel_replay.matching.sources import RuleSources
+
+TURNS = 8
+CLAUDE = Route(captured.MESSAGES, captured.HEADERS)
+CODEX = Route(captured.RESPONSES, captured.CODEX_HEADERS)
+
+Body = dict[str, Any]
+
+
+def claude(n: int, date: str = "2026-11-02") -> list[Body]:
+    return captured.session_bodies(str(uuid.UUID(int=n)), date, TURNS)
+
+
+def codex(n: int, date: str = "2026-11-02") -> list[Body]:
+    return captured.codex_session_bodies(n, date, TURNS)
+
+
+def record(folder: Path, route: Route, bodies: list[Body], copies: int = 2) -> Path:
+    """A cassette of ``bodies`` recorded through a gateway against a bare handler
+    streaming the stub upstream's answer, each interaction ``copies`` times."""
+
+    async def run() -> None:
+        with Server(kind="stub") as stub:
+            async with client_session() as session:
+                answer = await post(
+                    session, stub.url + route.path, compact(bodies[0]), route.headers
+                )
+        (folder / "answer").write_bytes(answer)
+        with Server(kind="bare", stream=folder / "answer") as bare:
+            with Server(kind="gateway", mode="record", cassette=cassette, upstream=bare.url) as g:
+                await send_each(g.url, [compact(b) for b in bodies], route)
+
+    cassette = folder / "session.json"
+    asyncio.run(run())
+    once = load(cassette)
+    dump(replace(once, interactions=once.interactions * copies), cassette)
+    return cassette
+
+
+def replay(
+    cassette: Path, route: Route, bodies: list[Body], *, follow: bool, rules: str = ""
+) -> tuple[list[tuple[int, bytes]], list[int], int]:
+    """Each body's status and answer from a strict replaying gateway, the recordings it
+    replayed in order, and how many turns were matched by what they add."""
+    sources = RuleSources((parse_rules(rules, "otel-replay.toml")[0],)) if rules else RuleSources()
+
+    async def run() -> tuple[list[tuple[int, bytes]], list[int], int]:
+        gateway = GatewayServer(
+            GatewayConfig(
+                mode="strict",
+                cassette=cassette,
+                upstream_openai="http://127.0.0.1:9/v1",
+                upstream_anthropic="http://127.0.0.1:9",
+                environ={},
+                rules=sources,
+            )
+        )
+        await gateway.start()
+        answers = []
+        try:
+            async with ClientSession() as client:
+                for body in bodies:
+                    url = f"http://127.0.0.1:{gateway.port}{route.path}"
+                    async with client.post(url, data=compact(body), headers=route.headers) as r:
+                        answers.append((r.status, await r.read()))
+            app = gateway.gateway
+            turns = app._turns
+            followed = 0 if turns is None else turns.followed
+            hits = list(app.session.hits)
+        finally:
+            await gateway.stop()
+        return answers, hits, followed
+
+    original = Turns.follow
+    if not follow:
+        Turns.follow = lambda self, provider, path, raw: None  # type: ignore[method-assign]
+    try:
+        return asyncio.run(run())
+    finally:
+        Turns.follow = original  # type: ignore[method-assign]
+
+
+def same_both_ways(
+    cassette: Path, route: Route, bodies: list[Body], rules: str = ""
+) -> tuple[list[int], int, list[int]]:
+    """The replay with and without the shortcut, held equal: hits, turns followed,
+    statuses."""
+    fast, fast_hits, followed = replay(cassette, route, bodies, follow=True, rules=rules)
+    full, full_hits, none = replay(cassette, route, bodies, follow=False, rules=rules)
+    assert none == 0
+    assert [status for status, _ in fast] == [status for status, _ in full]
+    assert [a for s, a in fast if s == 200] == [a for s, a in full if s == 200]
+    assert fast_hits == full_hits
+    return fast_hits, followed, [status for status, _ in fast]
+
+
+@pytest.fixture(scope="module")
+def claude_cassette() -> Path:
+    with tempfile.TemporaryDirectory() as tmp:
+        yield record(Path(tmp), CLAUDE, claude(0, "2025-01-01"))
+
+
+@pytest.fixture(scope="module")
+def codex_cassette() -> Path:
+    with tempfile.TemporaryDirectory() as tmp:
+        yield record(Path(tmp), CODEX, codex(0, "2025-01-01"))
+
+
+@pytest.mark.parametrize("which", ["claude", "codex"])
+def test_fresh_sessions_replay_alike_and_later_turns_are_followed(
+    which: str, claude_cassette: Path, codex_cassette: Path
+) -> None:
+    cassette, route, make = (
+        (claude_cassette, CLAUDE, claude) if which == "claude" else (codex_cassette, CODEX, codex)
+    )
+    bodies = make(1) + make(2, "2026-11-03")  # both copies of the recording, then one more
+    hits, followed, statuses = same_both_ways(cassette, route, bodies + make(3)[:2])
+    assert statuses[: 2 * TURNS] == [200] * (2 * TURNS)
+    assert 200 not in statuses[2 * TURNS :]  # both copies used: a third session misses
+    assert sorted(hits) == list(range(2 * TURNS))
+    assert followed >= 2 * (TURNS - 2)  # every turn after a session's first (and second)
+
+
+def test_interleaved_sessions_replay_alike(codex_cassette: Path) -> None:
+    one, two = codex(5), codex(6, "2026-11-04")
+    bodies = [b for pair in zip(one, two, strict=True) for b in pair]
+    hits, _, statuses = same_both_ways(codex_cassette, CODEX, bodies)
+    assert statuses == [200] * len(bodies)
+    assert sorted(hits) == list(range(2 * TURNS))
+
+
+def reusing(bodies: list[Body]) -> list[Body]:
+    """From the third request on, the second tool call names the id the first had."""
+    changed = copy.deepcopy(bodies)
+    for body in changed[2:]:
+        messages = body["messages"]
+        first = messages[2]["content"][1]["id"]
+        messages[4]["content"][1]["id"] = first
+        messages[5]["content"][0]["tool_use_id"] = first
+    return changed
+
+
+def test_a_value_paired_two_ways_misses_alike(claude_cassette: Path) -> None:
+    """A later turn's tool call names the id an earlier turn's call had; recorded, the
+    ids differ: not the same conversation up to fresh values."""
+    _, followed, statuses = same_both_ways(claude_cassette, CLAUDE, reusing(claude(7)))
+    assert statuses[:2] == [200, 200] and statuses[2] != 200
+    assert followed >= 1
+
+
+def test_a_value_recorded_twice_is_not_paired_with_two_fresh_ones() -> None:
+    """The other way round: the recording names one id twice, the live turns two."""
+    with tempfile.TemporaryDirectory() as tmp:
+        cassette = record(Path(tmp), CLAUDE, reusing(claude(0, "2025-01-01")), copies=1)
+        _, followed, statuses = same_both_ways(cassette, CLAUDE, claude(8))
+    assert statuses[:2] == [200, 200] and statuses[2] != 200
+    assert followed >= 1
+
+
+def test_a_changed_message_text_misses_alike(codex_cassette: Path) -> None:
+    bodies = codex(8)
+    bodies[4] = copy.deepcopy(bodies[4])
+    bodies[4]["input"][-1]["output"][0]["text"] = "Script failed\nWall time 0.3 seconds\n"
+    _, followed, statuses = same_both_ways(codex_cassette, CODEX, bodies[:5])
+    assert statuses[:4] == [200] * 4 and statuses[4] != 200
+    assert followed >= 2
+
+
+def test_an_ignore_rule_inside_messages_is_applied_to_the_new_ones(
+    claude_cassette: Path,
+) -> None:
+    """``messages[*].parts[*].response`` ignored: a turn whose new tool result differs
+    still matches, by either path."""
+    bodies = claude(9)
+    for body in bodies[3:]:
+        body["messages"] = copy.deepcopy(body["messages"])
+        body["messages"][-1]["content"][0]["content"] = "changed output"
+    rules = '[[ignore]]\npath = "messages[*].parts[*].response"\n'
+    _, followed, statuses = same_both_ways(claude_cassette, CLAUDE, bodies, rules)
+    assert statuses == [200] * TURNS
+    assert followed >= TURNS - 3
