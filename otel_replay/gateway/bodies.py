@@ -39,12 +39,12 @@ from otel_replay.gateway.call import BodyTooDeep, nests_deeper, parse_body
 from otel_replay.redaction.redact import Redactor
 from otel_replay.session.session import Session
 
-__all__ = ["SCAN", "Bodies", "Body", "check"]
+__all__ = ["Bodies", "Body"]
 
 _WS = re.compile(r"[ \t\n\r]*")
 _BLANK = frozenset(" \t\n\r")
 _AFTER_ITEM = frozenset(" \t\n\r,]")  # what may follow an array's item
-SCAN: Any = STRICT.scan_once  # type: ignore[attr-defined]  # the C scanner; no NaN
+_SCAN: Any = STRICT.scan_once  # type: ignore[attr-defined]  # the C scanner; no NaN
 _MAX_CHARS = 32 * 1024 * 1024
 """Text remembered at most (items' bytes, about as much again in parsed values); past it
 the memory starts afresh."""
@@ -147,7 +147,7 @@ class Bodies:
                         if text in self._items or len(text) < least:
                             continue
                         try:
-                            check(item, room, self.max_depth)
+                            _check(item, room, self.max_depth)
                         except BodyTooDeep:
                             break
                         primed = self._items[text] = Item(text, item, room, recorded=True)
@@ -199,6 +199,12 @@ class Bodies:
             return None
         return run[:4], list(items)
 
+    def read_item(self, text: str, i: int, items: list[Item | JSON]) -> int:
+        """Reads an array's item at ``text[i]`` (a character per byte) into ``items`` as
+        ``read`` does: met before, the very same item; the index after it (ValueError
+        and the like when there is none, BodyTooDeep)."""
+        return self._next_item(text, i, self.max_depth - 1, items, ())
+
     def grew(
         self, key: str, raw: bytes, place: tuple[int, int, int], items: list[Item | JSON]
     ) -> None:
@@ -234,7 +240,7 @@ class Bodies:
             if not text.startswith('"', i):
                 raise _Unread
             start = i
-            key, i = SCAN(text, i)
+            key, i = _SCAN(text, i)
             key = _utf8(text, start, i, key)
             i = _WS.match(text, i).end()  # type: ignore[union-attr]
             if not text.startswith(":", i):
@@ -247,13 +253,13 @@ class Bodies:
                 piece = items
             else:
                 start = i
-                item, i = SCAN(text, i)
+                item, i = _SCAN(text, i)
                 if i - start >= _LONG_VALUE:  # instructions, a system prompt: the same object
                     piece = self._item(text[start:i], item, room)
                     item = piece.value
                 else:
                     item = _utf8(text, start, i, item)
-                    check(item, room, self.max_depth)
+                    _check(item, room, self.max_depth)
                     piece = item
             value[key] = item
             pieces.append((key, piece))
@@ -332,12 +338,12 @@ class Bodies:
             self._met_new = self._met_new or not before.recorded
             return i + len(before.text)
         begin = i
-        parsed, i = SCAN(text, i)
+        parsed, i = _SCAN(text, i)
         if text.startswith(("{", "["), begin):
             items.append(self._item(text[begin:i], parsed, room - 1))
         else:
             parsed = _utf8(text, begin, i, parsed)
-            check(parsed, room - 1, self.max_depth)
+            _check(parsed, room - 1, self.max_depth)
             items.append(parsed)
         return i
 
@@ -365,12 +371,12 @@ class Bodies:
             self._reused += len(text)
             self._met_new = self._met_new or not found.recorded
             if found.room > room:  # met before at a shallower place
-                check(found.value, room, self.max_depth)
+                _check(found.value, room, self.max_depth)
                 found.room = room
             return found
         if not text.isascii():  # read from its UTF-8
-            parsed = SCAN(text.encode("latin-1").decode("utf-8"), 0)[0]
-        check(parsed, room, self.max_depth)
+            parsed = _SCAN(text.encode("latin-1").decode("utf-8"), 0)[0]
+        _check(parsed, room, self.max_depth)
         item = Item(text, parsed, room)
         self._met_new = True
         if self._chars + len(text) > _MAX_CHARS:
@@ -406,11 +412,11 @@ def _utf8(text: str, start: int, end: int, scanned: JSON) -> JSON:
     segment = text[start:end]
     if segment.isascii():
         return scanned
-    value: JSON = SCAN(segment.encode("latin-1").decode("utf-8"), 0)[0]
+    value: JSON = _SCAN(segment.encode("latin-1").decode("utf-8"), 0)[0]
     return value
 
 
-def check(value: JSON, room: int, limit: int) -> None:
+def _check(value: JSON, room: int, limit: int) -> None:
     """BodyTooDeep when ``value``, ``limit - room`` levels in, takes the body past ``limit``."""
     if room < 0 or nests_deeper(value, room):
         raise BodyTooDeep(limit)

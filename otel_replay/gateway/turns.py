@@ -3,8 +3,8 @@
 A coding agent's request is its last one with messages added: the same bytes up to the
 end of its conversation's array (or up to its last item, which Claude Code sends again
 without its cache marker), new items, then the same bytes to the end. ``Turns`` finds that
-by comparing the two bodies' bytes, reads only the new items (parsed, checked and
-redacted as a full reading would), makes them canonical messages
+by comparing the two bodies' bytes, reads only the new items (``Bodies.read_item``: an
+item met before is the very same object, its redaction done once), makes them canonical messages
 (``providers.conversation``) and has ``matching.continuation`` match the turn by them.
 Anything else (another field changed, a body not read before, a provider whose messages
 are not made item by item) is left to the full path, which gives the same answer.
@@ -17,7 +17,8 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
 from otel_replay.core.exchange import JSON
-from otel_replay.gateway.bodies import SCAN, Bodies, check
+from otel_replay.gateway.bodies import Bodies
+from otel_replay.gateway.body import Item
 from otel_replay.gateway.call import BodyTooDeep, Call
 from otel_replay.matching.continuation import Continuations
 from otel_replay.providers.base import Provider
@@ -81,26 +82,23 @@ class Turns:
         return index, last.asks_stream
 
     def _match(
-        self,
-        key: Hashable,
-        kept: int,
-        items: list[tuple[JSON, int]],
-        convert: Callable[[JSON], JSON],
+        self, key: Hashable, kept: int, items: list[Item | JSON], convert: Callable[[JSON], JSON]
     ) -> int | None:
-        clean = self.session.redactor.json
-        added = [convert(clean(item, size=size)) for item, size in items]
+        redactor = self.session.redactor
+        added = [
+            convert(item.clean(redactor) if isinstance(item, Item) else redactor.json(item))
+            for item in items
+        ]
         return self.continuations.follow(key, kept, added, lambda _: True)
 
     def _forget(self, key: Hashable) -> None:
         self._last.pop(key, None)
         self.continuations.forget(key)
 
-    def _grown(
-        self, raw: bytes, field: str, last: bytes
-    ) -> tuple[int, list[tuple[JSON, int]]] | None:
+    def _grown(self, raw: bytes, field: str, last: bytes) -> tuple[int, list[Item | JSON]] | None:
         """How many of the last body's items under ``field`` ``raw`` keeps, and the items
-        it has after them (each with the length of its text), when it is that body with
-        only those changed (then taken by the reader for its last body); None otherwise."""
+        it has after them, when it is that body with only those changed (then taken by
+        the reader for its last body); None otherwise."""
         known = self.reader.last_array(field)
         if known is None or known[0][0] is not last:
             return None
@@ -114,35 +112,28 @@ class Turns:
         for cut, kept in ((end, len(items)), (before_last, len(items) - 1)):
             if kept < 1 or cut > stop or not raw.startswith(body[:cut]):
                 continue
-            new: list[tuple[JSON, int]] = []
+            new: list[Item | JSON] = []
             try:
-                text = raw[cut:stop].decode("utf-8")
-                before = self._items(text, new)
+                before = self._items(raw[cut:stop].decode("latin-1"), new)
             except (ValueError, StopIteration, RecursionError, BodyTooDeep):
                 return None  # UnicodeDecodeError included
             if before is None:
                 return None
-            if before and not text.isascii():
-                before = len(text[:before].encode("utf-8"))
-            kept_items = [*items[:kept], *(item for item, _ in new)]
-            self.reader.grew(field, raw, (start, stop, cut + before), kept_items)
+            self.reader.grew(field, raw, (start, stop, cut + before), [*items[:kept], *new])
             return kept, new
         return None
 
-    def _items(self, text: str, new: list[tuple[JSON, int]]) -> int | None:
-        """Reads the items ``text`` lists, each after a comma, into ``new`` (each checked
-        to nest within the limit as an array's item of the body); where the one before
-        the last ends (0: before the text), None when ``text`` is not such a list."""
-        limit = self.reader.max_depth
+    def _items(self, text: str, new: list[Item | JSON]) -> int | None:
+        """Reads the items ``text`` (a character per byte) lists, each after a comma,
+        into ``new``; where the one before the last ends (0: before the text), None when
+        ``text`` is not such a list."""
         i, before = 0, 0
         while True:
             i = _WS.match(text, i).end()  # type: ignore[union-attr]
             if not text.startswith(",", i):
                 return None
             i = _WS.match(text, i + 1).end()  # type: ignore[union-attr]
-            item, end = SCAN(text, i)
-            check(item, limit - 2, limit)  # inside the body's braces and the array's
-            new.append((item, end - i))
+            end = self.reader.read_item(text, i, new)
             i = _WS.match(text, end).end()  # type: ignore[union-attr]
             if i == len(text):
                 return before

@@ -7,13 +7,15 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from otel_replay.core.exchange import JSON
+from otel_replay.core.memo import by_identity
 from otel_replay.providers.anthropic import canonical_message
 from otel_replay.providers.openai_request import responses_item
 
 __all__ = ["item_messages"]
 
 _ITEM_MESSAGES: dict[tuple[str, str], tuple[str, Callable[[JSON], JSON]]] = {
-    ("anthropic", "messages"): ("messages", canonical_message),
+    # an item met again (the same redacted object) gives the same message object
+    ("anthropic", "messages"): ("messages", by_identity(canonical_message)),
     ("openai", "responses"): ("input", responses_item),
 }
 
