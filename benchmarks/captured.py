@@ -156,10 +156,12 @@ def codex_first_request(seed: int, date: str) -> dict[str, Any]:
 
 def codex_session_bodies(seed: int, date: str, turns: int) -> list[dict[str, Any]]:
     """Codex's session of ``turns`` requests: each next one adds a call of its ``exec``
-    tool and the call's output."""
+    tool and the call's output, and writes its ``client_metadata`` (a hash map) with its
+    keys in another order, as the CLI does."""
     first = codex_first_request(seed, date)
     meta = first["input"][-1]["internal_chat_message_metadata_passthrough"]
-    draw = random.Random(seed + 1)
+    draw, order = random.Random(seed + 1), random.Random(seed + 2)
+    metadata = list(first["client_metadata"].items())
     history: list[dict[str, Any]] = []
     bodies = [first]
     for turn in range(1, turns):
@@ -189,5 +191,8 @@ def codex_session_bodies(seed: int, date: str, turns: int) -> list[dict[str, Any
                 },
             },
         ]
-        bodies.append({**first, "input": [*first["input"], *history]})
+        order.shuffle(metadata)
+        bodies.append(
+            {**first, "input": [*first["input"], *history], "client_metadata": dict(metadata)}
+        )
     return bodies

@@ -72,9 +72,12 @@ def record(
 
 
 def replay(
-    cassette: Path, cwd: Path, home: Path, *claude: str, **extra: str
+    cassette: Path, cwd: Path, home: Path, *claude: str, report: Path | None = None, **extra: str
 ) -> subprocess.CompletedProcess[str]:
+    """Replays strictly; with ``report``, the JSON run report goes there."""
     args = ["replay", "--cassette", str(cassette), "--mode", "strict"]
+    if report is not None:
+        args += ["--report", str(report)]
     return otel_replay(args, cwd, home, *claude, **extra)
 
 

@@ -89,8 +89,12 @@ def otel_replay(
     return Run(done.returncode, done.stdout, done.stderr)
 
 
-def replay(cassette: Path, cwd: Path, codex_home: Path, prompt: str) -> Run:
+def replay(
+    cassette: Path, cwd: Path, codex_home: Path, prompt: str, report: Path | None = None
+) -> Run:
     args = ["replay", "--cassette", str(cassette), "--mode", "strict"]
+    if report is not None:
+        args += ["--report", str(report)]
     return otel_replay(args, cwd, codex_home, prompt)
 
 

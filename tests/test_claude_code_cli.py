@@ -70,9 +70,15 @@ def test_both_turns_replay_in_another_directory_with_another_home(recorded, tmp_
     home = tmp_path / "home-of-bob"
     plain = replay(_copy(recorded.plain, tmp_path), folder, home, "-p", PLAIN)
     _hits(plain, 1, recorded.plain_out)
-    tool = replay(_copy(recorded.tool, tmp_path), folder, home, "-p", TOOL, *TOOL_ARGS)
+    report = tmp_path / "report.json"
+    tool = replay(
+        _copy(recorded.tool, tmp_path), folder, home, "-p", TOOL, *TOOL_ARGS, report=report
+    )
     _hits(tool, 2, recorded.tool_out)
     assert recorded.tool_out.strip() == "stub reply to: " + NOTE.strip()
+    # the second call is the first with the tool's call and result added (its last message
+    # sent again without the cache marker): matched by what it adds
+    assert json.loads(report.read_text())["replayed_by_turn"] == 1
 
 
 def _both_turns_hit(recorded: Recorded, folder: Path, tmp_path: Path) -> None:
@@ -80,8 +86,12 @@ def _both_turns_hit(recorded: Recorded, folder: Path, tmp_path: Path) -> None:
     home = tmp_path / "home"
     plain = replay(_copy(recorded.plain, tmp_path), folder, home, "-p", PLAIN)
     _hits(plain, 1, recorded.plain_out)
-    tool = replay(_copy(recorded.tool, tmp_path), folder, home, "-p", TOOL, *TOOL_ARGS)
+    report = tmp_path / "report.json"
+    tool = replay(
+        _copy(recorded.tool, tmp_path), folder, home, "-p", TOOL, *TOOL_ARGS, report=report
+    )
     _hits(tool, 2, recorded.tool_out)
+    assert json.loads(report.read_text())["replayed_by_turn"] == 1
 
 
 def test_both_turns_replay_in_a_git_repository_with_commits_and_untracked_files(recorded, tmp_path):

@@ -5,6 +5,7 @@ prompt and a changed tool result miss."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from collections.abc import Callable
@@ -93,11 +94,15 @@ RUNS = [("tool", place) for place in list(PLACES)[:3]] + [("plain", list(PLACES)
 def test_replays_strictly_anywhere(codex_recordings, tmp_path, turn, place):
     recording: Recording = codex_recordings[turn]
     project, home, cassette = PLACES[place](tmp_path, recording.cassette)
-    run = replay(cassette, project, home, recording.prompt)
+    report = tmp_path / "report.json"
+    run = replay(cassette, project, home, recording.prompt, report)
     turns = len(load(cassette).interactions)
     assert run.code == 0, run.stderr
     assert f"{turns} replayed · 0 live · 0 misses" in run.stderr
     assert "stub reply to:" in run.stdout
+    # the call after the tool's is the first one with its shell call and output added
+    # (its client_metadata's keys in another order): matched by what it adds
+    assert json.loads(report.read_text())["replayed_by_turn"] == turns - 1
 
 
 def _why(cassette: Path, cwd: Path) -> str:

@@ -205,3 +205,16 @@ def test_an_ignore_rule_inside_messages_is_applied_to_the_new_ones(
     _, followed, statuses = same_both_ways(claude_cassette, CLAUDE, bodies, rules)
     assert statuses == [200] * TURNS
     assert followed >= TURNS - 3
+
+
+def test_a_member_after_the_conversation_changed_misses_alike(codex_cassette: Path) -> None:
+    """Codex writes ``client_metadata`` with its keys in a new order each request (the
+    turns are followed all the same); a value changed after ``input`` is no such turn."""
+    bodies = codex(10)
+    bodies[4] = {**bodies[4], "parallel_tool_calls": True}
+    bodies[5] = {**bodies[5], "client_metadata": {**bodies[5]["client_metadata"], "extra": 1}}
+    orders = {tuple(body["client_metadata"]) for body in bodies[:4]}
+    assert len(orders) == 4  # reordered each request
+    _, followed, statuses = same_both_ways(codex_cassette, CODEX, bodies[:6])
+    assert statuses[:4] == [200] * 4 and statuses[4] != 200 and statuses[5] != 200
+    assert 2 <= followed <= 3  # up to the fourth request; not the changed ones

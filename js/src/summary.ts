@@ -4,6 +4,8 @@
 export interface Summary {
   mode: string;
   replayed: number;
+  /** Of `replayed`, the turns matched by what they add to their conversation's last one. */
+  replayed_by_turn?: number;
   live: number;
   misses: string[];
   spans_received: number;

@@ -22,6 +22,7 @@ from typing import Any
 import orjson
 
 __all__ = [
+    "AS_WRITTEN",
     "STRICT",
     "LineItems",
     "dumps_line",
@@ -43,6 +44,14 @@ def _no_constant(name: str) -> Any:
 STRICT = json.JSONDecoder(parse_constant=_no_constant)
 """The standard library's decoder, refusing ``NaN`` and the infinities (``ValueError``):
 a body holding one is no JSON a cassette can carry, so it is kept as the text it is."""
+
+AS_WRITTEN = json.JSONDecoder(
+    parse_float=lambda text: ("float", text),
+    parse_int=lambda text: ("int", text),
+    parse_constant=_no_constant,
+)
+"""``STRICT``, each number kept as its text: two values equal as read by it are equal to
+the matcher too (parsed, ``1 == 1.0 == True``)."""
 
 
 def strict_loads(data: bytes | str) -> Any:

@@ -213,6 +213,7 @@ class Gateway:
         if followed is None:
             return None
         index, asks_stream = followed
+        self.session.by_turn += 1
         call, _ = self._call(request, route, request.headers, raw, hit=index)
         call.number, call.asks_stream = number, asks_stream
         decision = decide(self.session.mode, routed=True, match=index, own_key=False)

@@ -2,8 +2,10 @@
 
 A coding agent's request is its last one with messages added: the same bytes up to the
 end of its conversation's array (or up to its last item, which Claude Code sends again
-without its cache marker), new items, then the same bytes to the end. ``Turns`` finds that
-by comparing the two bodies' bytes, reads only the new items (``Bodies.read_item``: an
+without its cache marker), new items, then the same members to the end (the same bytes,
+or for Codex, whose ``client_metadata`` is a hash map, the same values with their keys in
+another order). ``Turns`` finds that by comparing the two bodies' bytes, reads only the
+new items (``Bodies.read_item``: an
 item met before is the very same object, its redaction done once), makes them canonical messages
 (``providers.conversation``) and has ``matching.continuation`` match the turn by them.
 Anything else (another field changed, a body not read before, a provider whose messages
@@ -17,6 +19,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
 from otel_replay.core.exchange import JSON
+from otel_replay.core.jsontext import AS_WRITTEN
 from otel_replay.gateway.bodies import Bodies
 from otel_replay.gateway.body import Item
 from otel_replay.gateway.call import BodyTooDeep, Call
@@ -49,6 +52,7 @@ class Turns:
             session.matcher, lambda index: session.recording(index).request
         )
         self._last: dict[Hashable, _Last] = {}
+        self._members: tuple[bytes, dict[str, JSON]] | None = None  # a body's, after its array
         self.followed = 0
         """Turns matched by what they add (for tests and benchmarks)."""
 
@@ -104,37 +108,74 @@ class Turns:
             return None
         (_, start, end, before_last), items = known
         body = memoryview(last)
-        tail = body[end:]
-        stop = len(raw) - len(tail)
-        if not raw.endswith(tail):
-            return None
         # after the last item, or after the one before it (the last sent again, changed)
         for cut, kept in ((end, len(items)), (before_last, len(items) - 1)):
-            if kept < 1 or cut > stop or not raw.startswith(body[:cut]):
+            if kept < 1 or not raw.startswith(body[:cut]):
                 continue
             new: list[Item | JSON] = []
+            text = raw[cut:].decode("latin-1")
             try:
-                before = self._items(raw[cut:stop].decode("latin-1"), new)
+                read = self._items(text, new)
             except (ValueError, StopIteration, RecursionError, BodyTooDeep):
-                return None  # UnicodeDecodeError included
-            if before is None:
+                return None
+            if read is None:
+                return None
+            before, after = read
+            stop = cut + after
+            if not self._same_rest(raw, stop, last, body[end:]):
                 return None
             self.reader.grew(field, raw, (start, stop, cut + before), [*items[:kept], *new])
             return kept, new
         return None
 
-    def _items(self, text: str, new: list[Item | JSON]) -> int | None:
-        """Reads the items ``text`` (a character per byte) lists, each after a comma,
-        into ``new``; where the one before the last ends (0: before the text), None when
-        ``text`` is not such a list."""
-        i, before = 0, 0
+    def _same_rest(self, raw: bytes, at: int, last: bytes, rest: memoryview) -> bool:
+        """Whether ``raw`` after its array's last item (at ``at``) is ``rest``, the last
+        body's: the same bytes, or the same members with the same values in another order
+        (Codex writes its ``client_metadata`` from a hash map, its keys in a new order
+        each request). The last body's members are kept from its own turn."""
+        known = self._members
+        theirs = known[1] if known is not None and known[0] is last else None
+        if len(raw) - at == len(rest) and raw.endswith(rest):
+            self._members = None if theirs is None else (raw, theirs)
+            return True
+        ours = _members(raw[at:])
+        if ours is None or ours != (_members(bytes(rest)) if theirs is None else theirs):
+            return False
+        self._members = (raw, ours)
+        return True
+
+    def _items(self, text: str, new: list[Item | JSON]) -> tuple[int, int] | None:
+        """Reads the items ``text`` (a character per byte) begins with, each after a
+        comma, up to the array's end, into ``new``: where the one before the last ends
+        (0: before the text) and where the last does; None when ``text`` does not begin
+        so."""
+        i, before, end = 0, 0, 0
         while True:
             i = _WS.match(text, i).end()  # type: ignore[union-attr]
+            if text.startswith("]", i) and end:
+                return before, end
             if not text.startswith(",", i):
                 return None
             i = _WS.match(text, i + 1).end()  # type: ignore[union-attr]
-            end = self.reader.read_item(text, i, new)
-            i = _WS.match(text, end).end()  # type: ignore[union-attr]
-            if i == len(text):
-                return before
-            before = end
+            before, end = end, self.reader.read_item(text, i, new)
+            i = end
+
+
+def _members(rest: bytes) -> dict[str, JSON] | None:
+    """The members that follow an array's last item to the body's end
+    (``] , "k": v … }``), numbers kept as written (``1`` and ``1.0`` differ, as they do
+    to the matcher); None when ``rest`` is not such."""
+    try:
+        text = rest.decode("utf-8")
+        i = _WS.match(text).end()  # type: ignore[union-attr]
+        if not text.startswith("]", i):
+            return None
+        i = _WS.match(text, i + 1).end()  # type: ignore[union-attr]
+        if text.startswith(",", i):
+            members: dict[str, JSON] = AS_WRITTEN.decode("{" + text[i + 1 :])
+            return members
+        if text.startswith("}", i) and _WS.match(text, i + 1).end() == len(text):  # type: ignore[union-attr]
+            return {}
+    except (ValueError, RecursionError):  # UnicodeDecodeError, JSONDecodeError, a NaN
+        pass
+    return None

@@ -37,6 +37,9 @@ class Summary:
     tools_replayed: int = 0  # tool calls (MCP ``tools/call``) answered from the cassette
     tools_live: int = 0  # tool calls that went to the real server
     tools_misses: int = 0  # MCP requests that missed (also among ``misses``)
+    by_turn: int = 0
+    """Of ``replayed``, the turns matched by what they add to their conversation's last
+    one (a coding agent's fast path; the full matcher would take the same)."""
 
     def cost_text(self) -> str | None:
         """``live calls cost $0.0123`` (and how many could not be priced), or None."""
@@ -79,6 +82,7 @@ class Summary:
         return {
             "mode": self.mode,
             "replayed": self.replayed,
+            "replayed_by_turn": self.by_turn,
             "live": self.live,
             "misses": list(self.misses),
             "spans_received": self.spans_received,
@@ -104,8 +108,10 @@ def summary_from_json(doc: dict[str, Any]) -> Summary:
     """The :class:`Summary` whose ``to_json`` is ``doc`` (a pytest-xdist worker's)."""
     fields = dict(doc)
     tools = fields.pop("tools", None) or {}
+    by_turn = fields.pop("replayed_by_turn", 0)
     return Summary(
         **fields,
+        by_turn=by_turn,
         tools_replayed=tools.get("replayed", 0),
         tools_live=tools.get("live", 0),
         tools_misses=tools.get("misses", 0),
@@ -117,6 +123,7 @@ def combined(summaries: Iterable[Summary], mode: str) -> Summary:
     total = Summary(mode=mode)
     for summary in summaries:
         total.replayed += summary.replayed
+        total.by_turn += summary.by_turn
         total.live += summary.live
         total.misses.extend(summary.misses)
         total.spans_received += summary.spans_received

@@ -119,6 +119,7 @@ def run_summary(session: Session) -> Summary:
     return Summary(
         mode=session.mode,
         replayed=session.replayed,
+        by_turn=session.by_turn,
         live=len(session.live),
         misses=[m.message for m in session.misses],
         spans_received=session.store.spans_received,

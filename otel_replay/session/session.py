@@ -117,6 +117,7 @@ class Session:
         if rules.files or self.cassette.source.get("rules"):
             self.index.rules()  # a bad rule stops the run before it serves
         self.replayed = 0
+        self.by_turn = 0  # of those, turns matched by what they add (``gateway.turns``)
         self.hits: list[int] = []
         self.live: list[Exchange] = []
         self.misses: list[Miss] = []
