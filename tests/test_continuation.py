@@ -23,6 +23,7 @@ from benchmarks._common import Route, Server, client_session, compact, post, sen
 from otel_replay.cassette.model import dump, load
 from otel_replay.gateway.runner import GatewayConfig, GatewayServer
 from otel_replay.gateway.turns import Turns
+from otel_replay.matching.exact import RAW_MAX
 from otel_replay.matching.rulefile import parse_rules
 from otel_replay.matching.sources import RuleSources
 
@@ -218,3 +219,23 @@ def test_a_member_after_the_conversation_changed_misses_alike(codex_cassette: Pa
     _, followed, statuses = same_both_ways(codex_cassette, CODEX, bodies[:6])
     assert statuses[:4] == [200] * 4 and statuses[4] != 200 and statuses[5] != 200
     assert 2 <= followed <= 3  # up to the fourth request; not the changed ones
+
+
+@pytest.mark.parametrize("which", ["claude", "codex"])
+def test_a_session_sent_as_recorded_is_followed_after_its_first_exact_turn(
+    which: str, claude_cassette: Path, codex_cassette: Path
+) -> None:
+    """Requests byte for byte the recorded ones are found by their bytes; the first such
+    turn read whole (one too large to be looked up as sent) begins a chain, so every
+    later one is matched by what it adds (not read and hashed whole), and both copies
+    replay as the full path replays them."""
+    cassette, route, bodies = (
+        (claude_cassette, CLAUDE, claude(0, "2025-01-01"))
+        if which == "claude"
+        else (codex_cassette, CODEX, codex(0, "2025-01-01"))
+    )
+    read = next(i for i, body in enumerate(bodies) if len(compact(body)) > RAW_MAX)
+    hits, followed, statuses = same_both_ways(cassette, route, bodies + bodies)
+    assert statuses == [200] * (2 * TURNS)
+    assert sorted(hits) == list(range(2 * TURNS))
+    assert followed == 2 * (TURNS - 1 - read)

@@ -140,7 +140,7 @@ class Gateway:
                 match = call.session.matcher.match(call.canonical)
             except ReplayMiss as miss:
                 match = miss
-        if at_once and exact is None and isinstance(match, int):  # a chain of turns begins
+        if at_once and isinstance(match, int):  # a chain of turns begins (exact hits too)
             self._turns_for(call.session).matched(call, match)
         own_key = isinstance(match, ReplayMiss) and self._own_keys.offered(
             call.upstream, lowered(headers)

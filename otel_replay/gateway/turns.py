@@ -57,7 +57,8 @@ class Turns:
         """Turns matched by what they add (for tests and benchmarks)."""
 
     def matched(self, call: Call, index: int) -> None:
-        """The full path matched ``call`` (read by ``reader``) to recording ``index``."""
+        """The full path matched ``call`` (read by ``reader``) to recording ``index``, by
+        the matcher or by its exact body (a turn sent as recorded)."""
         key = (call.provider.name, call.path)
         if call.reading is None or item_messages(call.provider.name, call.operation) is None:
             self._forget(key)
