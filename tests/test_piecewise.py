@@ -414,3 +414,53 @@ def test_a_tool_list_without_placeholders_is_the_same_after_any_numbering():
         request = CanonicalRequest("/v1/x", messages=messages, tools=tools)
         plain = Normalizer().normalize(copy.deepcopy(request))
         assert engine.normalize(request) == plain
+
+
+long_member = st.lists(text, min_size=1, max_size=3).map(
+    lambda texts: [{"type": "input_text", "text": t + " " + "y" * 260} for t in texts]
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(long_member, value), min_size=1, max_size=4), st.booleans())
+def test_a_new_item_holding_members_met_before_reads_as_the_whole_body(contents, ascii_only):
+    """Each turn's item comes with a fresh id around content met before (an agent's tool
+    list, a tool's output): read, its long members are the recorded objects, and the
+    body reads and redacts as the whole-body path reads and redacts it."""
+
+    def body(ids: str) -> dict[str, object]:
+        items = [
+            {"type": "tool_output", "id": f"{ids}_{n}", "output": output, "meta": meta}
+            for n, (output, meta) in enumerate(contents)
+        ]
+        return {"model": "m", "input": items}
+
+    recorded = body("recorded")
+    reader = Bodies(REDACTOR)
+    reader.prime([recorded])
+    live = copy.deepcopy(body("live"))
+    raw = _write(live, False, ascii_only, "")
+    read = reader.read(raw)
+    assert read.value == parse_body(raw) == live
+    assert read.redacted() == redacted_body(REDACTOR, raw)
+    assert SECRET not in json.dumps(read.redacted())
+    assert isinstance(read.value, dict)
+    first: dict[str, object] = {}  # equal outputs: the first recorded is the one met
+    for original in recorded["input"]:  # type: ignore[attr-defined]
+        first.setdefault(json.dumps(original["output"]), original["output"])
+    for item in read.value["input"]:  # type: ignore[attr-defined]
+        assert item["output"] is first[json.dumps(item["output"])]
+
+
+def test_a_recorded_member_holding_nan_is_not_taken_for_one_holding_null() -> None:
+    """orjson writes NaN as ``null``: a recorded member holding one is not the member
+    a request sends with ``null`` there (the recorded item, which has no JSON form, is
+    not remembered at all)."""
+    filler = "z" * 300
+    recorded = {"input": [{"id": "a", "output": [float("nan"), filler]}]}
+    reader = Bodies(REDACTOR)
+    reader.prime([recorded])
+    raw = json.dumps({"input": [{"id": "b", "output": [None, filler]}]}).encode()
+    read = reader.read(raw)
+    assert read.value == parse_body(raw)
+    assert read.value["input"][0]["output"][0] is None  # type: ignore[index]

@@ -26,7 +26,6 @@ does; the redactor, normaliser and providers build new values).
 from __future__ import annotations
 
 import gc
-import json
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
@@ -35,7 +34,8 @@ from otel_replay.core.exchange import JSON, Exchange
 from otel_replay.core.jsontext import STRICT
 from otel_replay.core.limits import MAX_BODY_DEPTH
 from otel_replay.gateway.body import Body, Item, Piece, cleaned_lists
-from otel_replay.gateway.call import BodyTooDeep, nests_deeper, parse_body
+from otel_replay.gateway.call import parse_body
+from otel_replay.gateway.items import LONG_VALUE, Remembered, check_depth, fits, texts_of
 from otel_replay.redaction.redact import Redactor
 from otel_replay.session.session import Session
 
@@ -45,17 +45,9 @@ _WS = re.compile(r"[ \t\n\r]*")
 _BLANK = frozenset(" \t\n\r")
 _AFTER_ITEM = frozenset(" \t\n\r,]")  # what may follow an array's item
 _SCAN: Any = STRICT.scan_once  # type: ignore[attr-defined]  # the C scanner; no NaN
-_MAX_CHARS = 32 * 1024 * 1024
-"""Text remembered at most (items' bytes, about as much again in parsed values); past it
-the memory starts afresh."""
 _COLLECT_AFTER = 1 << 18
 """Recorded text (characters) past which the collector runs once primed: its first full
 collection walks everything loaded (tens of milliseconds for a long coding session)."""
-_LONG_VALUE = 256
-"""A top-level value whose text is this long or longer is remembered like an array item."""
-_PRIME_CHARS = 16 * 1024 * 1024
-"""Recorded text written out at most to prime: the whole of a cassette whose interactions
-share their items (format 2), the first recordings of one that repeats them."""
 
 
 class _Unread(Exception):
@@ -69,8 +61,7 @@ class Bodies:
         self.redactor = redactor
         self.max_depth = max_depth
         self._cleaned = cleaned_lists(redactor)
-        self._items: dict[str, Item] = {}
-        self._chars = 0
+        self._met = Remembered(redactor, max_depth)
         self._last: dict[str, list[Item | JSON]] = {}
         # per key: the last array's body, its start, its end and its last item's start,
         # its items' count, and whether one of them is no recording's
@@ -112,48 +103,16 @@ class Bodies:
             if type(value) is list:
                 last: list[Item | JSON] = []
                 for item in value:
-                    texts = _texts(item)
-                    primed = self._items.get(texts[0]) if texts else None
+                    texts = texts_of(item)
+                    primed = self._met.get(texts[0]) if texts else None
                     last.append(item if primed is None else primed)
                 self._last[key] = last
                 self._runs.pop(key, None)
 
     def prime(self, bodies: Iterable[JSON]) -> int:
-        """Remembers the array items and long top-level values of recorded bodies under
-        the texts an SDK writes them in (compact JSON, non-ASCII as is or escaped),
-        handing out the recorded objects themselves: the first request after start then
-        costs what a later one does, as the work done on recordings when the cassette was
-        indexed is found by identity. A value that would not pass the depth check is
-        left out. Returns the characters of recorded text it went through."""
-        done: set[tuple[int, int]] = set()  # (item, at an array's place or on its own)
-        written = 0
-        for body in bodies:
-            if not isinstance(body, dict):
-                continue
-            for value in body.values():
-                # an array's object and array items; a long object or string on its own
-                kinds: tuple[type, ...] = (dict, str)
-                room, places, least = self.max_depth - 1, [value], _LONG_VALUE
-                if type(value) is list:
-                    room, places, kinds, least = room - 1, value, (dict, list), 0
-                for item in places:
-                    if type(item) not in kinds or (id(item), least) in done:
-                        continue
-                    done.add((id(item), least))
-                    for text in _texts(item):
-                        written += len(text)
-                        if written > _PRIME_CHARS:
-                            return written
-                        if text in self._items or len(text) < least:
-                            continue
-                        try:
-                            _check(item, room, self.max_depth)
-                        except BodyTooDeep:
-                            break
-                        primed = self._items[text] = Item(text, item, room, recorded=True)
-                        primed.clean(self.redactor)
-                        self._chars += len(text)
-        return written
+        """Remembers the recorded ``bodies``' items (``Remembered.prime``); returns the
+        characters of recorded text it went through."""
+        return self._met.prime(bodies)
 
     def for_call(
         self,
@@ -254,12 +213,12 @@ class Bodies:
             else:
                 start = i
                 item, i = _SCAN(text, i)
-                if i - start >= _LONG_VALUE:  # instructions, a system prompt: the same object
+                if i - start >= LONG_VALUE:  # instructions, a system prompt: the same object
                     piece = self._item(text[start:i], item, room)
                     item = piece.value
                 else:
                     item = _utf8(text, start, i, item)
-                    _check(item, room, self.max_depth)
+                    check_depth(item, room, self.max_depth)
                     piece = item
             value[key] = item
             pieces.append((key, piece))
@@ -332,7 +291,9 @@ class Bodies:
         place, when its text is there); the index after it."""
         n = len(items)
         before = last[n] if n < len(last) else None
-        if isinstance(before, Item) and text.startswith(before.text, i):
+        if not isinstance(before, Item) or not text.startswith(before.text, i):
+            before = self._met.at(text, i, room - 1)  # met elsewhere
+        if before is not None:
             items.append(before)
             self._reused += len(before.text)
             self._met_new = self._met_new or not before.recorded
@@ -343,7 +304,7 @@ class Bodies:
             items.append(self._item(text[begin:i], parsed, room - 1))
         else:
             parsed = _utf8(text, begin, i, parsed)
-            _check(parsed, room - 1, self.max_depth)
+            check_depth(parsed, room - 1, self.max_depth)
             items.append(parsed)
         return i
 
@@ -366,43 +327,22 @@ class Bodies:
 
     def _item(self, text: str, parsed: JSON, room: int) -> Item:
         """The item whose text (a character per byte) is ``text``, ``parsed`` from it."""
-        found = self._items.get(text)
+        found = self._met.get(text)
         if found is not None:
             self._reused += len(text)
             self._met_new = self._met_new or not found.recorded
-            if found.room > room:  # met before at a shallower place
-                _check(found.value, room, self.max_depth)
-                found.room = room
+            fits(found, room, self.max_depth)
             return found
         if not text.isascii():  # read from its UTF-8
             parsed = _SCAN(text.encode("latin-1").decode("utf-8"), 0)[0]
-        _check(parsed, room, self.max_depth)
+        check_depth(parsed, room, self.max_depth)
         item = Item(text, parsed, room)
         self._met_new = True
-        if self._chars + len(text) > _MAX_CHARS:
-            self._items.clear()
+        if not self._met.add(item):  # the memory started afresh
             self._last.clear()
             self._runs.clear()
-            self._chars = 0
-        self._items[text] = item
-        self._chars += len(text)
+        self._met.share(item)
         return item
-
-
-def _texts(item: JSON) -> list[str]:
-    """The compact JSON texts SDKs write ``item`` in (non-ASCII as is or escaped) as the
-    reader sees them, a character per UTF-8 byte; none when it has no JSON form."""
-    try:
-        escaped = json.dumps(item, separators=(",", ":"), allow_nan=False)
-        plain = json.dumps(item, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-        return [escaped] if plain == escaped else [_as_read(plain), escaped]
-    except (TypeError, ValueError):  # UnicodeEncodeError: a lone surrogate
-        return []
-
-
-def _as_read(text: str) -> str:
-    """``text`` as the reader sees it in a body: its UTF-8 bytes, a character each."""
-    return text.encode("utf-8").decode("latin-1")
 
 
 def _utf8(text: str, start: int, end: int, scanned: JSON) -> JSON:
@@ -414,9 +354,3 @@ def _utf8(text: str, start: int, end: int, scanned: JSON) -> JSON:
         return scanned
     value: JSON = _SCAN(segment.encode("latin-1").decode("utf-8"), 0)[0]
     return value
-
-
-def _check(value: JSON, room: int, limit: int) -> None:
-    """BodyTooDeep when ``value``, ``limit - room`` levels in, takes the body past ``limit``."""
-    if room < 0 or nests_deeper(value, room):
-        raise BodyTooDeep(limit)

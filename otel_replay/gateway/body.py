@@ -27,21 +27,55 @@ _ASIDE = 16 * 1024
 
 @dataclass(slots=True)
 class Item:
-    """An array item (or a long top-level value) met in a body: its text as the reader
-    sees it (a character per byte), its parsed value and, once asked, its redacted form."""
+    """An array item (or a long top-level value, or an item's long member) met in a body:
+    its text as the reader sees it (a character per byte; a member's is not kept), its
+    parsed value and, once asked, its redacted form."""
 
     text: str
     value: JSON
     room: int  # the levels it was checked to fit in
     recorded: bool = False  # a recording's (primed), not only a live request's
+    members: dict[str, Item] | None = None  # an object's long members remembered, by name
+    shared: int = 0  # characters of those met before it was
     _clean: JSON = None
     _cleaned: bool = False
 
     def clean(self, redactor: Redactor) -> JSON:
         if not self._cleaned:
-            self._clean = redactor.json(self.value, size=len(self.text))
+            value, met = self.value, self.members
+            if met and isinstance(value, dict):  # member by member, those met before once
+                out: dict[str, JSON] = {}
+                for key, member in value.items():
+                    out[clean_name(redactor, key)] = clean_member(
+                        redactor, key, member, met.get(key)
+                    )
+                unchanged = all(a is b for a, b in zip(out.values(), value.values(), strict=True))
+                self._clean = value if unchanged and list(out) == list(value) else out
+            else:
+                self._clean = redactor.json(value, size=len(self.text))
             self._cleaned = True
         return self._clean
+
+    @property
+    def unmet(self) -> int:
+        """Characters of its text not yet redacted: a new item's members met before
+        (``shared``) are not counted."""
+        return 0 if self._cleaned else len(self.text) - self.shared
+
+
+def clean_member(redactor: Redactor, key: str, value: JSON, item: Item | None) -> JSON:
+    """What ``redactor.json`` makes of ``value`` as the member ``key`` of an object
+    (``item``: ``value`` remembered, its redaction with it)."""
+    clean = redactor.member(key, value)  # a secret by its field's name
+    if clean is None:
+        clean = redactor.json(value) if item is None else item.clean(redactor)
+    return clean
+
+
+def clean_name(redactor: Redactor, key: str) -> str:
+    """A member's name redacted."""
+    name = redactor.json(key)
+    return name if isinstance(name, str) else key
 
 
 def _clean_all(items: list[Item], redactor: Redactor) -> None:
@@ -132,7 +166,7 @@ class Body:
             for item in (piece if isinstance(piece, list) else (piece,))
             if isinstance(item, Item) and not item._cleaned
         ]
-        if sum(len(item.text) for item in new) >= _ASIDE:
+        if sum(item.unmet for item in new) >= _ASIDE:
             aside = _cleaned_aside(new, self.redactor)
             while aside is not None and not aside.done():
                 yield aside
@@ -146,18 +180,15 @@ class Body:
         if self._pieces is None:
             return redacted_body(self.redactor, self.raw, self.value)
         redactor = self.redactor
-        clean = redactor.json
         lists = self.lists or cleaned_lists(redactor)
         out: dict[str, JSON] = {}
         for key, piece in self._pieces:
             value: JSON
             if isinstance(piece, list):
                 value = lists(key)(piece)
+            elif isinstance(piece, Item):
+                value = clean_member(redactor, key, piece.value, piece)
             else:
-                plain = piece.value if isinstance(piece, Item) else piece
-                value = redactor.member(key, plain)  # a secret by its field's name
-                if value is None:
-                    value = piece.clean(redactor) if isinstance(piece, Item) else clean(piece)
-            name = clean(key)
-            out[name if isinstance(name, str) else key] = value
+                value = clean_member(redactor, key, piece, None)
+            out[clean_name(redactor, key)] = value
         return out

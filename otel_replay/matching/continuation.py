@@ -26,7 +26,7 @@ paired two ways, a rule that reads the messages as a whole) goes to the full mat
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Sequence
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields
 
 from otel_replay.core.exchange import JSON, CanonicalRequest
 from otel_replay.core.memo import shared_head
@@ -128,7 +128,7 @@ class Continuations:
                 self._last.pop(key, None)
                 return None
             values, taken = paired
-            self._last[key] = replace(link, index=index, values=values, taken=taken)
+            self._last[key] = _Link(index, link.live, link.recorded, values, taken)
             return found
         self._last.pop(key, None)
         return None
