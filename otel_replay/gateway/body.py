@@ -60,7 +60,7 @@ class Item:
     def unmet(self) -> int:
         """Characters of its text not yet redacted: a new item's members met before
         (``shared``) are not counted."""
-        return 0 if self._cleaned else len(self.text) - self.shared
+        return 0 if self._cleaned else max(len(self.text) - self.shared, 0)
 
 
 def clean_member(redactor: Redactor, key: str, value: JSON, item: Item | None) -> JSON:
