@@ -94,7 +94,7 @@ class Remembered:
                 del same[0]
             same.append(item)
 
-    def share(self, item: Item, recorded: bool = False) -> None:
+    def share(self, item: Item) -> None:
         """``item``'s long object and array members met before made the very objects met
         before (a new item's value is the reader's own: changed in place before it is
         handed out), those not met yet remembered; ``item.members`` names them."""
@@ -110,11 +110,11 @@ class Remembered:
                 continue
             found = self._members.get(text)
             if found is None:
-                found = self._members[text] = Item("", member, item.room - 1, recorded)
+                found = self._members[text] = Item("", member, item.room - 1, item.recorded)
                 self.chars += len(text)
             else:
                 if found.value is not member:
-                    if recorded:  # a recording's own values are not changed
+                    if item.recorded:  # a recording's own values are not changed
                         continue
                     value[key] = found.value
                 item.shared += len(text)
@@ -156,7 +156,7 @@ class Remembered:
                             break
                         primed = Item(text, item, room, recorded=True)
                         self._remember(primed)
-                        self.share(primed, recorded=True)
+                        self.share(primed)
                         primed.clean(self.redactor)
         return written
 
