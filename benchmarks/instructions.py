@@ -57,7 +57,11 @@ async def _serve(folder: Path, kind: str, sessions: int) -> None:
     from otel_replay.gateway.runner import GatewayConfig, GatewayServer
 
     path, headers = json.loads((folder / "route.json").read_text())
-    loaded = [json.loads((folder / f"session{n}.json").read_text()) for n in range(2)]
+    # encoded here, for N = 1 and N = 2 alike: what the client does per request is send
+    loaded = [
+        [body.encode() for body in json.loads((folder / f"session{n}.json").read_text())]
+        for n in range(2)
+    ]
     answer = (folder / "answer").read_bytes()
 
     async def bare(request: web.Request) -> web.StreamResponse:
@@ -98,7 +102,7 @@ async def _serve(folder: Path, kind: str, sessions: int) -> None:
             for bodies in loaded[:sessions]:
                 for body in bodies:
                     url = f"http://127.0.0.1:{port}{path}"
-                    async with client.post(url, data=body.encode(), headers=headers) as r:
+                    async with client.post(url, data=body, headers=headers) as r:
                         if r.status != 200:
                             raise SystemExit(f"{kind}: HTTP {r.status} for a replayed turn")
                         await r.read()

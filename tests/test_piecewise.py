@@ -10,13 +10,16 @@ import copy
 import hashlib
 import json
 
+import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from otel_replay import providers
 from otel_replay.core.exchange import CanonicalRequest
+from otel_replay.core.memo import SHARED
 from otel_replay.gateway.bodies import Bodies
+from otel_replay.gateway.body import Item
 from otel_replay.gateway.call import (
     BodyTooDeep,
     parse_body,
@@ -25,7 +28,7 @@ from otel_replay.gateway.call import (
     within_depth,
 )
 from otel_replay.matching.normalize import Normalizer
-from otel_replay.matching.projection import canonical_json, digest
+from otel_replay.matching.projection import canonical_bytes, canonical_json, digest
 from otel_replay.redaction.redact import Redactor
 
 SECRET = "s3cr3t-value-of-the-agent-0042"
@@ -464,3 +467,119 @@ def test_a_recorded_member_holding_nan_is_not_taken_for_one_holding_null() -> No
     read = reader.read(raw)
     assert read.value == parse_body(raw)
     assert read.value["input"][0]["output"][0] is None  # type: ignore[index]
+
+
+number = st.integers(-(2**70), 2**70) | st.floats(allow_nan=False, allow_infinity=False)
+run_item = st.recursive(
+    leaf | number,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(text, inner, max_size=3),
+    max_leaves=8,
+)
+
+
+def _texts(values: list[object], writing: str) -> list[bytes] | None:
+    if writing == "orjson":
+        try:
+            return [orjson.dumps(v) for v in values]
+        except orjson.JSONEncodeError:  # an integer beyond 64 bits
+            return None
+    spaced = writing == "spaced"
+    separators = (", ", ": ") if spaced else (",", ":")
+    return [
+        json.dumps(v, separators=separators, ensure_ascii=writing == "ascii").encode()
+        for v in values
+    ]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(run_item, min_size=1, max_size=4),
+    st.sampled_from(["orjson", "compact", "spaced", "ascii", "repeated key"]),
+    st.booleans(),
+)
+def test_new_items_read_at_once_read_as_one_by_one(values, writing, primed):
+    """A turn's new items (after the array's first, to its end) read in one pass when
+    their text is orjson's own are what reading them one by one gives: the same values
+    (an integer as an integer, a float as a float), the same objects for items met
+    before, and the same place where the last one but one ends. Any other writing
+    (spaces, escapes, an integer orjson would read as a float, a repeated key) is left
+    to the one-by-one reading, nothing read."""
+    texts = _texts(values, writing)
+    if texts is None:
+        return
+    if writing == "repeated key":
+        texts = [b'{"k":1,"k":2}', *texts]
+    head, tail = b'{"input":["first"', b'],"n":1}'
+    raw = head + b"".join(b"," + t for t in texts) + tail
+    start, stop = len(head), len(raw) - len(tail)
+    recorded = {"input": [json.loads(t) for t in texts]}
+    fast, slow = Bodies(REDACTOR), Bodies(REDACTOR)
+    if primed:
+        fast.prime([recorded])
+        slow.prime([recorded])
+    read: list[object] = []
+    before = fast.read_run(raw, start, stop, read)  # type: ignore[arg-type]
+    try:  # written as orjson writes what the standard library reads from it
+        own = b",".join(texts) == b",".join(orjson.dumps(json.loads(t)) for t in texts)
+    except TypeError:  # an integer beyond 64 bits
+        own = False
+    if not own:
+        assert before is None and read == []
+        return
+    assert before is not None
+    one_by_one: list[object] = []
+    text, i, ends = raw.decode("latin-1"), start, [start]
+    while i < stop:
+        i = slow.read_item(text, i + 1, one_by_one)  # type: ignore[arg-type]
+        ends.append(i)
+    assert ends[-1] == stop and before == ends[-2]
+    values_read = [item.value if isinstance(item, Item) else item for item in read]
+    assert json.dumps(values_read) == json.dumps([json.loads(t) for t in texts])
+    assert len(read) == len(one_by_one)
+    for mine, theirs in zip(read, one_by_one, strict=True):
+        assert isinstance(mine, Item) == isinstance(theirs, Item)
+        if isinstance(mine, Item) and isinstance(theirs, Item):
+            assert mine.text == theirs.text
+            assert mine.value == theirs.value
+            if primed:  # met before: the recorded object, as one by one
+                assert theirs.value in recorded["input"]
+                assert mine.value is fast._met.get(mine.text).value  # type: ignore[union-attr]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(value, min_size=1, max_size=3), st.lists(st.sampled_from(FRAGMENTS), max_size=3))
+def test_a_shared_value_walks_as_a_fresh_copy_wherever_it_is(members, before):
+    """A long value the reader hands out shared (``core.memo.SHARED``: a tool list in an
+    item of fresh id) is walked once and filled after that: placed after other volatile
+    values, in another message, twice in one request, it normalises as a copy walked
+    afresh does."""
+    shared = [{"type": "input_text", "text": f"{m}"} for m in members]
+    for value in shared:
+        SHARED.add(value, 300)
+    engine = Normalizer()
+    for n in range(3):
+        messages = [
+            {"role": "user", "parts": [{"type": "text", "content": " ".join(before[:n])}]},
+            {"role": "tool", "parts": [{"type": "output", "output": shared[n % len(shared)]}]},
+            {"role": "tool", "parts": [{"type": "output", "output": shared[0]}]},
+        ]
+        request = CanonicalRequest("/v1/x", messages=messages, tools=[shared[-1]])
+        plain = Normalizer().normalize(copy.deepcopy(request))
+        assert engine.normalize(request) == plain
+
+
+json_key = text | st.sampled_from(["é", "\U0001f600", "\uffff", "Z", "a b"])
+any_json = st.recursive(
+    leaf | number | st.sampled_from([float("nan"), float("inf"), 1e-05, 1e16, 0.00001]),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(json_key, inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(any_json)
+def test_canonical_bytes_are_the_canonical_json_text(value):
+    """What a component is hashed by, written by orjson where it writes the same bytes,
+    is the standard library's canonical text exactly (floats, NaN, integers beyond 64
+    bits and keys past the BMP included)."""
+    assert canonical_bytes(value) == canonical_json(value).encode("utf-8")

@@ -29,6 +29,8 @@ __all__ = [
     "encodes",
     "finite",
     "loads",
+    "nulled_nan",
+    "orjson_own",
     "orjson_text",
     "orjson_value_text",
     "pretty",
@@ -211,6 +213,23 @@ def orjson_text(value: Any) -> bytes | None:
         return None
 
 
+def orjson_own(run: bytes) -> list[tuple[Any, bytes]] | None:
+    """The values of ``run``, JSON values separated by commas, each with its text, when
+    ``run`` is exactly what orjson writes for them (what Codex and Claude Code send: compact,
+    UTF-8, the standard escapes); None otherwise. Read so, in one pass of orjson, they are
+    what the standard library reads: a text orjson wrote reads back as the value written
+    (an integer orjson would read as a float, a repeated key, a space or an escape of its
+    own is written otherwise, so the run is not orjson's own)."""
+    try:
+        values = orjson.loads(b"[" + run + b"]")
+    except orjson.JSONDecodeError:
+        return None
+    texts = [orjson.dumps(value) for value in values]
+    if not texts or b",".join(texts) != run:
+        return None
+    return list(zip(values, texts, strict=True))
+
+
 _MAY_HOLD_FLOAT = (dict, list, float)
 
 
@@ -282,8 +301,12 @@ def orjson_value_text(value: Any) -> str | None:
     so a token follows ``:``, ``,`` or ``[`` or is the whole text; the word inside a
     string (a schema's ``"null"`` type) is not one."""
     text = orjson_text(value)
-    if text is None or (
-        (text == b"null" or any(token in text for token in _NULL_TOKENS)) and not finite(value)
-    ):
+    if text is None or nulled_nan(text, value):
         return None
     return text.decode("utf-8")
+
+
+def nulled_nan(text: bytes, value: Any) -> bool:
+    """Whether orjson's ``text`` of ``value`` wrote a NaN or an infinity as ``null``: it
+    holds a ``null`` token and ``value`` a float that is not finite."""
+    return (text == b"null" or any(token in text for token in _NULL_TOKENS)) and not finite(value)

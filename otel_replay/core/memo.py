@@ -26,7 +26,16 @@ from collections.abc import Callable, Sequence
 from operator import is_
 from typing import Any, Generic, TypeVar
 
-__all__ = ["IdentityMemo", "ListHash", "ListMap", "by_identity", "forget", "shared_head"]
+__all__ = [
+    "SHARED",
+    "IdentityMemo",
+    "ListHash",
+    "ListMap",
+    "Shared",
+    "by_identity",
+    "forget",
+    "shared_head",
+]
 
 A = TypeVar("A")
 R = TypeVar("R")
@@ -105,7 +114,42 @@ class ListMap(Generic[A, R]):
         self.each.clear()
 
 
-_MEMOS: weakref.WeakSet[IdentityMemo[Any, Any] | ListHash | ListMap[Any, Any]] = weakref.WeakSet()
+_MEMOS: weakref.WeakSet[IdentityMemo[Any, Any] | ListHash | ListMap[Any, Any] | Shared] = (
+    weakref.WeakSet()
+)
+
+
+class Shared:
+    """Long values handed out as the very same object wherever they come back, by
+    identity: the body reader's object and array members met before (a coding agent's
+    tool list in an item of fresh id, a tool's output sent again under a new call). A walk
+    that remembers its work per object (``RuleSet.walk``) remembers it for these alone:
+    they are few and long, where remembering every value it meets would cost more than it
+    saves. Holds them (their ids stay theirs) up to a budget of their texts' characters,
+    then starts afresh."""
+
+    __slots__ = ("__weakref__", "_weight", "budget", "kept")
+
+    def __init__(self, budget: int = 64 * 1024 * 1024) -> None:
+        self.budget = budget
+        self.kept: dict[int, object] = {}  # by id: ``kept.get(id(v)) is v`` when shared
+        self._weight = 0
+        _MEMOS.add(self)
+
+    def add(self, value: object, size: int) -> None:
+        """Marks ``value``, whose text is ``size`` characters long."""
+        if self._weight + size > self.budget:
+            self.clear()
+        if self.kept.setdefault(id(value), value) is value:
+            self._weight += size
+
+    def clear(self) -> None:
+        self.kept.clear()
+        self._weight = 0
+
+
+SHARED = Shared()
+"""The values this process hands out shared (see ``Shared``)."""
 
 
 def forget() -> None:

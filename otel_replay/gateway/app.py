@@ -35,7 +35,7 @@ from otel_replay.gateway.forward import Forwarder
 from otel_replay.gateway.guard import host_guard, read_body
 from otel_replay.gateway.limits import Limits
 from otel_replay.gateway.mcp import McpMount
-from otel_replay.gateway.playback import play
+from otel_replay.gateway.playback import play, prime_streams
 from otel_replay.gateway.turns import Turns
 from otel_replay.gateway.upstream import (
     Upstream,
@@ -295,4 +295,5 @@ class Gateway:
             recorded = session.recordings if matches(session.mode) else ()
             self._bodies = Bodies.primed(session.redactor, recorded, self.limits.max_depth)
             prime_answers(ex.response.body for ex in recorded)
+            prime_streams(recorded)
         return self._bodies

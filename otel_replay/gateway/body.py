@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from otel_replay.core.exchange import JSON
-from otel_replay.core.memo import ListMap
+from otel_replay.core.memo import SHARED, ListMap
 from otel_replay.gateway.call import redacted_body
 from otel_replay.redaction.redact import Redactor
 
@@ -37,6 +37,7 @@ class Item:
     recorded: bool = False  # a recording's (primed), not only a live request's
     members: dict[str, Item] | None = None  # an object's long members remembered, by name
     shared: int = 0  # characters of those met before it was
+    size: int = 0  # a member's: the length of its text (it keeps none)
     _clean: JSON = None
     _cleaned: bool = False
 
@@ -68,7 +69,11 @@ def clean_member(redactor: Redactor, key: str, value: JSON, item: Item | None) -
     (``item``: ``value`` remembered, its redaction with it)."""
     clean = redactor.member(key, value)  # a secret by its field's name
     if clean is None:
-        clean = redactor.json(value) if item is None else item.clean(redactor)
+        if item is None:
+            return redactor.json(value)
+        clean = item.clean(redactor)
+        if item.size:  # a long member: its redacted form shared too
+            SHARED.add(clean, item.size)
     return clean
 
 

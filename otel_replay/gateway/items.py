@@ -110,7 +110,8 @@ class Remembered:
                 continue
             found = self._members.get(text)
             if found is None:
-                found = self._members[text] = Item("", member, item.room - 1, item.recorded)
+                found = Item("", member, item.room - 1, item.recorded, size=len(text))
+                self._members[text] = found
                 self.chars += len(text)
             else:
                 if found.value is not member:

@@ -7,15 +7,17 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Iterable
 
 from aiohttp import web
 
-from otel_replay.core.exchange import Response, SSEEvent
+from otel_replay.core.exchange import Exchange, Response, SSEEvent
 from otel_replay.gateway.call import Call
 from otel_replay.gateway.writers import abort, as_recorded, body_response, replayed_headers
 from otel_replay.streams.codec import StreamCodec, encode_all
+from otel_replay.streams.sse import SSE
 
-__all__ = ["REPLAYED_HANG_SECONDS", "play"]
+__all__ = ["REPLAYED_HANG_SECONDS", "play", "prime_streams"]
 
 _ENCODED: dict[tuple[int, int], tuple[object, list[SSEEvent], bytes, int]] = {}
 _ENCODED_MAX = 256
@@ -82,3 +84,19 @@ def _encoded(codec: StreamCodec, events: list[SSEEvent]) -> bytes:
         _ENCODED.clear()
     _ENCODED[key] = (codec, events, wire, len(events))
     return wire
+
+
+def prime_streams(recorded: Iterable[Exchange]) -> None:
+    """Encodes the recorded streams replayed first (as many as ``_encoded`` keeps) before
+    the first request, so replaying one costs no encoding: each recording's events are
+    encoded once whichever request replays them. Bedrock's binary streams are left to
+    their first replay."""
+    for exchange in recorded:
+        events = exchange.response.events
+        if events is None or exchange.response.fault is not None:
+            continue
+        if exchange.provider.startswith("aws."):
+            continue
+        if len(_ENCODED) >= _ENCODED_MAX:
+            return
+        _encoded(SSE, events)

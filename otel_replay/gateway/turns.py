@@ -114,18 +114,23 @@ class Turns:
             if kept < 1 or not raw.startswith(body[:cut]):
                 continue
             new: list[Item | JSON] = []
-            text = raw[cut:].decode("latin-1")
+            rest = body[end:]
             try:
-                read = self._items(text, new)
+                # the same members after the array are as long (Codex's reordered too)
+                stop = len(raw) - len(rest)
+                before = self.reader.read_run(raw, cut, stop, new) if stop > cut else None
+                if before is None:
+                    new.clear()
+                    text = raw[cut:].decode("latin-1")
+                    read = self._items(text, new)
+                    if read is None:
+                        return None
+                    before, stop = cut + read[0], cut + read[1]
             except (ValueError, StopIteration, RecursionError, BodyTooDeep):
                 return None
-            if read is None:
+            if not self._same_rest(raw, stop, last, rest):
                 return None
-            before, after = read
-            stop = cut + after
-            if not self._same_rest(raw, stop, last, body[end:]):
-                return None
-            self.reader.grew(field, raw, (start, stop, cut + before), [*items[:kept], *new])
+            self.reader.grew(field, raw, (start, stop, before), [*items[:kept], *new])
             return kept, new
         return None
 

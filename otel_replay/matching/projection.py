@@ -19,8 +19,12 @@ import hashlib
 import json
 from dataclasses import dataclass
 
+import orjson
+import re2
+
 from otel_replay.core.exchange import COMPONENT_LABELS, COMPONENTS, JSON, VIEWS, CanonicalRequest
 from otel_replay.core.ids import SHORT_HASH_DIGITS
+from otel_replay.core.jsontext import nulled_nan
 from otel_replay.core.memo import ListHash
 from otel_replay.matching import views as forms
 
@@ -28,6 +32,7 @@ __all__ = [
     "SKIPPED",
     "Compared",
     "Shape",
+    "canonical_bytes",
     "canonical_json",
     "compare",
     "digest",
@@ -48,6 +53,27 @@ def canonical_json(value: JSON) -> str:
     return _CANONICAL.encode(value)
 
 
+def canonical_bytes(value: JSON) -> bytes:
+    """``canonical_json(value)`` in UTF-8, written by orjson where that writes the same
+    bytes (several times faster on a conversation's messages). orjson writes a float as
+    the standard library does except where that takes an exponent (below 1e-4, from
+    1e16), which orjson writes as ``0.0000…`` or with an exponent of its own; a text
+    holding either (or a string that merely looks so) is written again by the standard
+    library, as is one holding a NaN or an infinity (orjson writes ``null``) or anything
+    orjson refuses (a key that is not a string, an integer beyond 64 bits, a lone
+    surrogate). Keys sort alike: by code point, which is UTF-8's byte order."""
+    try:
+        text = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    except (orjson.JSONEncodeError, TypeError):
+        return canonical_json(value).encode("utf-8")
+    if _MAY_DIFFER.search(text) is not None or nulled_nan(text, value):
+        return canonical_json(value).encode("utf-8")
+    return text
+
+
+_MAY_DIFFER = re2.compile(rb"[0-9][eE]|0\.0000")  # linear: a text is read once
+
+
 def digest(value: JSON) -> str:
     """The sha256 (hex) of a value's canonical JSON; its first 7 digits are its short hash.
 
@@ -61,13 +87,13 @@ def digest(value: JSON) -> str:
     small = value is None or (kind is str and len(value) <= _SMALL_MAX_LENGTH)
     if small and value in _SMALL:  # a model, an endpoint: the same every request
         return _SMALL[value]
-    found = hashlib.sha256(canonical_json(value).encode("utf-8")).hexdigest()
+    found = hashlib.sha256(canonical_bytes(value)).hexdigest()
     if small and len(_SMALL) < _SMALL_MAX:
         _SMALL[value] = found
     return found
 
 
-_LISTS = ListHash(lambda item: canonical_json(item).encode("utf-8"))
+_LISTS = ListHash(canonical_bytes)
 _SMALL: dict[str | None, str] = {}
 _SMALL_MAX = 4096
 _SMALL_MAX_LENGTH = 256

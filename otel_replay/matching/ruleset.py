@@ -20,12 +20,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import partial
 
 from otel_replay.core.exchange import JSON
+from otel_replay.core.memo import SHARED
 from otel_replay.matching.alternation import alternation
 from otel_replay.matching.ignore import Predicate, Step, dropper, parse_path
 from otel_replay.matching.linear import compile_linear, full_text
-from otel_replay.matching.numbering import Numbering, Template
+from otel_replay.matching.numbering import Numbering, Template, ValueTemplate
 from otel_replay.matching.rules import KEEP, IgnoreRule, VolatileRule
 from otel_replay.matching.runs import ItemRuns
 
@@ -34,6 +36,7 @@ __all__ = ["RuleSet", "substitute"]
 STABLE_MAX_LENGTH = 64
 STABLE_MAX_SIZE = 16384
 STABLE_LONG_MAX_CHARS = 4_000_000
+_SHARED_MAX = 4096
 
 
 class RuleSet:
@@ -76,6 +79,8 @@ class RuleSet:
         self.templates: dict[str, Template] = {}
         self.short: dict[str, Template] = {}  # short strings holding volatile values
         self.runs = ItemRuns(self.walk)
+        self.shared: dict[int, tuple[JSON, ValueTemplate]] = {}  # by identity: SHARED's
+        self._kept = SHARED.kept.get
 
     def number(self, value: int, numbering: Numbering) -> JSON:
         """An integer, or its placeholder when a rule for numbers matches all its digits."""
@@ -136,6 +141,22 @@ class RuleSet:
         kind = type(value)
         if kind is str:
             return self.text(value, numbering)
+        if (kind is dict or kind is list) and self._kept(id(value)) is value:
+            return self._shared(value, numbering)
+        return self._walk(value, kind, numbering)
+
+    def _shared(self, value: JSON, numbering: Numbering) -> JSON:
+        """``walk`` of a value handed out shared (``core.memo.SHARED``), remembered with its
+        placeholders left open."""
+        found = self.shared.get(id(value))
+        if found is None or found[0] is not value:
+            if len(self.shared) >= _SHARED_MAX:
+                self.shared.clear()
+            walk = partial(self._walk, value, type(value))
+            found = self.shared[id(value)] = (value, ValueTemplate(walk))
+        return found[1].fill(numbering)
+
+    def _walk(self, value: JSON, kind: type, numbering: Numbering) -> JSON:
         if kind is dict:
             try:
                 keys = sorted(value)
