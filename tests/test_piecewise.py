@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import re
 
 import orjson
 import pytest
@@ -17,6 +18,7 @@ from hypothesis import strategies as st
 
 from otel_replay import providers
 from otel_replay.core.exchange import CanonicalRequest
+from otel_replay.core.jsontext import value_key
 from otel_replay.core.memo import SHARED
 from otel_replay.gateway.bodies import Bodies
 from otel_replay.gateway.body import Item
@@ -583,3 +585,28 @@ def test_canonical_bytes_are_the_canonical_json_text(value):
     is the standard library's canonical text exactly (floats, NaN, integers beyond 64
     bits and keys past the BMP included)."""
     assert canonical_bytes(value) == canonical_json(value).encode("utf-8")
+
+
+@settings(max_examples=300, deadline=None)
+@given(any_json, any_json, st.booleans())
+def test_a_value_key_tells_values_apart_as_the_matcher_does(a, b, spaced):
+    """What tells a turn's members after its conversation from the last turn's (Codex
+    reorders ``client_metadata`` each request): equal keys exactly for values the matcher
+    compares equal, key order, spaces and a number's spelling aside; no key where orjson
+    would read another value (NaN, an integer of 19 digits or more)."""
+    separators = (", ", ": ") if spaced else (",", ":")
+    ta = json.dumps(a, separators=separators).encode()
+    tb = json.dumps(b, separators=(",", ":"), sort_keys=True, ensure_ascii=False).encode()
+    ka, kb = value_key(ta), value_key(tb)
+    if "NaN" in ta.decode() or "Infinity" in ta.decode() or re.search(r"\d{19}", ta.decode()):
+        assert ka is None
+    if ka is None or kb is None:
+        return
+    assert ka == value_key(json.dumps(a, sort_keys=True, ensure_ascii=False).encode())
+    same = canonical_json(json.loads(ta)) == canonical_json(json.loads(tb))
+    assert (ka == kb) == same
+    # the cases random pairs seldom meet
+    assert value_key(b"1") != value_key(b"1.0") != value_key(b"true")
+    assert value_key(b'{"a": 1, "b": [2.50]}') == value_key(b'{"b":[2.5],"a":1}')
+    assert value_key(b'"\\u00e9"') == value_key('"\u00e9"'.encode())
+    assert value_key(b"12345678901234567890") is None

@@ -256,6 +256,44 @@ def test_a_dropper_equals_drop_path_as_a_conversation_grows(earlier, added, path
             assert dropped is messages
 
 
+class _Dict(dict):  # type: ignore[type-arg]
+    """A dict the general walk of ``drop_path`` reads (its fast path takes plain dicts)."""
+
+
+class _List(list):  # type: ignore[type-arg]
+    pass
+
+
+def _general(value: object) -> object:
+    if type(value) is dict:
+        return _Dict({k: _general(v) for k, v in value.items()})
+    if type(value) is list:
+        return _List(_general(v) for v in value)
+    return value
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(message, max_size=4),
+    st.sampled_from(
+        ["x[*].parts[*].id", "x[*].parts[*].text.id", "x[*].parts", "x[*].role", "x[*].parts[*]"]
+    ),
+    st.booleans(),
+)
+def test_drop_path_on_plain_values_is_the_general_walk(messages, path, only_some):
+    """The short way ``drop_path`` takes through plain dicts by one key and plain lists by
+    every index gives what its general walk gives (a copy only where something is
+    dropped, the value itself where nothing is)."""
+    from otel_replay.matching.linear import full_text
+
+    when = full_text(r"<secret>.*</secret>|\d") if only_some else None
+    steps = parse_path(path)[1:]
+    fast = drop_path(messages, steps, when)
+    assert fast == drop_path(_general(messages), steps, when)
+    if fast == messages:
+        assert fast is messages
+
+
 # -- the memo: cached == uncached ---------------------------------------------------------
 
 FRAGMENTS = [

@@ -22,7 +22,6 @@ from typing import Any
 import orjson
 
 __all__ = [
-    "AS_WRITTEN",
     "STRICT",
     "LineItems",
     "dumps_line",
@@ -35,6 +34,7 @@ __all__ = [
     "orjson_value_text",
     "pretty",
     "strict_loads",
+    "value_key",
     "value_text",
 ]
 
@@ -46,14 +46,6 @@ def _no_constant(name: str) -> Any:
 STRICT = json.JSONDecoder(parse_constant=_no_constant)
 """The standard library's decoder, refusing ``NaN`` and the infinities (``ValueError``):
 a body holding one is no JSON a cassette can carry, so it is kept as the text it is."""
-
-AS_WRITTEN = json.JSONDecoder(
-    parse_float=lambda text: ("float", text),
-    parse_int=lambda text: ("int", text),
-    parse_constant=_no_constant,
-)
-"""``STRICT``, each number kept as its text: two values equal as read by it are equal to
-the matcher too (parsed, ``1 == 1.0 == True``)."""
 
 
 def strict_loads(data: bytes | str) -> Any:
@@ -228,6 +220,21 @@ def orjson_own(run: bytes) -> list[tuple[Any, bytes]] | None:
     if not texts or b",".join(texts) != run:
         return None
     return list(zip(values, texts, strict=True))
+
+
+def value_key(raw: bytes) -> bytes | None:
+    """A key for the value the JSON text ``raw`` holds: orjson's text of it, keys sorted
+    at every level. Two texts the standard library reads as values equal type for type
+    (``1`` is not ``1.0``; key order, spaces, escapes and a number's spelling aside, as
+    the matcher compares them) have equal keys, and only those. None where orjson would
+    read another value (an integer of 19 digits or more, which it reads as a float) or
+    refuses (NaN, a lone surrogate, not JSON)."""
+    if _WIDE in raw.translate(_DIGITS):
+        return None
+    try:
+        return orjson.dumps(orjson.loads(raw), option=orjson.OPT_SORT_KEYS)
+    except orjson.JSONDecodeError:
+        return None
 
 
 _MAY_HOLD_FLOAT = (dict, list, float)

@@ -19,7 +19,7 @@ from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
 from otel_replay.core.exchange import JSON
-from otel_replay.core.jsontext import AS_WRITTEN
+from otel_replay.core.jsontext import value_key
 from otel_replay.gateway.bodies import Bodies
 from otel_replay.gateway.body import Item
 from otel_replay.gateway.call import BodyTooDeep, Call
@@ -31,6 +31,7 @@ from otel_replay.session.session import Session
 __all__ = ["Turns"]
 
 _WS = re.compile(r"[ \t\n\r]*")
+_BLANK = re.compile(rb"[ \t\n\r]*")
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +53,7 @@ class Turns:
             session.matcher, lambda index: session.recording(index).request
         )
         self._last: dict[Hashable, _Last] = {}
-        self._members: tuple[bytes, dict[str, JSON]] | None = None  # a body's, after its array
+        self._members: tuple[bytes, bytes] | None = None  # a body's, after its array
         self.followed = 0
         """Turns matched by what they add (for tests and benchmarks)."""
 
@@ -167,21 +168,16 @@ class Turns:
             i = end
 
 
-def _members(rest: bytes) -> dict[str, JSON] | None:
+def _members(rest: bytes) -> bytes | None:
     """The members that follow an array's last item to the body's end
-    (``] , "k": v … }``), numbers kept as written (``1`` and ``1.0`` differ, as they do
-    to the matcher); None when ``rest`` is not such."""
-    try:
-        text = rest.decode("utf-8")
-        i = _WS.match(text).end()  # type: ignore[union-attr]
-        if not text.startswith("]", i):
-            return None
-        i = _WS.match(text, i + 1).end()  # type: ignore[union-attr]
-        if text.startswith(",", i):
-            members: dict[str, JSON] = AS_WRITTEN.decode("{" + text[i + 1 :])
-            return members
-        if text.startswith("}", i) and _WS.match(text, i + 1).end() == len(text):  # type: ignore[union-attr]
-            return {}
-    except (ValueError, RecursionError):  # UnicodeDecodeError, JSONDecodeError, a NaN
-        pass
+    (``] , "k": v … }``), as ``value_key`` gives them: equal for the same members with the
+    same values in any order; None when ``rest`` is not such."""
+    i = _BLANK.match(rest).end()  # type: ignore[union-attr]
+    if not rest.startswith(b"]", i):
+        return None
+    i = _BLANK.match(rest, i + 1).end()  # type: ignore[union-attr]
+    if rest.startswith(b",", i):
+        return value_key(b"{" + rest[i + 1 :])
+    if rest.startswith(b"}", i) and _BLANK.match(rest, i + 1).end() == len(rest):  # type: ignore[union-attr]
+        return b"{}"
     return None

@@ -82,6 +82,32 @@ def drop_path(value: JSON, steps: tuple[Step, ...], when: Predicate | None = Non
     if isinstance(value, str):
         return _drop_in_text(value, steps, when)
     step, rest = steps[0], steps[1:]
+    if type(value) is dict and step.key is not None and "*" not in step.key:  # most paths
+        key = step.key
+        if key not in value:
+            return value
+        inner = value[key]
+        if rest:
+            inner = drop_path(inner, rest, when)
+            if inner is value[key]:
+                return value
+        elif when is not None and not when(inner):
+            return value
+        out = dict(value)
+        if rest:
+            out[key] = inner
+        else:
+            del out[key]
+        return out
+    if type(value) is list and step.any_index and rest:  # every item, each on down
+        copied: list[JSON] | None = None
+        for i, item in enumerate(value):
+            new = drop_path(item, rest, when)
+            if new is not item:
+                if copied is None:
+                    copied = list(value)
+                copied[i] = new
+        return value if copied is None else copied
     if isinstance(value, dict):
         keys = step.keys(value)
         if when is not None and not rest:
