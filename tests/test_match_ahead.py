@@ -60,8 +60,16 @@ def _record(folder: Path, monkeypatch: pytest.MonkeyPatch, asks: int = 1) -> tup
 
 
 class _Counted(runs.ValueTemplate):
+    """Items walked: into a template, or numbered as they are walked (``_Walking``)."""
+
     made = 0
 
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        _Counted.made += 1
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+
+
+class _Walking(runs._Counting):
     def __init__(self, *args: object, **kwargs: object) -> None:
         _Counted.made += 1
         super().__init__(*args, **kwargs)  # type: ignore[arg-type]
@@ -78,6 +86,7 @@ def test_a_replay_elsewhere_has_its_rules_applied_to_the_recordings_ahead(
     monkeypatch.chdir(second)
     monkeypatch.setenv("HOME", str(second.parent))
     monkeypatch.setattr(runs, "ValueTemplate", _Counted)
+    monkeypatch.setattr(runs, "_Counting", _Walking)
     config = GatewayConfig(mode="strict", cassette=cassette)
     with GatewayThread(config) as gw:
         assert gw.server is not None
@@ -85,8 +94,8 @@ def test_a_replay_elsewhere_has_its_rules_applied_to_the_recordings_ahead(
         while gw.server._matching is None or not gw.server._matching.done():
             assert time.monotonic() < deadline, "the rules were never applied ahead"
             time.sleep(0.01)
-        # the system prompt, the user message and each tool: one template each as the
-        # cassette was indexed (the recording's rules), and one each ahead (this run's)
+        # the system prompt, the user message and each tool: walked once each as the
+        # cassette was indexed (the recording's rules), and once each ahead (this run's)
         items = 2 + len(TOOLS)
         assert _Counted.made == 2 * items
         client = openai.OpenAI(base_url=gw.env["OPENAI_BASE_URL"], api_key="k", max_retries=0)

@@ -100,6 +100,13 @@ class ValueTemplate:
         self.calls = tuple(stand.calls)
         self._last: tuple[tuple[str, ...], JSON] | None = None
 
+    @classmethod
+    def known(cls, value: JSON) -> ValueTemplate:
+        """The template of a walk that asked for no placeholder and gave ``value``."""
+        template = cls.__new__(cls)
+        template.value, template.calls, template._last = value, (), None
+        return template
+
     def fill(self, numbering: Numbering) -> JSON:
         """The result the walk gives with ``numbering`` (which it advances alike)."""
         if not self.calls:

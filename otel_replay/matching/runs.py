@@ -1,8 +1,11 @@
 """A component's list items normalised once per item object, and runs of them once per run.
 
 A conversation resends its earlier messages as the very same objects every turn (see
-``core.memo``). Each item is walked once into a ``ValueTemplate``, whose placeholders the
-request's numbering fills. A run of items is remembered too: starting from the same
+``core.memo``). Each item is walked once, numbered as it goes: one without placeholders
+is kept as it came out, and the ``ValueTemplate`` of one with some (its placeholders left
+open, for a request's numbering to fill) is made when it is first asked for, by a run
+that meets the item after other values or by the pairing of a conversation's turns
+(``continuation``). A run of items is remembered too: starting from the same
 numbering, the same items in the same order come out the same and leave the numbering
 the same, so a request whose history is last turn's history plus new messages fills only
 the new ones, and the head of a list that is the very items the last list walked from the
@@ -74,7 +77,8 @@ class ItemRuns:
 
     def __init__(self, walk: Callable[[JSON, Numbering], JSON]) -> None:
         self._walk = walk
-        self._templates: dict[int, tuple[JSON, ValueTemplate]] = {}
+        # by item: its template, or None when it was walked once, numbered as it went
+        self._templates: dict[int, tuple[JSON, ValueTemplate | None]] = {}
         self._starts: dict[tuple[object, ...], _Start] = {}
         self._after: dict[tuple[int, int], _Step] = {}
         # the last list none of whose items holds a placeholder, and its result: the
@@ -110,8 +114,8 @@ class ItemRuns:
                 at = step
                 behind = True
                 continue
-            template = self.template(item)
-            if not template.calls:  # no placeholder: the same whatever the numbering
+            template = self._known(item, make=False)
+            if template is not None and not template.calls:  # the same whatever the numbering
                 out.append(template.value)
                 ats.append(at)
                 continue
@@ -119,7 +123,16 @@ class ItemRuns:
                 _rebuild(at, numbering)
                 behind = False
             known = len(numbering.seen)
-            result = template.fill(numbering)
+            if template is not None:
+                result = template.fill(numbering)
+            else:  # walked once, numbered as it goes (its template is made if ever asked)
+                counted = _Counting(numbering)
+                result = self._walk(item, counted)
+                self._keep(item, ValueTemplate.known(result) if not counted.calls else None)
+                if not counted.calls:
+                    out.append(result)
+                    ats.append(at)
+                    continue
             added = tuple(islice(numbering.seen.items(), known, None))
             step = _Step(item, at, result, added, tuple(numbering.counts.items()))
             if len(after) >= _MAX_STEPS:
@@ -139,12 +152,42 @@ class ItemRuns:
 
     def template(self, item: JSON) -> ValueTemplate:
         """``item`` walked with its placeholders left open, once per item object."""
+        found = self._known(item, make=True)
+        assert found is not None
+        return found
+
+    def _known(self, item: JSON, make: bool) -> ValueTemplate | None:
+        """``item``'s template: made now when it was walked once before (numbered as it
+        went) or, with ``make``, when it never was; None when it never was."""
         found = self._templates.get(id(item))
         if found is None or found[0] is not item:
-            if len(self._templates) >= _MAX_ITEMS:
-                self._templates.clear()
-            found = self._templates[id(item)] = (item, ValueTemplate(partial(self._walk, item)))
-        return found[1]
+            if not make:
+                return None
+        elif found[1] is not None:
+            return found[1]
+        template = ValueTemplate(partial(self._walk, item))
+        self._keep(item, template)
+        return template
+
+    def _keep(self, item: JSON, template: ValueTemplate | None) -> None:
+        if len(self._templates) >= _MAX_ITEMS:
+            self._templates.clear()
+        self._templates[id(item)] = (item, template)
+
+
+class _Counting(Numbering):
+    """A request's numbering, counting the placeholders asked of it."""
+
+    __slots__ = ("calls", "inner")
+
+    def __init__(self, inner: Numbering) -> None:
+        super().__init__()
+        self.inner = inner
+        self.calls = 0
+
+    def placeholder(self, kind: str, value: str) -> str:
+        self.calls += 1
+        return self.inner.placeholder(kind, value)
 
 
 def _rebuild(at: _Step | _Start, numbering: Numbering) -> None:
