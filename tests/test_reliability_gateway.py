@@ -178,6 +178,41 @@ def test_a_request_body_that_never_ends_is_answered_408_and_closed(
     assert (summary.live, summary.misses) == (1, [])
 
 
+def test_a_body_sent_in_pieces_is_read_whole_and_one_past_the_limit_is_413(
+    recording: tuple[GatewayThread, StubUpstream], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The gateway reads a body in the pieces it arrives in (one copy): sent in many
+    chunks, it reaches the provider byte for byte; past the largest body it reads, it is
+    a 413 and nothing is forwarded, and the gateway keeps serving."""
+    from otel_replay.gateway import guard
+
+    gw, stub = recording
+    assert gw.server is not None
+    port = gw.server.port
+    body = json.dumps({**CHAT, "messages": [{"role": "user", "content": "é" * 40_000}]})
+    raw = body.encode()
+    pieces = b"".join(
+        f"{len(raw[i : i + 997]):x}\r\n".encode() + raw[i : i + 997] + b"\r\n"
+        for i in range(0, len(raw), 997)
+    )
+    head = (
+        f"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+        f"Authorization: Bearer {KEY}\r\nConnection: close\r\n"
+        "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+    )
+    status, _, _ = _raw(port, head.encode() + pieces + b"0\r\n\r\n")
+    assert status == 200
+    assert [r.raw for r in stub.received] == [raw]
+    monkeypatch.setattr(guard, "MAX_BODY", len(raw) - 1)
+    status, _, _ = _raw(port, head.encode() + pieces + b"0\r\n\r\n")
+    assert status == 413
+    assert len(stub.received) == 1
+    monkeypatch.setattr(guard, "MAX_BODY", len(raw))
+    client = openai.OpenAI(base_url=gw.env["OPENAI_BASE_URL"], api_key=KEY, max_retries=0)
+    assert client.chat.completions.create(**CHAT).choices[0].message.content  # type: ignore[call-overload]
+    assert len(stub.received) == 2
+
+
 LIMITS = Limits(max_response_bytes=1024 * 1024, max_event_bytes=256 * 1024)
 
 

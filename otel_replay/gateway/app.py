@@ -32,7 +32,7 @@ from otel_replay.gateway.call import (
 from otel_replay.gateway.decide import Decision, OwnKeys, decide, lowered, matches
 from otel_replay.gateway.fork import live_call
 from otel_replay.gateway.forward import Forwarder
-from otel_replay.gateway.guard import host_guard, read_body
+from otel_replay.gateway.guard import MAX_BODY, host_guard, read_body
 from otel_replay.gateway.limits import Limits
 from otel_replay.gateway.mcp import McpMount
 from otel_replay.gateway.playback import play, prime_streams
@@ -87,7 +87,7 @@ class Gateway:
         self._bodies_for(session)  # before the first request, which it then speeds up
 
     def app(self) -> web.Application:
-        app, guard = web.Application(client_max_size=1024**3), host_guard(self.bind_host)
+        app, guard = web.Application(client_max_size=MAX_BODY), host_guard(self.bind_host)
         store, seconds = (lambda: self.session.store), self.limits.body_timeout
         add_otlp_routes(app, store, read_timeout=seconds, wrap=guard)
         McpMount(lambda: self.mcp_servers, lambda: self.session, seconds).add_routes(app, guard)

@@ -21,7 +21,7 @@ from aiohttp import web
 
 from otel_replay.core.errors import root_cause
 
-__all__ = ["Guard", "Handler", "host_guard", "read_body", "refuse_body"]
+__all__ = ["MAX_BODY", "Guard", "Handler", "host_guard", "read_body", "refuse_body"]
 
 log = logging.getLogger("otel_replay.gateway")
 
@@ -152,15 +152,37 @@ def refuse_body(request: web.Request, status: int, message: str) -> web.Response
     return response
 
 
+MAX_BODY = 1024**3
+"""The largest request body the gateway reads (413 past it)."""
+
+
 async def read_body(request: web.Request, seconds: float) -> bytes | web.Response:
-    """The request's body, or the refusal of one that is unreadable (400) or does not end
-    within ``seconds`` (408). A body already received in full is read without a timer."""
+    """The request's body, or the refusal of one that is unreadable (400), too large
+    (413) or that does not end within ``seconds`` (408). A body already received in full
+    is read without a timer."""
     try:
         if request.content.is_eof():  # nothing left to wait for
-            return await request.read()
+            return await _read_all(request.content)
         async with asyncio.timeout(seconds):
-            return await request.read()
+            return await _read_all(request.content)
     except web.RequestPayloadError as exc:  # e.g. a corrupt compressed body
         return refuse_body(request, 400, f"unreadable request body: {root_cause(exc)}")
     except TimeoutError:  # a body that never ends must not hold its connection
         return refuse_body(request, 408, f"request body not received within {seconds:g} s")
+
+
+async def _read_all(content: Any) -> bytes:
+    """What ``request.read()`` gives, copied once: a coding agent's body is hundreds of
+    kilobytes each turn, which aiohttp's own read copies twice more (into a growing
+    buffer, then out of it)."""
+    blocks: list[bytes] = []
+    size = 0
+    while True:
+        block = await content.readany()
+        if not block:
+            break
+        size += len(block)
+        if size > MAX_BODY:
+            raise web.HTTPRequestEntityTooLarge(max_size=MAX_BODY, actual_size=size)
+        blocks.append(block)
+    return blocks[0] if len(blocks) == 1 else b"".join(blocks)
