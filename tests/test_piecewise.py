@@ -610,3 +610,18 @@ def test_a_value_key_tells_values_apart_as_the_matcher_does(a, b, spaced):
     assert value_key(b'{"a": 1, "b": [2.50]}') == value_key(b'{"b":[2.5],"a":1}')
     assert value_key(b'"\\u00e9"') == value_key('"\u00e9"'.encode())
     assert value_key(b"12345678901234567890") is None
+
+
+@pytest.mark.parametrize("extra", [{"password": "hunter2-hunter2"}, {"note": SECRET}, {}])
+def test_an_item_with_members_met_before_hides_what_the_whole_body_hides(extra):
+    """An item of fresh id around a member met before, holding a secret by its field's
+    name, by its value, or none: redacted as the whole body is."""
+    output = [{"type": "input_text", "text": "y" * 300}]
+    reader = Bodies(REDACTOR)
+    reader.prime([{"input": [{"id": "recorded", "output": output}]}])
+    raw = json.dumps({"input": [{"id": "live", "output": output, **extra}]}).encode()
+    read = reader.read(raw)
+    assert read.redacted() == redacted_body(REDACTOR, raw)
+    assert "hunter2" not in json.dumps(read.redacted()) and SECRET not in json.dumps(
+        read.redacted()
+    )

@@ -44,7 +44,9 @@ class Item:
     def clean(self, redactor: Redactor) -> JSON:
         if not self._cleaned:
             value, met = self.value, self.members
-            if met and isinstance(value, dict):  # member by member, those met before once
+            if met and isinstance(value, dict) and _clean_but(redactor, value, met):
+                self._clean = value  # nothing to redact, those met before found so once
+            elif met and isinstance(value, dict):  # member by member, those met before once
                 out: dict[str, JSON] = {}
                 for key, member in value.items():
                     out[clean_name(redactor, key)] = clean_member(
@@ -62,6 +64,17 @@ class Item:
         """Characters of its text not yet redacted: a new item's members met before
         (``shared``) are not counted."""
         return 0 if self._cleaned else max(len(self.text) - self.shared, 0)
+
+
+def _clean_but(redactor: Redactor, value: dict[str, JSON], met: dict[str, Item]) -> bool:
+    """Whether ``value`` holds nothing to redact: its members met before (``met``) each
+    redacted once (as ``clean_member`` does), the rest, names included, at once."""
+    rest = {key: None if key in met else member for key, member in value.items()}
+    if redactor.json(rest) is not rest:
+        return False
+    return all(
+        clean_member(redactor, key, value[key], item) is value[key] for key, item in met.items()
+    )
 
 
 def clean_member(redactor: Redactor, key: str, value: JSON, item: Item | None) -> JSON:
