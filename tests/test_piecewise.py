@@ -503,9 +503,10 @@ def test_new_items_read_at_once_read_as_one_by_one(values, writing, primed):
     """A turn's new items (after the array's first, to its end) read in one pass when
     their text is orjson's own are what reading them one by one gives: the same values
     (an integer as an integer, a float as a float), the same objects for items met
-    before, and the same place where the last one but one ends. Any other writing
-    (spaces, escapes, an integer orjson would read as a float, a repeated key) is left
-    to the one-by-one reading, nothing read."""
+    before (found by their bytes, however written), and the same place where the last
+    one but one ends. New items in any other writing (spaces, escapes, an integer orjson
+    would read as a float, a repeated key) are left to the one-by-one reading, nothing
+    read."""
     texts = _texts(values, writing)
     if texts is None:
         return
@@ -525,10 +526,9 @@ def test_new_items_read_at_once_read_as_one_by_one(values, writing, primed):
         own = b",".join(texts) == b",".join(orjson.dumps(json.loads(t)) for t in texts)
     except TypeError:  # an integer beyond 64 bits
         own = False
-    if not own:
-        assert before is None and read == []
+    if before is None:  # not orjson's own, nor every item met before: nothing read
+        assert not own and read == []
         return
-    assert before is not None
     one_by_one: list[object] = []
     text, i, ends = raw.decode("latin-1"), start, [start]
     while i < stop:
@@ -625,3 +625,25 @@ def test_an_item_with_members_met_before_hides_what_the_whole_body_hides(extra):
     assert "hunter2" not in json.dumps(read.redacted()) and SECRET not in json.dumps(
         read.redacted()
     )
+
+
+def test_items_met_before_are_found_by_their_bytes_before_new_ones_are_read():
+    """A turn whose first new items are a recording's own bytes (Claude Code's tool calls
+    keep their ids) takes those as the recorded objects, escaped or not, and reads the
+    rest at once; a run whose new part is not orjson's own is left whole."""
+    recorded = {"input": [{"type": "tool_use", "id": "toolu_1", "input": "\u00e9" * 200}]}
+    reader = Bodies(REDACTOR)
+    reader.prime([recorded])
+    met = json.dumps(recorded["input"][0], separators=(",", ":")).encode()  # escaped
+    new = orjson.dumps({"type": "tool_result", "id": "toolu_1", "content": "done"})
+    head, tail = b'{"input":["first"', b"]}"
+    for run, fresh in ((met + b"," + new, 1), (met, 0), (met + b", " + new, None)):
+        raw = head + b"," + run + tail
+        items: list[object] = []
+        before = reader.read_run(raw, len(head), len(raw) - len(tail), items)  # type: ignore[arg-type]
+        if fresh is None:
+            assert before is None and items == []
+            continue
+        assert items[0].value is recorded["input"][0]  # type: ignore[attr-defined]
+        assert len(items) == 1 + fresh
+        assert before == (len(head) + 1 + len(met) if fresh else len(head))

@@ -166,23 +166,38 @@ class Bodies:
 
     def read_run(self, raw: bytes, start: int, stop: int, items: list[Item | JSON]) -> int | None:
         """Reads the items ``raw[start:stop]`` holds, each after a comma (an array's items
-        after its first), into ``items`` as ``read_item`` does, all at once when their text
-        is orjson's own (``orjson_own``); where the last one but one ends (``start`` for
-        one item), or None when they are not so written (nothing read)."""
+        after its first), into ``items`` as ``read_item`` does: those met before found by
+        their bytes, the rest all at once when their text is orjson's own
+        (``orjson_own``); where the last one but one ends (``start`` for one item), or
+        None when they are not so written (nothing read)."""
         if raw[start : start + 1] != b",":
             return None
-        found = orjson_own(raw[start + 1 : stop])
-        if found is None:
+        text, room = raw[start:stop].decode("latin-1"), self.max_depth - 2
+        met: list[Item] = []
+        at, before = 0, 0
+        while at < len(text):  # an agent's new items most often sent before (recorded)
+            found = self._met.at(text, at + 1, room) if text.startswith(",", at) else None
+            if found is None:
+                break
+            met.append(found)
+            before, at = at, at + 1 + len(found.text)
+        rest: list[tuple[JSON, bytes]] | None = [] if at == len(text) else None
+        if at < len(text) and text.startswith(",", at):
+            rest = orjson_own(raw[start + at + 1 : stop])
+        if rest is None:
             return None
-        room, at, before = self.max_depth - 2, start, start
-        for value, text in found:
-            before, at = at, at + 1 + len(text)
+        for item in met:
+            self._reused += len(item.text)
+            self._met_new = self._met_new or not item.recorded
+        items.extend(met)
+        for value, written in rest:
+            before, at = at, at + 1 + len(written)
             if type(value) is dict or type(value) is list:
-                items.append(self._item(text.decode("latin-1"), value, room, decoded=True))
+                items.append(self._item(written.decode("latin-1"), value, room, decoded=True))
             else:
                 check_depth(value, room, self.max_depth)
                 items.append(value)
-        return before
+        return start + before
 
     def grew(
         self, key: str, raw: bytes, place: tuple[int, int, int], items: list[Item | JSON]
