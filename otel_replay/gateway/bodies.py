@@ -187,8 +187,7 @@ class Bodies:
         if rest is None:
             return None
         for item in met:
-            self._reused += len(item.text)
-            self._met_new = self._met_new or not item.recorded
+            self._met_again(item)
         items.extend(met)
         for value, written in rest:
             before, at = at, at + 1 + len(written)
@@ -330,8 +329,7 @@ class Bodies:
             before = self._met.at(text, i, room - 1)  # met elsewhere
         if before is not None:
             items.append(before)
-            self._reused += len(before.text)
-            self._met_new = self._met_new or not before.recorded
+            self._met_again(before)
             return i + len(before.text)
         begin = i
         parsed, i = _SCAN(text, i)
@@ -360,13 +358,17 @@ class Bodies:
                     return items, size, inner, fresh
         return None
 
+    def _met_again(self, item: Item) -> None:
+        """Counts ``item``, met before, in the body being read."""
+        self._reused += len(item.text)
+        self._met_new = self._met_new or not item.recorded
+
     def _item(self, text: str, parsed: JSON, room: int, decoded: bool = False) -> Item:
         """The item whose text (a character per byte) is ``text``, ``parsed`` from it (read
         from its UTF-8 when ``decoded``, else from ``text``)."""
         found = self._met.get(text)
         if found is not None:
-            self._reused += len(text)
-            self._met_new = self._met_new or not found.recorded
+            self._met_again(found)
             fits(found, room, self.max_depth)
             return found
         if not decoded and not text.isascii():  # read again from its UTF-8
