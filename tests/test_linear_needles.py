@@ -1,5 +1,6 @@
 """The literal text a rule's matches all hold lets ``LinearRules`` skip RE2 on a text
-that holds none of it: held equal to substituting without that shortcut."""
+that holds none of it, and its matches are replaced by a search of its own over the
+text's UTF-8: each held equal to the plain way (no needles; RE2's own ``sub``)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from hypothesis import strategies as st
 from otel_replay.matching.linear import LinearRules, required_texts
 from otel_replay.matching.numbering import Numbering
 from otel_replay.matching.profiles import PROFILES
-from otel_replay.matching.rules import VolatileRule
+from otel_replay.matching.rules import DROP, VolatileRule
 
 PATTERNS = [
     r"[^<>\n]+</cwd>",
@@ -88,3 +89,48 @@ def test_the_profiles_rules_with_the_needles_equal_without(text):
     assert fast.needles is not None  # every profile rule shows its text
     a, b = Numbering(), Numbering()
     assert fast.substitute(text, a.placeholder) == plain.substitute(text, b.placeholder)
+
+
+def _by_re2_sub(rules: LinearRules, s: str, placeholder) -> str:
+    """The definition: RE2's ``sub``, each match replaced as its branch says."""
+
+    def replace(m) -> str:
+        kind = rules.kinds.get(m.lastgroup or "")
+        if kind is None:
+            return m.group()
+        if kind == DROP:
+            return ""
+        return f"<{kind}>" if kind in rules.fixed else placeholder(kind, m.group())
+
+    return rules.regex.sub(replace, s)
+
+
+WIDE = [*FRAGMENTS, "ü</cwd>", "\U0001f600 Wall time 1.5 seconds", "[REDACTED:env:K]", "<id:3>"]
+KINDED = [
+    *PATTERNS,
+    r"(?P<inner>w)all",  # a rule's own named group
+    r"((t)(o))k-",  # groups in groups
+    r"\x{1F600}",  # a character of four bytes
+    r"é+",
+]
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(st.sampled_from(WIDE), max_size=8).map("".join),
+    st.lists(
+        st.tuples(st.sampled_from(KINDED), st.sampled_from(["k", DROP, "fix"])),
+        min_size=1,
+        max_size=4,
+    ),
+)
+def test_the_search_of_its_own_replaces_as_re2s_sub(text, table):
+    rules = [
+        VolatileRule("f" if kind == "fix" else kind, pattern, linear=True, fixed=kind == "fix")
+        for pattern, kind in table
+    ]
+    compiled = LinearRules(rules)
+    compiled.needles = None
+    a, b = Numbering(), Numbering()
+    assert compiled.substitute(text, a.placeholder) == _by_re2_sub(compiled, text, b.placeholder)
+    assert a.seen == b.seen and a.counts == b.counts

@@ -572,7 +572,10 @@ def test_a_shared_value_walks_as_a_fresh_copy_wherever_it_is(members, before):
 
 json_key = text | st.sampled_from(["é", "\U0001f600", "\uffff", "Z", "a b"])
 any_json = st.recursive(
-    leaf | number | st.sampled_from([float("nan"), float("inf"), 1e-05, 1e16, 0.00001]),
+    leaf
+    | number
+    | st.sampled_from([float("nan"), float("inf"), 1e-05, 1e16, 0.00001])
+    | st.sampled_from(["null", "x:null", "a,null", "[null]", "c46e-1e5", ":1e5", ",0.00001"]),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(json_key, inner, max_size=4),
     max_leaves=12,
 )

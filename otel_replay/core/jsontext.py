@@ -290,7 +290,7 @@ def dumps_line(doc: Any) -> str:
     return _COMPACT.encode(doc)
 
 
-_NULL_TOKENS = (b":null", b",null", b"[null")
+_BEFORE_TOKEN = frozenset(b":,[")
 
 
 def value_text(value: Any) -> str:
@@ -316,4 +316,7 @@ def orjson_value_text(value: Any) -> str | None:
 def nulled_nan(text: bytes, value: Any) -> bool:
     """Whether orjson's ``text`` of ``value`` wrote a NaN or an infinity as ``null``: it
     holds a ``null`` token and ``value`` a float that is not finite."""
-    return (text == b"null" or any(token in text for token in _NULL_TOKENS)) and not finite(value)
+    at = text.find(b"null")  # the word is found at once; ``:``, ``,`` and ``[`` are common
+    while at > 0 and text[at - 1] not in _BEFORE_TOKEN:
+        at = text.find(b"null", at + 4)
+    return at >= 0 and not finite(value)

@@ -45,6 +45,14 @@ class PatternError(ValueError):
     """A pattern RE2 cannot compile; the message is RE2's own."""
 
 
+_UNANCHORED = re2._re2.RE2.Anchor.UNANCHORED
+
+
+def _char_size(lead: int) -> int:
+    """The bytes of the UTF-8 character whose first byte is ``lead``."""
+    return 1 if lead < 0x80 else 2 if lead < 0xE0 else 3 if lead < 0xF0 else 4
+
+
 def check_linear(pattern: str) -> Any:
     """``pattern`` compiled with RE2, or PatternError with RE2's reason."""
     try:
@@ -58,7 +66,7 @@ def check_linear(pattern: str) -> Any:
 class LinearRules:
     """One RE2 alternation over the rules, and the rules applying to numbers."""
 
-    __slots__ = ("fixed", "kinds", "needles", "numeric", "regex")
+    __slots__ = ("_branches", "_match", "fixed", "kinds", "needles", "numeric", "regex")
 
     def __init__(self, rules: Sequence[VolatileRule]) -> None:
         ordered = list(reversed(rules))  # later rows take precedence
@@ -67,6 +75,12 @@ class LinearRules:
         branches = [f"(?P<keep>{_PLACEHOLDER})"]
         branches += [f"(?P<r{i}>{rule.pattern})" for i, rule in enumerate(ordered)]
         self.regex = check_linear("|".join(branches))
+        # each branch's group and what its match becomes: kept (None) or a rule's kind
+        groups = dict(self.regex._regexp.NamedCapturingGroups())
+        self._branches = tuple(
+            (groups[name.encode()], self.kinds.get(name)) for name in ["keep", *self.kinds]
+        )
+        self._match = self.regex._regexp.Match  # RE2's own search, spans in UTF-8 bytes
         self.numeric = [(r.kind, check_linear(r.pattern)) for r in ordered if r.numbers]
         # text a match of every rule holds: a text holding none of it is left as it is
         # without a call into RE2 (whose wrapper costs microseconds on the shortest text)
@@ -85,19 +99,35 @@ class LinearRules:
         needles = self.needles
         if needles is not None and not any(needle in s for needle in needles):
             return s
-        if self.regex.search(s) is None:
+        # what ``self.regex.sub`` does, without its wrapper's work per match in Python
+        # (the offsets of every group turned into characters, the names looked up again):
+        # the text searched as UTF-8, each match's branch told by the group it set
+        data, match = s.encode("utf-8"), self._match
+        size = len(data)
+        (start, stop), *_ = spans = match(_UNANCHORED, data, 0, size)
+        if start < 0:
             return s
-        kinds, fixed = self.kinds, self.fixed
-
-        def replace(m: Any) -> str:
-            kind = kinds.get(m.lastgroup or "")
+        pieces: list[bytes] = []
+        end = 0
+        while True:
+            kind = next((kind for group, kind in self._branches if spans[group][0] >= 0), None)
+            pieces.append(data[end:start])
             if kind is None:
-                return str(m.group())
-            if kind == DROP:
-                return ""
-            return f"<{kind}>" if kind in fixed else placeholder(kind, m.group())
-
-        return str(self.regex.sub(replace, s))
+                pieces.append(data[start:stop])
+            elif kind in self.fixed:
+                pieces.append(f"<{kind}>".encode())
+            elif kind != DROP:
+                pieces.append(placeholder(kind, data[start:stop].decode("utf-8")).encode())
+            end = pos = stop
+            if stop == start:  # an empty match: the search goes on a character later
+                if stop == size:
+                    break
+                pos += _char_size(data[stop])
+            (start, stop), *_ = spans = match(_UNANCHORED, data, pos, size)
+            if start < 0:
+                break
+        pieces.append(data[end:])
+        return b"".join(pieces).decode("utf-8")
 
     def number(self, text: str) -> str | None:
         """The kind of the first rule for numbers matching all of ``text``, if any."""

@@ -61,7 +61,9 @@ def canonical_bytes(value: JSON) -> bytes:
     holding either (or a string that merely looks so) is written again by the standard
     library, as is one holding a NaN or an infinity (orjson writes ``null``) or anything
     orjson refuses (a key that is not a string, an integer beyond 64 bits, a lone
-    surrogate). Keys sort alike: by code point, which is UTF-8's byte order."""
+    surrogate). Keys sort alike: by code point, which is UTF-8's byte order. orjson's
+    text has no spaces, so a number follows ``:``, ``,`` or ``[`` or is the whole text:
+    an id's hex digits (``…c46e``) inside a string are not taken for one."""
     try:
         text = orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
     except (orjson.JSONEncodeError, TypeError):
@@ -71,7 +73,7 @@ def canonical_bytes(value: JSON) -> bytes:
     return text
 
 
-_MAY_DIFFER = re2.compile(rb"[0-9][eE]|0\.0000")  # linear: a text is read once
+_MAY_DIFFER = re2.compile(rb"(?:^|[:,\[])-?(?:[0-9]+(?:\.[0-9]+)?[eE]|0\.0000)")  # linear
 
 
 def digest(value: JSON) -> str:
