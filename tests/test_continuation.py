@@ -23,6 +23,7 @@ from benchmarks._common import Route, Server, client_session, compact, post, sen
 from otel_replay.cassette.model import dump, load
 from otel_replay.gateway.runner import GatewayConfig, GatewayServer
 from otel_replay.gateway.turns import Turns
+from otel_replay.matching.continuation import Continuations
 from otel_replay.matching.exact import RAW_MAX
 from otel_replay.matching.rulefile import parse_rules
 from otel_replay.matching.sources import RuleSources
@@ -65,10 +66,17 @@ def record(folder: Path, route: Route, bodies: list[Body], copies: int = 2) -> P
 
 
 def replay(
-    cassette: Path, route: Route, bodies: list[Body], *, follow: bool, rules: str = ""
+    cassette: Path,
+    route: Route,
+    bodies: list[Body],
+    *,
+    follow: bool,
+    rules: str = "",
+    ahead: bool = True,
 ) -> tuple[list[tuple[int, bytes]], list[int], int]:
     """Each body's status and answer from a strict replaying gateway, the recordings it
-    replayed in order, and how many turns were matched by what they add."""
+    replayed in order, and how many turns were matched by what they add (``ahead``: what
+    the next turn needs made once a turn is answered, ``Turns.prepare``)."""
     sources = RuleSources((parse_rules(rules, "otel-replay.toml")[0],)) if rules else RuleSources()
 
     async def run() -> tuple[list[tuple[int, bytes]], list[int], int]:
@@ -98,13 +106,15 @@ def replay(
             await gateway.stop()
         return answers, hits, followed
 
-    original = Turns.follow
+    original, prepare = Turns.follow, Turns.prepare
     if not follow:
         Turns.follow = lambda self, provider, path, raw: None  # type: ignore[method-assign]
+    if not ahead:
+        Turns.prepare = lambda self, provider, path: None  # type: ignore[method-assign]
     try:
         return asyncio.run(run())
     finally:
-        Turns.follow = original  # type: ignore[method-assign]
+        Turns.follow, Turns.prepare = original, prepare  # type: ignore[method-assign]
 
 
 def same_both_ways(
@@ -146,6 +156,45 @@ def test_fresh_sessions_replay_alike_and_later_turns_are_followed(
     assert 200 not in statuses[2 * TURNS :]  # both copies used: a third session misses
     assert sorted(hits) == list(range(2 * TURNS))
     assert followed >= 2 * (TURNS - 2)  # every turn after a session's first (and second)
+
+
+@pytest.mark.parametrize("which", ["claude", "codex"])
+def test_what_is_made_ahead_of_a_turn_changes_no_answer(
+    which: str, claude_cassette: Path, codex_cassette: Path
+) -> None:
+    """The pairing of a session's first match and the templates of the messages the next
+    recording adds, made once a turn is answered, give the answers the turn would have
+    found making them itself; made so, no turn pairs a match itself."""
+    cassette, route, make = (
+        (claude_cassette, CLAUDE, claude) if which == "claude" else (codex_cassette, CODEX, codex)
+    )
+    bodies = make(4) + make(5, "2026-11-05")[:3]
+    inside, pairs = [False], {True: 0, False: 0}
+    follow, pair = Turns.follow, Continuations._pair
+
+    def following(self: Turns, *args: Any) -> Any:
+        inside[0] = True
+        try:
+            return follow(self, *args)
+        finally:
+            inside[0] = False
+
+    def pairing(self: Continuations, *args: Any) -> Any:
+        pairs[inside[0]] += 1
+        return pair(self, *args)
+
+    Turns.follow, Continuations._pair = following, pairing  # type: ignore[method-assign]
+    try:
+        ahead = replay(cassette, route, bodies, follow=True)
+        made = dict(pairs)
+        pairs.update({True: 0, False: 0})
+        itself = replay(cassette, route, bodies, follow=True, ahead=False)
+    finally:
+        Turns.follow, Continuations._pair = follow, pair  # type: ignore[method-assign]
+    assert ahead == itself
+    assert [status for status, _ in ahead[0]] == [200] * len(bodies)
+    assert ahead[2] >= TURNS  # both sessions' later turns followed
+    assert made == {True: 0, False: 2} and pairs == {True: 2, False: 0}
 
 
 def test_interleaved_sessions_replay_alike(codex_cassette: Path) -> None:

@@ -11,6 +11,7 @@ module only reads requests and writes answers.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import time
@@ -47,6 +48,7 @@ from otel_replay.gateway.writers import (
 )
 from otel_replay.otlp.routes import add_otlp_routes
 from otel_replay.providers import Route
+from otel_replay.providers.base import Provider
 from otel_replay.session.session import Session
 
 log = logging.getLogger("otel_replay.gateway")
@@ -140,14 +142,19 @@ class Gateway:
                 match = call.session.matcher.match(call.canonical)
             except ReplayMiss as miss:
                 match = miss
+        turns = None
         if at_once and isinstance(match, int):  # a chain of turns begins (exact hits too)
-            self._turns_for(call.session).matched(call, match)
+            turns = self._turns_for(call.session)
+            turns.matched(call, match)
         own_key = isinstance(match, ReplayMiss) and self._own_keys.offered(
             call.upstream, lowered(headers)
         )
-        return await self._carry_out(
+        answer = await self._carry_out(
             request, call, decide(mode, routed=True, match=match, own_key=own_key)
         )
+        if turns is not None:
+            _after_answer(turns, call.provider, call.path)
+        return answer
 
     def _at_once(self) -> bool:
         """Whether a request sent exactly as a recording was is replayed before any other
@@ -195,7 +202,9 @@ class Gateway:
         call, _ = self._call(request, route, request.headers, raw, hit=index)
         call.number, call.asks_stream = number, asks_stream
         decision = decide(self.session.mode, routed=True, match=index, own_key=False)
-        return await self._carry_out(request, call, decision)
+        answer = await self._carry_out(request, call, decision)
+        _after_answer(self._turns_for(self.session), provider, path)
+        return answer
 
     def _turns_for(self, session: Session) -> Turns:
         reader = self._bodies_for(session)
@@ -297,3 +306,10 @@ class Gateway:
             prime_answers(ex.response.body for ex in recorded)
             prime_streams(recorded)
         return self._bodies
+
+
+def _after_answer(turns: Turns, provider: Provider, path: str) -> None:
+    """Has ``turns`` make ahead what the conversation's next turn needs, once the loop is
+    done answering this one: the agent has its answer, and reads it meanwhile (an agent
+    runs its tools, and at the least parses the answer, before its next request)."""
+    asyncio.get_running_loop().call_soon(turns.prepare, provider, path)

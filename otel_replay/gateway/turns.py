@@ -87,6 +87,12 @@ class Turns:
         self.followed += 1
         return index, last.asks_stream
 
+    def prepare(self, provider: Provider, path: str) -> None:
+        """Makes ahead what the next turn of the conversation last matched for
+        ``provider`` and ``path`` needs (``Continuations.prepare``)."""
+        if (provider.name, path) in self._last:
+            self.continuations.prepare((provider.name, path))
+
     def _match(
         self, key: Hashable, kept: int, items: list[Item | JSON], convert: Callable[[JSON], JSON]
     ) -> int | None:

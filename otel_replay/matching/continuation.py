@@ -133,6 +133,22 @@ class Continuations:
         self._last.pop(key, None)
         return None
 
+    def prepare(self, key: Hashable) -> None:
+        """Makes ahead what the next turn under ``key`` needs of the recordings: the last
+        match paired (a full match's, once), and the templates of the messages the next
+        recording adds (those after all but the last recorded one, which Claude Code
+        sends again changed). ``follow`` gives the same answer with or without it, only
+        sooner: a caller runs it once a turn is answered, while the agent reads it."""
+        link = self._link(key)
+        if link is None:
+            return
+        last = self._recorded(link.index).messages
+        if type(last) is not list or link.index + 1 >= len(self.matcher):
+            return
+        messages = self._recorded(link.index + 1).messages
+        if type(messages) is list and len(messages) > len(last):
+            link.recorded.templates(messages[max(len(last) - 1, 0) :])
+
     def _link(self, key: Hashable) -> _Link | None:
         last = self._last.get(key)
         if last is None or isinstance(last, _Link):
