@@ -46,6 +46,7 @@ from otel_replay.gateway.writers import (
     deliver,
     prime_answers,
 )
+from otel_replay.matching.exact import RAW_MAX
 from otel_replay.otlp.routes import add_otlp_routes
 from otel_replay.providers import Route
 from otel_replay.providers.base import Provider
@@ -116,7 +117,8 @@ class Gateway:
         number = 0 if fork is None else fork.take()  # a fork counts the calls
         live = fork is not None and fork.live(number)
         at_once = self._at_once() and not live
-        replayed = await self._replay_as_sent(request, route, raw, number) if at_once else None
+        small = at_once and len(raw) <= RAW_MAX  # a larger body is no recording's as sent
+        replayed = await self._replay_as_sent(request, route, raw, number) if small else None
         if replayed is None and at_once:
             replayed = await self._replay_grown(request, route, raw, number)
         if replayed is not None:
@@ -194,16 +196,19 @@ class Gateway:
         one (``turns``), or None (the full path then decides)."""
         provider = providers.get(route.api)
         path = route.provider_path(request.path, request.query)
-        followed = self._turns_for(self.session).follow(provider, path, raw)
+        turns = self._turns_for(self.session)
+        followed = turns.follow(provider, path, raw)
         if followed is None:
             return None
         index, asks_stream = followed
         self.session.by_turn += 1
-        call, _ = self._call(request, route, request.headers, raw, hit=index)
-        call.number, call.asks_stream = number, asks_stream
+        call, _ = self._call(
+            request, route, request.headers, raw, hit=index, asks_stream=asks_stream
+        )
+        call.number = number
         decision = decide(self.session.mode, routed=True, match=index, own_key=False)
         answer = await self._carry_out(request, call, decision)
-        _after_answer(self._turns_for(self.session), provider, path)
+        _after_answer(turns, provider, path)
         return answer
 
     def _turns_for(self, session: Session) -> Turns:
@@ -234,10 +239,12 @@ class Gateway:
         tried: bool = False,
         hit: int | None = None,
         live: bool = False,
+        asks_stream: bool | None = None,
     ) -> tuple[Call, int | None]:
         """The call, and the recording its exact body hits (when the mode matches; ``hit``
         when already found, ``tried``: not found by its bytes; ``live``: a fork's call
-        past its point, not matched)."""
+        past its point, not matched; ``asks_stream``: whether it asks for a stream, when
+        known)."""
         session = self.session
         provider = providers.get(route.api)
         path = route.provider_path(request.path, request.query)
@@ -263,7 +270,11 @@ class Gateway:
             operation=provider.operation(path),
             raw=raw,
             parsed=body,
-            asks_stream=later is None and provider.wants_stream(body, path, request.query),
+            asks_stream=(
+                asks_stream
+                if asks_stream is not None
+                else later is None and provider.wants_stream(body, path, request.query)
+            ),
             start_ns=time.time_ns(),
             trace_id=trace_id,
             parent_span_id=parent,

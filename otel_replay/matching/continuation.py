@@ -67,7 +67,7 @@ class _Link:
     live: _Rules
     recorded: _Rules
     values: dict[str, str]  # the live request's value -> the recording's
-    taken: frozenset[str]  # the recording's values paired
+    taken: set[str]  # the recording's values paired (both grow as turns are followed)
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +86,9 @@ class Continuations:
         self.matcher = matcher
         self._recorded = recorded
         self._last: dict[Hashable, _Link | _Matched] = {}
+        # per key, made ahead: (the last recording, the next one, how many of the last
+        # one's messages the next one begins with when all else is the same, else -1)
+        self._ahead: dict[Hashable, tuple[int, int, int]] = {}
 
     def matched(self, key: Hashable, request: CanonicalRequest, index: int) -> None:
         """The full matcher took recording ``index`` for ``request``."""
@@ -93,6 +96,7 @@ class Continuations:
 
     def forget(self, key: Hashable) -> None:
         self._last.pop(key, None)
+        self._ahead.pop(key, None)
 
     def follow(
         self, key: Hashable, kept: int, added: list[JSON], accept: Callable[[int], bool]
@@ -101,7 +105,7 @@ class Continuations:
         ``key`` with its messages after the first ``kept`` replaced by ``added``
         (canonical messages), when ``accept`` takes it; None when this cannot show which
         (the full matcher decides)."""
-        link = self._link(key)
+        link, made = self._link(key), self._ahead.pop(key, None)
         if link is None:
             return None
         last = self._recorded(link.index)
@@ -113,22 +117,24 @@ class Continuations:
         for index in (*ahead, link.index):
             other = self._recorded(index)
             messages = other.messages
-            if (
-                type(messages) is not list
-                or len(messages) != count
-                or not _same_but_messages(other, last)
-                or shared_head(messages, last.messages) < kept
-            ):
+            if type(messages) is not list or len(messages) != count:
                 continue
-            paired = _paired(link, mine, link.recorded.templates(messages[kept:]))
-            if paired is None:
+            if made is not None and made[:2] == (link.index, index):
+                head = made[2]
+            else:
+                head = _head(other, last)
+            if head < kept:
+                continue
+            added_values = _paired(link, mine, link.recorded.templates(messages[kept:]))
+            if added_values is None:
                 continue
             found = self.matcher.take_equal(index, accept)
             if found is None:
                 self._last.pop(key, None)
                 return None
-            values, taken = paired
-            self._last[key] = _Link(index, link.live, link.recorded, values, taken)
+            link.values.update(added_values)  # the last link's own: it is left behind
+            link.taken.update(added_values.values())
+            self._last[key] = _Link(index, link.live, link.recorded, link.values, link.taken)
             return found
         self._last.pop(key, None)
         return None
@@ -142,12 +148,14 @@ class Continuations:
         link = self._link(key)
         if link is None:
             return
-        last = self._recorded(link.index).messages
-        if type(last) is not list or link.index + 1 >= len(self.matcher):
+        last = self._recorded(link.index)
+        if type(last.messages) is not list or link.index + 1 >= len(self.matcher):
             return
-        messages = self._recorded(link.index + 1).messages
-        if type(messages) is list and len(messages) > len(last):
-            link.recorded.templates(messages[max(len(last) - 1, 0) :])
+        following = self._recorded(link.index + 1)
+        messages = following.messages
+        if type(messages) is list and len(messages) > len(last.messages):
+            self._ahead[key] = (link.index, link.index + 1, _head(following, last))
+            link.recorded.templates(messages[max(len(last.messages) - 1, 0) :])
 
     def _link(self, key: Hashable) -> _Link | None:
         last = self._last.get(key)
@@ -180,7 +188,7 @@ class Continuations:
                 return None
             values[value] = found
         return _Link(
-            index, _Rules(*live_rules), _Rules(*recorded_rules), values, frozenset(values.values())
+            index, _Rules(*live_rules), _Rules(*recorded_rules), values, set(values.values())
         )
 
 
@@ -191,11 +199,20 @@ def _same_but_messages(a: CanonicalRequest, b: CanonicalRequest) -> bool:
     )
 
 
+def _head(request: CanonicalRequest, last: CanonicalRequest) -> int:
+    """How many of ``last``'s messages ``request``'s begin with, when all but their
+    messages are the same; -1 when they are not (both have lists of messages)."""
+    if not _same_but_messages(request, last):
+        return -1
+    return shared_head(request.messages, last.messages)
+
+
 def _paired(
     link: _Link, mine: list[ValueTemplate], theirs: list[ValueTemplate]
-) -> tuple[dict[str, str], frozenset[str]] | None:
-    """The pairing extended by messages that walk alike, None when they do not or a
-    value would be paired two ways."""
+) -> dict[str, str] | None:
+    """The values messages that walk alike add to the pairing (each live value to the
+    recording's), None when they do not walk alike or a value would be paired two
+    ways."""
     if len(mine) != len(theirs):
         return None
     values, taken = link.values, link.taken
@@ -215,6 +232,4 @@ def _paired(
                 added_taken.add(their_value)
             elif paired != their_value:
                 return None
-    if not added:
-        return values, taken
-    return {**values, **added}, taken | added_taken
+    return added
