@@ -650,3 +650,46 @@ def test_items_met_before_are_found_by_their_bytes_before_new_ones_are_read():
         assert items[0].value is recorded["input"][0]  # type: ignore[attr-defined]
         assert len(items) == 1 + fresh
         assert before == (len(head) + 1 + len(met) if fresh else len(head))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(run_item | st.dictionaries(text, run_item, min_size=1, max_size=3), max_size=5),
+    st.sampled_from(["orjson", "compact", "spaced", "ascii", "repeated key"]),
+    st.integers(2, 8),
+)
+def test_a_new_conversation_read_whole_reads_as_item_by_item(values, writing, limit):
+    """The items of a body none of whose text was met (a new conversation) are read from
+    one orjson pass of the body when their bytes are orjson's writing of them (``Whole``),
+    and the scanner's, one by one, otherwise: either way the reading is what the
+    scanner's alone gives (values, integers beyond 64 bits and floats included, and each
+    item's text) and what the whole-body definitions give, its depth limit included."""
+    texts = _texts(values, writing)
+    if texts is None:
+        texts = [json.dumps(v, separators=(",", ":"), ensure_ascii=False).encode() for v in values]
+    if writing == "repeated key":
+        texts = [b'{"k":1,"k":2}', *texts]
+    raw = b'{"model":"m","input":[' + b",".join(texts) + b'],"n":1}'
+    fast, slow = Bodies(REDACTOR, limit), Bodies(REDACTOR, limit)
+    try:
+        expected = parse_body(raw, limit)
+    except BodyTooDeep:
+        with pytest.raises(BodyTooDeep):
+            fast.read(raw)
+        return
+    original = Bodies._next_item
+
+    def scanner_only(self, text, i, room, items, last, key=""):  # type: ignore[no-untyped-def]
+        return original(self, text, i, room, items, last)
+
+    read = fast.read(raw)
+    Bodies._next_item = scanner_only  # type: ignore[method-assign]
+    try:
+        plain = slow.read(raw)
+    finally:
+        Bodies._next_item = original  # type: ignore[method-assign]
+    assert json.dumps(read.value) == json.dumps(plain.value) == json.dumps(expected)
+    assert read.redacted() == redacted_body(REDACTOR, raw)
+    mine, theirs = fast._last.get("input", []), slow._last.get("input", [])
+    assert [getattr(i, "text", i) for i in mine] == [getattr(i, "text", i) for i in theirs]
+    assert fast._runs.get("input") == slow._runs.get("input")

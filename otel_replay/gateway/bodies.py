@@ -15,9 +15,9 @@ The body is read as bytes: its text here is ``raw.decode("latin-1")``, a charact
 byte, made at the speed of a copy (decoding UTF-8 reads every character, and one
 character past U+FFFF makes the whole string four bytes a character), so its offsets are
 the body's own and a resent run is compared as bytes. JSON's structure is ASCII, so the
-scanner finds where every value ends in this text; a value holds the characters it was
-sent with only when its bytes are ASCII, and one whose bytes are not is read again from
-them as UTF-8 (``_utf8``), which checks that they are.
+scanner finds where every value ends in this text; a value whose bytes are not ASCII is
+read again from them as UTF-8 (``_utf8``). A new conversation's items are read in one
+orjson pass instead (``whole.Whole``).
 
 Values handed out are shared between requests: no stage may change them in place (none
 does; the redactor, normaliser and providers build new values).
@@ -35,7 +35,8 @@ from otel_replay.core.jsontext import STRICT, orjson_own
 from otel_replay.core.limits import MAX_BODY_DEPTH
 from otel_replay.gateway.body import Body, Item, Piece, cleaned_lists
 from otel_replay.gateway.call import parse_body
-from otel_replay.gateway.items import LONG_VALUE, Remembered, check_depth, fits, texts_of
+from otel_replay.gateway.items import LONG_VALUE, Remembered, check_depth, fits
+from otel_replay.gateway.whole import Whole
 from otel_replay.redaction.redact import Redactor
 from otel_replay.session.session import Session
 
@@ -44,6 +45,7 @@ __all__ = ["Bodies", "Body"]
 _WS = re.compile(r"[ \t\n\r]*")
 _BLANK = frozenset(" \t\n\r")
 _AFTER_ITEM = frozenset(" \t\n\r,]")  # what may follow an array's item
+_Items = Sequence[Item | JSON]
 _SCAN: Any = STRICT.scan_once  # type: ignore[attr-defined]  # the C scanner; no NaN
 _COLLECT_AFTER = 1 << 18
 """Recorded text (characters) past which the collector runs once primed: its first full
@@ -67,6 +69,7 @@ class Bodies:
         # its items' count, and whether one of them is no recording's
         self._runs: dict[str, tuple[bytes, int, int, int, int, bool]] = {}
         self._raw = b""
+        self._whole = Whole(b"")
         self._met_new = False
         self._reused = 0  # characters of the body being read found remembered
         self.reusing = False
@@ -101,12 +104,7 @@ class Bodies:
         in place, as every later request does."""
         for key, value in body.items():
             if type(value) is list:
-                last: list[Item | JSON] = []
-                for item in value:
-                    texts = texts_of(item)
-                    primed = self._met.get(texts[0]) if texts else None
-                    last.append(item if primed is None else primed)
-                self._last[key] = last
+                self._last[key] = self._met.primed(value)
                 self._runs.pop(key, None)
 
     def prime(self, bodies: Iterable[JSON]) -> int:
@@ -212,6 +210,7 @@ class Bodies:
         """The body of ``raw``; :class:`BodyTooDeep` when it nests beyond the limit."""
         self._met_new = False
         self._reused = 0
+        self._whole = Whole(raw)
         try:
             self._raw = raw
             value, pieces = self._read(raw.decode("latin-1"))
@@ -293,7 +292,7 @@ class Bodies:
             ends = [i + inner if inner >= 0 else -1, i + size]
             i += size
         else:
-            i = self._next_item(text, i, room, items, last)
+            i = self._next_item(text, i, room, items, last, key)
             ends[1] = i
         while True:
             after = text[i : i + 1]
@@ -304,7 +303,7 @@ class Bodies:
                 i += 1
                 if text[i : i + 1] in _BLANK:
                     i = match(text, i).end()  # type: ignore[union-attr]
-                i = self._next_item(text, i, room, items, last)
+                i = self._next_item(text, i, room, items, last, key)
                 ends = [ends[1], i]
                 continue
             if after == "]":
@@ -319,10 +318,10 @@ class Bodies:
             raise _Unread
 
     def _next_item(
-        self, text: str, i: int, room: int, items: list[Item | JSON], last: Sequence[Item | JSON]
+        self, text: str, i: int, room: int, items: list[Item | JSON], last: _Items, key: str = ""
     ) -> int:
-        """Reads the item at ``text[i]`` into ``items`` (the one the last array had at that
-        place, when its text is there); the index after it."""
+        """Reads the item at ``text[i]`` of the array under ``key`` into ``items`` (the one
+        the last array had at that place, when its text is there); the index after it."""
         n = len(items)
         before = last[n] if n < len(last) else None
         if not isinstance(before, Item) or not text.startswith(before.text, i):
@@ -331,6 +330,10 @@ class Bodies:
             items.append(before)
             self._met_again(before)
             return i + len(before.text)
+        whole = self._whole.item(key, n, i) if key and not self._reused else None
+        if whole is not None:  # nothing of the body met yet: a new conversation
+            items.append(self._item(text[i : whole[1]], whole[0], room - 1, decoded=True))
+            return whole[1]
         begin = i
         parsed, i = _SCAN(text, i)
         if text.startswith(("{", "["), begin):

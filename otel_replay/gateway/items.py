@@ -123,6 +123,16 @@ class Remembered:
         if members:
             item.members = members
 
+    def primed(self, items: list[JSON]) -> list[Item | JSON]:
+        """Each of a recorded array's ``items`` as remembered under the text an SDK
+        writes it in (``prime``), or itself when not."""
+        found: list[Item | JSON] = []
+        for item in items:
+            texts = texts_of(item)
+            primed = self._items.get(texts[0]) if texts else None
+            found.append(item if primed is None else primed)
+        return found
+
     def prime(self, bodies: Iterable[JSON]) -> int:
         """Remembers the array items and long top-level values of recorded bodies under
         the texts an SDK writes them in (compact JSON, non-ASCII as is or escaped),
