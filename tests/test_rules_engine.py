@@ -369,3 +369,44 @@ def test_why_explains_with_the_rules_it_is_given():
     with_rule = Normalizer((*BUILTIN_RULES, TURN_RULE))
     report = explain(codex(2), [codex(1)], normalizer=with_rule)
     assert report.startswith("no miss: the request matches recording #0")
+
+
+def _defined(rules: RuleSet, value, numbering: Numbering):  # type: ignore[no-untyped-def]
+    """A JSON value normalised by definition: keys sorted, each string substituted (a
+    key before its value), integers and integral floats by the rules for numbers."""
+    if isinstance(value, str):
+        return substitute(rules, value, numbering)
+    if isinstance(value, dict):
+        out = {}
+        for key in sorted(value):
+            name = substitute(rules, key, numbering)
+            out[name] = _defined(rules, value[key], numbering)
+        return out
+    if isinstance(value, list):
+        return [_defined(rules, item, numbering) for item in value]
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, int):
+        return rules.number(value, numbering)
+    return rules.number(int(value), numbering) if value.is_integer() else value
+
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 1_700_000_000_123) | st.floats(-1e6, 1e6) | texts,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(texts, inner, max_size=4),
+    max_leaves=16,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(json_values, min_size=1, max_size=4))
+def test_walking_values_equals_the_definition(values):
+    """The walk (strings known to hold nothing, met before, taken in line) gives what the
+    definition gives, numbering alike, however much of it the memo holds."""
+    engine = Normalizer((*BUILTIN_RULES, TICKET_RULE))
+    cached = engine.default_set()
+    for value in values[::2]:  # a memo holding some of it
+        cached.walk(value, Numbering())
+    a, b = Numbering(), Numbering()
+    assert [cached.walk(v, a) for v in values] == [_defined(cached, v, b) for v in values]
+    assert (a.seen, a.counts) == (b.seen, b.counts)

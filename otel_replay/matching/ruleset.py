@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from functools import partial
+from typing import Any
 
 from otel_replay.core.exchange import JSON
 from otel_replay.core.memo import SHARED
@@ -162,13 +163,23 @@ class RuleSet:
                 keys = sorted(value)
             except TypeError:
                 keys = sorted(value, key=str)
-            text = self.text
-            return {
-                (text(k, numbering) if type(k) is str else k): self.walk(value[k], numbering)
-                for k in keys
-            }
+            text, stable, walk = self.text, self.stable, self.walk
+            out: dict[Any, JSON] = {}
+            for k in keys:  # ``walk`` of each, a string known stable (most keys) in line
+                v = value[k]
+                if type(k) is str and k not in stable:
+                    k = text(k, numbering)
+                if type(v) is str:
+                    out[k] = v if v in stable else text(v, numbering)
+                else:
+                    out[k] = v if v is None or v is True or v is False else walk(v, numbering)
+            return out
         if kind is list:
-            return [self.walk(v, numbering) for v in value]
+            text, stable, walk = self.text, self.stable, self.walk
+            return [
+                (v if v in stable else text(v, numbering)) if type(v) is str else walk(v, numbering)
+                for v in value
+            ]
         if kind is int:
             return self.number(value, numbering)
         if kind is float:
