@@ -376,7 +376,7 @@ class Bodies:
             return found
         if not decoded and not text.isascii():  # read again from its UTF-8
             parsed = _SCAN(text.encode("latin-1").decode("utf-8"), 0)[0]
-        check_depth(parsed, room, self.max_depth, text)
+        check_depth(parsed, room, self.max_depth)
         item = Item(text, parsed, room)
         self._met_new = True
         if not self._met.add(item):  # the memory started afresh

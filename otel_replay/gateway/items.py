@@ -195,11 +195,7 @@ def _as_read(text: str) -> str:
     return text.encode("utf-8").decode("latin-1")
 
 
-def check_depth(value: JSON, room: int, limit: int, text: str = "") -> None:
-    """BodyTooDeep when ``value``, ``limit - room`` levels in, takes the body past ``limit``
-    (``text``: its JSON text, when known: opening no more brackets than ``room``, it
-    surely fits, and its containers are not walked)."""
-    if text and room >= 0 and text.count("{") + text.count("[") <= room:
-        return
+def check_depth(value: JSON, room: int, limit: int) -> None:
+    """BodyTooDeep when ``value``, ``limit - room`` levels in, takes the body past ``limit``."""
     if room < 0 or nests_deeper(value, room):
         raise BodyTooDeep(limit)
