@@ -305,6 +305,49 @@ def test_timing_recorded_replays_streams_at_the_recorded_pace(tmp_path):
     assert paced[-1] - paced[0] >= recorded_span * 0.9
 
 
+def test_a_stream_replayed_at_once_is_one_answer_of_known_length(tmp_path):
+    """Replayed as fast as it goes, a recorded stream is sent with its headers at once
+    (its length given, not chunked); the SDK reads the same chunks as from the recording.
+    Paced as recorded, its events go out one by one in a chunked answer."""
+    import http.client
+    from urllib.parse import urlsplit
+
+    body = {"model": "m", "stream": True, "messages": [{"role": "user", "content": "a b c"}]}
+
+    def sdk(env):  # type: ignore[no-untyped-def]
+        stream = oa(env).chat.completions.create(
+            model="m", stream=True, messages=[{"role": "user", "content": "a b c"}]
+        )
+        return [chunk.choices[0].delta.content for chunk in stream if chunk.choices]
+
+    def raw(env):  # type: ignore[no-untyped-def]
+        url = urlsplit(env["OPENAI_BASE_URL"])
+        connection = http.client.HTTPConnection(url.hostname, url.port, timeout=10)
+        connection.request(
+            "POST",
+            url.path + "/chat/completions",
+            json.dumps(body),
+            {"content-type": "application/json", "authorization": "Bearer sk-test"},
+        )
+        answer = connection.getresponse()
+        headers = {k.lower(): v for k, v in answer.getheaders()}
+        data = answer.read()
+        connection.close()
+        return headers, data
+
+    recorded, _, _ = record(tmp_path, sdk)
+    recorded_raw, _, _ = record(tmp_path / "raw", raw)
+    (headers, data), summary = replay(tmp_path / "raw", raw)
+    assert summary.replayed == 1
+    assert headers["content-length"] == str(len(data)) and "transfer-encoding" not in headers
+    assert headers["content-type"].startswith("text/event-stream")
+    assert data == recorded_raw[1]  # the events as the provider sent them
+    (paced_headers, paced_data), _ = replay(tmp_path / "raw", raw, timing="recorded")
+    assert paced_headers.get("transfer-encoding") == "chunked" and paced_data == data
+    again, _ = replay(tmp_path, sdk)
+    assert again == recorded and len(recorded) > 1
+
+
 def test_identical_bodies_take_the_fast_path_without_reordering_recordings(tmp_path):
     """Two recordings equal for matching, only the second byte-identical to what the agent
     now sends: the first is still consumed first, as the component matcher orders them."""

@@ -53,12 +53,20 @@ async def play(call: Call, response: Response, timing: str = "fast") -> web.Stre
         return body_response(response.status, headers, body)
     codec = call.codec
     headers["content-type"] = codec.content_type
+    if timing != "recorded" and response.fault is None:
+        # the whole stream is known: sent with its headers in one write (a stream's
+        # headers, events and end, written in turn, cost three sends, each waking the
+        # agent), its length given rather than chunked
+        recorded = events is response.events  # not converted for this call: remembered
+        wire = _encoded(codec, events) if recorded else encode_all(codec, events)
+        for name in ("content-length", "transfer-encoding"):
+            headers.pop(name, None)
+        return web.Response(status=response.status, headers=headers, body=wire)
     stream = web.StreamResponse(status=response.status, headers=headers)
     await stream.prepare(request)
     started = time.monotonic()
     if timing != "recorded":
-        recorded = events is response.events  # not converted for this call: remembered
-        await stream.write(_encoded(codec, events) if recorded else encode_all(codec, events))
+        await stream.write(encode_all(codec, events))
     else:
         for event in events:
             delay = event.t - (time.monotonic() - started)
