@@ -30,7 +30,7 @@ from otel_replay.gateway.call import (
     within_depth,
 )
 from otel_replay.matching.normalize import Normalizer
-from otel_replay.matching.projection import canonical_bytes, canonical_json, digest
+from otel_replay.matching.projection import canonical_bytes, canonical_json, digest, item_bytes
 from otel_replay.redaction.redact import Redactor
 
 SECRET = "s3cr3t-value-of-the-agent-0042"
@@ -588,6 +588,20 @@ def test_canonical_bytes_are_the_canonical_json_text(value):
     is the standard library's canonical text exactly (floats, NaN, integers beyond 64
     bits and keys past the BMP included)."""
     assert canonical_bytes(value) == canonical_json(value).encode("utf-8")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(any_json | st.sampled_from(["x" * 1500, "\u00e9" * 1200]), min_size=1, max_size=4))
+def test_an_item_written_from_its_members_is_its_canonical_json_text(values):
+    """A list item's text, written from its members down with the values found there and
+    long strings remembered by identity, is the standard library's canonical text of the
+    item, whichever objects it shares with items written before."""
+    shared = values[0]
+    items = [{"role": "r", "parts": [{"a": v, "b": shared}, v]} for v in values]
+    items += [values, {"deep": {"er": {"still": values}}}]
+    for _ in range(2):  # the second time, from what was remembered
+        for item in items:
+            assert item_bytes(item) == canonical_json(item).encode("utf-8")
 
 
 @settings(max_examples=300, deadline=None)

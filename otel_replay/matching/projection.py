@@ -25,7 +25,7 @@ import re2
 from otel_replay.core.exchange import COMPONENT_LABELS, COMPONENTS, JSON, VIEWS, CanonicalRequest
 from otel_replay.core.ids import SHORT_HASH_DIGITS
 from otel_replay.core.jsontext import nulled_nan
-from otel_replay.core.memo import ListHash
+from otel_replay.core.memo import IdentityMemo, ListHash
 from otel_replay.matching import views as forms
 
 __all__ = [
@@ -36,6 +36,7 @@ __all__ = [
     "canonical_json",
     "compare",
     "digest",
+    "item_bytes",
     "key",
     "project",
     "reason",
@@ -95,7 +96,35 @@ def digest(value: JSON) -> str:
     return found
 
 
-_LISTS = ListHash(canonical_bytes)
+def item_bytes(item: JSON) -> bytes:
+    """``canonical_bytes(item)`` for an item of a list (a message, a tool), written from
+    its members down three levels, the values found there (a tool list, an agent's
+    instructions: the same objects each session, under messages of fresh ids) and long
+    strings remembered by identity: a new message around them costs its own few bytes,
+    not its members' texts written and checked again."""
+    try:
+        return _composed(item, 3)
+    except (orjson.JSONEncodeError, TypeError):  # a key orjson refuses: written whole
+        return canonical_bytes(item)
+
+
+def _composed(value: JSON, depth: int) -> bytes:
+    kind = type(value)
+    if kind is dict and depth and value and all(type(k) is str for k in value):
+        members = [orjson.dumps(k) + b":" + _composed(value[k], depth - 1) for k in sorted(value)]
+        return b"{" + b",".join(members) + b"}"
+    if kind is list and depth and value:
+        return b"[" + b",".join([_composed(v, depth - 1) for v in value]) + b"]"
+    if kind is dict or kind is list or (kind is str and len(value) >= _LONG_TEXT):
+        return _LEAVES(value)
+    return canonical_bytes(value)
+
+
+_LONG_TEXT = 1024
+_LEAVES: IdentityMemo[JSON, bytes] = IdentityMemo(
+    canonical_bytes, weigh=len, budget=16 * 1024 * 1024
+)
+_LISTS = ListHash(item_bytes)
 _SMALL: dict[str | None, str] = {}
 _SMALL_MAX = 4096
 _SMALL_MAX_LENGTH = 256
