@@ -5,7 +5,10 @@ calls ``get_weather``, the framework runs it, the model answers) and one streame
 (again with the tool). ``round_trip`` runs an agent against the stub upstream with the
 framework's instrumentation exporting to a Collector-format file, ``build`` makes a
 cassette of that file, and the same agent runs again strictly from the cassette with no
-upstream: both runs must give the same result.
+upstream: both runs must give the same result. ``through_gateway`` records the agent
+through a gateway, its instrumentation exporting to the gateway itself, and replays it
+strictly from that cassette, telemetry on: every call replayed, none claimed to have
+bypassed the gateway.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from otel_replay.core.exchange import JSON
 from otel_replay.gateway.runner import GatewayConfig, GatewayThread
 from otel_replay.pipeline.build import build_file, survey
 from otel_replay.readers.entry import EntrySpans
+from otel_replay.reports.run import Summary
 from otel_replay.testing.stub import run_stub
 
 SYSTEM = "You are a weather assistant. Use the tool."
@@ -52,9 +56,11 @@ class Outcome:
     answers: list[str] = field(default_factory=list)
 
 
-Agent = Callable[[str, Path | None], Outcome]
-"""An agent run: the OpenAI base URL to use, and the folder its telemetry goes to as
-``traces.jsonl`` / ``logs.jsonl`` (None: no telemetry)."""
+Telemetry = Path | str | None
+"""Where an agent's telemetry goes: a folder (as ``traces.jsonl`` / ``logs.jsonl``), an
+OTLP/HTTP base URL (a gateway's ``OTEL_EXPORTER_OTLP_ENDPOINT``), or nowhere (None)."""
+Agent = Callable[[str, Telemetry], Outcome]
+"""An agent run: the OpenAI base URL to use, and where its telemetry goes."""
 
 
 def instrumented(
@@ -63,10 +69,13 @@ def instrumented(
 ) -> Agent:
     """An agent run in this process, with ``instrumentors`` on while telemetry is wanted."""
 
-    def agent(base_url: str, directory: Path | None) -> Outcome:
-        if directory is None:
+    def agent(base_url: str, telemetry: Telemetry) -> Outcome:
+        if telemetry is None:
             return run(base_url, None)
-        with traced(directory, instrumentors) as out:
+        if isinstance(telemetry, str):
+            with traced(Path(), instrumentors, otlp=telemetry) as out:
+                return run(base_url, out)
+        with traced(telemetry, instrumentors) as out:
             return run(base_url, out)
 
     return agent
@@ -81,17 +90,26 @@ def instrumentors(table: dict[str, tuple[str, str]], variant: str) -> list[Calla
         return [getattr(importlib.import_module(module_name), class_name)]
 
 
-def worker_fixture(app: str, env: dict[str, str] | None = None) -> Any:
+def worker_fixture(app: str, env: dict[str, str] | None = None, python: Path | None = None) -> Any:
     """A module-scoped fixture: the worker process running ``app``'s agents, with ``env``
-    added to its environment."""
+    added to its environment, under ``python`` (another venv's) when given."""
 
     @pytest.fixture(scope="module")
     def worker() -> Iterator[Worker]:
-        running = Worker(app, env)
+        running = Worker(app, env, python)
         yield running
         running.close()
 
     return worker
+
+
+def framework_python(name: str) -> Path:
+    """The Python of a framework's own venv, ``.venv/NAME`` (``make frameworks``), for one
+    whose pins the project's test dependencies exclude."""
+    python = Path(sys.prefix) / name / "bin" / "python"
+    if not python.exists():
+        raise RuntimeError(f"{name} is not installed at {python}: run `make frameworks`")
+    return python
 
 
 class Worker:
@@ -99,9 +117,12 @@ class Worker:
     framework whose package name a test helper module shadows here, or whose global
     patches should not outlive its tests. ``agent(variant)`` is an Agent run there."""
 
-    def __init__(self, app: str, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, app: str, env: dict[str, str] | None = None, python: Path | None = None
+    ) -> None:
+        worker = str(Path(__file__).with_name("framework_worker.py"))
         self.process = subprocess.Popen(
-            [sys.executable, str(Path(__file__).with_name("framework_worker.py")), app],
+            [str(python or sys.executable), worker, app],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             text=True,
@@ -109,9 +130,11 @@ class Worker:
         )
 
     def agent(self, variant: str) -> Agent:
-        def run(base_url: str, directory: Path | None) -> Outcome:
+        def run(base_url: str, telemetry: Telemetry) -> Outcome:
             assert self.process.stdin is not None and self.process.stdout is not None
-            ask = {"base_url": base_url, "directory": directory and str(directory)}
+            directory = str(telemetry) if isinstance(telemetry, Path) else None
+            otlp = telemetry if isinstance(telemetry, str) else None
+            ask = {"base_url": base_url, "directory": directory, "otlp": otlp}
             self.process.stdin.write(json.dumps({**ask, "variant": variant}) + "\n")
             self.process.stdin.flush()
             answer = json.loads(self.process.stdout.readline() or "{}")
@@ -212,6 +235,64 @@ def round_trip(
         summary.replayed,
         [str(m) for m in summary.misses],
     )
+
+
+@dataclass
+class GatewayTrip:
+    """``through_gateway``'s evidence: what the recorded run did, its cassette, and each
+    strict replay's summary."""
+
+    recorded: Outcome
+    cassette: Cassette
+    replays: list[Summary]
+
+
+def through_gateway(
+    tmp_path: Path, agent: Agent, *, calls: int = 4, replays: int = 2
+) -> GatewayTrip:
+    """The agent recorded through a gateway (the stub upstream behind it), its
+    instrumentation exporting over OTLP/HTTP to the gateway itself, then replayed strictly
+    ``replays`` times from that cassette with the upstream gone, telemetry again to the
+    gateway. Asserts the recording (``calls`` model calls, all live) and each replay: the
+    same outcome, every call replayed, no miss, the agent's spans received, and no model
+    call said to have bypassed the gateway (every one reached it)."""
+    cassette_path = tmp_path / "gateway.json"
+    with run_stub() as stub:
+        record = GatewayConfig(
+            mode="record",
+            cassette=cassette_path,
+            upstream_openai=stub.openai_url,
+            grpc_port=None,
+            environ={},
+        )
+        with GatewayThread(record) as gw:
+            recorded = agent(gw.env["OPENAI_BASE_URL"], gw.env["OTEL_EXPORTER_OTLP_ENDPOINT"])
+            summary = gw.stop()
+    assert recorded.answers == [FINAL_TEXT, FINAL_TEXT], recorded
+    assert (summary.live, summary.misses) == (calls, []), summary
+    assert summary.spans_received > 0, summary
+    validate_cassette_file(cassette_path)
+    cassette = load(cassette_path)
+    assert len(cassette.interactions) == calls
+    summaries = []
+    for _ in range(replays):
+        strict = GatewayConfig(
+            mode="strict",
+            cassette=cassette_path,
+            upstream_openai="http://127.0.0.1:9/v1",
+            grpc_port=None,
+            environ={},
+        )
+        with GatewayThread(strict) as gw:
+            replayed = agent(gw.env["OPENAI_BASE_URL"], gw.env["OTEL_EXPORTER_OTLP_ENDPOINT"])
+            summary = gw.stop()
+        assert [str(m) for m in summary.misses] == [], summary
+        assert (summary.replayed, summary.live) == (calls, 0), summary
+        assert summary.spans_received > 0, summary
+        assert summary.bypassed == [], summary.bypassed
+        assert replayed == recorded, (replayed, recorded)
+        summaries.append(summary)
+    return GatewayTrip(recorded, cassette, summaries)
 
 
 def run_entries(traces: Sequence[Path], tmp_path: Path) -> dict[JSON, JSON]:

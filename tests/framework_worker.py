@@ -2,7 +2,8 @@
 
 ``python framework_worker.py APP`` imports ``APP`` (a module beside this file, found
 after the installed packages, so a framework named like a test helper is the framework)
-and answers one JSON line per request line: ``{"base_url", "directory", "variant"}`` →
+and answers one JSON line per request line: ``{"base_url", "directory", "otlp",
+"variant"}`` (telemetry to files in ``directory``, or over OTLP/HTTP to ``otlp``) →
 the agent's outcome ``{"tool_calls", "answers"}`` (or ``{"error"}``). ``APP.agent(variant)``
 returns ``run(base_url, traced_or_None)``; ``APP.instrumentors(variant)`` the
 instrumentor factories to turn on while telemetry is wanted.
@@ -34,7 +35,7 @@ def main() -> None:
             variant = ask["variant"]
             agent = instrumented(app.agent(variant), app.instrumentors(variant))
             directory = ask["directory"]
-            outcome = agent(ask["base_url"], directory and Path(directory))
+            outcome = agent(ask["base_url"], ask.get("otlp") or (directory and Path(directory)))
             answer = {"tool_calls": outcome.tool_calls, "answers": outcome.answers}
         except Exception:
             answer = {"error": traceback.format_exc()}

@@ -214,6 +214,43 @@ def _token_auth(rng: random.Random) -> Sample:
     )
 
 
+# A secret with no shape of its own, after a label that names one: in a prompt,
+# a log line or a tool's output, as ``label: value``, ``label=value`` or a JSON member
+# written in prose (its quotes escaped once or twice when the text is JSON, or JSON in a
+# string in JSON).
+SECRET_LABELS = (
+    "DB_PASSWORD", "db_pass", "GITHUB_PAT", "client_secret", "aws_secret_access_key",
+    "STRIPE_KEY_2", "x-api-key", "refreshToken", "service.credentials", "Password",
+    "smtp_password", "signing_key", "API_TOKEN_FILE_CONTENT", "apikey",
+)  # fmt: skip
+LABELLED_FORMS = (
+    "{label}: {value}\n",
+    "{label}={value}\n",
+    "{label} = '{value}'",
+    "**{label}:** {value}\n",
+    'config {{"{label}": "{value}"}}',
+    'config {{\\"{label}\\": \\"{value}\\"}}',
+    'config {{\\\\\\"{label}\\\\\\":\\\\\\"{value}\\\\\\"}}',
+)
+# No ``x`` (a run of them reads as a mask), no ``. ) %`` ``$ /`` (a sentence's end, a
+# variable, a path), so that a value is a credential whatever is glued after it.
+CREDENTIAL_CHARS = ALNUM.replace("x", "").replace("X", "") + "#!+-_@^~"
+
+
+def credential(rng: random.Random, n: int) -> str:
+    """A credential without a shape of its own: a letter, then ``n - 1`` characters of
+    ``CREDENTIAL_CHARS`` holding a digit and a symbol."""
+    body = _with_digit(rng, CREDENTIAL_CHARS, n - 2) + rng.choice("#!+-_@^~")
+    return rng.choice(string.ascii_letters.replace("x", "").replace("X", "")) + body
+
+
+def _labelled(rng: random.Random) -> Sample:
+    value = credential(rng, rng.randrange(12, 40))
+    form = rng.choice(LABELLED_FORMS)
+    text = form.format(label=rng.choice(SECRET_LABELS), value=value)
+    return Sample("secret-field", value, text, text.replace(value, "[REDACTED:secret-field]"))
+
+
 GENERATORS: dict[str, Callable[[random.Random], Sample]] = {
     "openai-key": _openai,
     "anthropic-key": _anthropic,
@@ -243,6 +280,7 @@ GENERATORS: dict[str, Callable[[random.Random], Sample]] = {
     "azure-account-key": _azure_account_key,
     "basic-auth": _basic_auth,
     "token-auth": _token_auth,
+    "secret-field": _labelled,
 }
 KINDS: tuple[str, ...] = tuple(GENERATORS)
 

@@ -6,6 +6,7 @@ run fails and names it. The same agent making every call through the gateway pas
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -21,6 +22,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from otel_replay.gateway.runner import GatewayConfig, GatewayThread
 from otel_replay.otlp.attributes import attributes_to_dict, dict_to_attributes
 from otel_replay.otlp.codec import iter_spans, traces_from_json
+from otel_replay.session import bypass
 from otel_replay.session.bypass import BypassWatch
 from otel_replay.testing.stub import run_stub
 
@@ -103,7 +105,9 @@ def test_the_same_agent_through_the_gateway_passes(cassette):
     assert "bypassed" not in done.stderr
 
 
-def _batch(*spans: tuple[bytes, bytes, dict[str, str], int, int]) -> ExportTraceServiceRequest:
+def _batch(
+    *spans: tuple[bytes, bytes, dict[str, str], int, int], kind: int = 0
+) -> ExportTraceServiceRequest:
     request = ExportTraceServiceRequest()
     scope = request.resource_spans.add().scope_spans.add()
     for span_id, parent, attrs, start, end in spans:
@@ -114,13 +118,18 @@ def _batch(*spans: tuple[bytes, bytes, dict[str, str], int, int]) -> ExportTrace
             name=f"chat {span_id.hex()[:4]}",
             start_time_unix_nano=start,
             end_time_unix_nano=end,
+            kind=kind,
         )
         span.attributes.extend(dict_to_attributes(attrs))
     return request
 
 
+ANSWERED = {"gen_ai.usage.input_tokens": "3", "gen_ai.usage.output_tokens": "5"}
+"""What shows a span's call was answered (its token usage)."""
+
+
 def test_each_call_counts_once_and_only_when_no_gateway_call_is_in_its_window():
-    chat = {"gen_ai.provider.name": "openai", "gen_ai.operation.name": "chat"}
+    chat = {"gen_ai.provider.name": "openai", "gen_ai.operation.name": "chat", **ANSWERED}
     s = 1_000_000_000
     watch = BypassWatch()
     watch.observe(
@@ -139,11 +148,134 @@ def test_each_call_counts_once_and_only_when_no_gateway_call_is_in_its_window():
     assert watch.bypassed() == [f"openai call 'chat {c[:4]}' (span {c})"]
 
 
+def test_a_span_that_shows_no_answer_is_no_call():
+    """A framework's step that prepares a call, or a streamed call whose span ended before
+    the stream was read, carries no response id, output or usage: it never counts, nor
+    hides the answered call under it."""
+    chat = {"gen_ai.provider.name": "openai", "gen_ai.operation.name": "chat"}
+    s = 1_000_000_000
+    watch = BypassWatch()
+    watch.observe(
+        _batch(
+            (b"P" * 8, b"", chat, s, 2 * s),  # preparing: no answer
+            (b"S" * 8, b"", chat, 3 * s, 4 * s),  # the stream's span, ended unread
+            (b"W" * 8, b"", chat, 5 * s, 9 * s),  # a wrapper without an answer...
+            (b"I" * 8, b"W" * 8, {**chat, "gen_ai.response.id": "r1"}, 6 * s, 8 * s),
+        )
+    )
+    inner = (b"I" * 8).hex()
+    assert watch.bypassed() == [f"openai call 'chat {inner[:4]}' (span {inner})"]
+    watch.reached("openai", 7 * s)
+    assert watch.bypassed() == []
+
+
+def test_a_span_nested_at_any_depth_under_a_counted_call_is_that_call():
+    chat = {"gen_ai.provider.name": "openai", "gen_ai.operation.name": "chat", **ANSWERED}
+    step = {"openinference.span.kind": "CHAIN", "llm.provider": "openai"}
+    s = 1_000_000_000
+    watch = BypassWatch()
+    watch.observe(
+        _batch(
+            (b"O" * 8, b"", chat, s, 9 * s),  # the framework's call...
+            (b"M" * 8, b"O" * 8, step, 2 * s, 8 * s),  # ...a step of its own...
+            (b"N" * 8, b"M" * 8, chat, 3 * s, 7 * s),  # ...and the SDK's call in it
+        )
+    )
+    watch.reached("openai", 5 * s)
+    assert watch.bypassed() == []
+
+
+def _asking(text: str) -> dict[str, str]:
+    messages = [{"role": "user", "parts": [{"type": "text", "content": text}]}]
+    return {
+        "gen_ai.provider.name": "openai",
+        "gen_ai.operation.name": "chat",
+        "gen_ai.request.model": "gpt-4o-mini",
+        "gen_ai.input.messages": json.dumps(messages),
+        "gen_ai.output.messages": json.dumps(
+            [{"role": "assistant", "parts": [{"type": "text", "content": "ok"}]}]
+        ),
+        **ANSWERED,
+    }
+
+
+def _body(text: str) -> bytes:
+    return json.dumps(
+        {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": f" {text}\n"}]}
+    ).encode()
+
+
+def test_calls_are_told_apart_by_what_they_asked_not_by_their_count():
+    """Two calls at once, one through the gateway: the one whose question the gateway
+    never saw is the bypass, whichever ended first."""
+    s = 1_000_000_000
+    watch = BypassWatch()
+    watch.observe(
+        _batch(
+            (b"H" * 8, b"", _asking("What is the weather in Paris?"), s, 5 * s),
+            (b"R" * 8, b"", _asking("And  in\nRome?"), 2 * s, 4 * s),
+        )
+    )
+    watch.reached("openai", 3 * s, sent=_body("What is the weather in Paris?"))
+    rome = (b"R" * 8).hex()
+    assert watch.bypassed() == [f"openai call 'chat {rome[:4]}' (span {rome})"]
+    watch.reached("openai", 3 * s, sent=_body("And in Rome?"))  # whitespace folded
+    assert watch.bypassed() == []
+
+
+def test_a_call_of_another_trace_accounts_for_no_span():
+    s = 1_000_000_000
+    watch = BypassWatch()
+    watch.observe(_batch((b"H" * 8, b"", _asking("hi"), s, 5 * s)))
+    watch.reached("openai", 3 * s, sent=_body("hi"), trace_id="ab" * 16)
+    span = (b"H" * 8).hex()
+    assert watch.bypassed() == [f"openai call 'chat {span[:4]}' (span {span})"]
+    watch.reached("openai", 3 * s, sent=_body("hi"), trace_id=(b"t" * 16).hex())
+    assert watch.bypassed() == []
+
+
+def test_a_call_whose_body_was_let_go_still_accounts_for_its_span(monkeypatch):
+    monkeypatch.setattr(bypass, "BODIES_KEPT", 100)
+    s = 1_000_000_000
+    watch = BypassWatch()
+    watch.observe(_batch((b"H" * 8, b"", _asking("hi"), s, 5 * s)))
+    watch.reached("openai", 3 * s, sent=_body("something else") + b" " * 200)
+    assert watch.bypassed() == []
+
+
+def _http(url: str, status: str | None = "200") -> dict[str, str]:
+    found = {"http.request.method": "POST", "url.full": url}
+    return found if status is None else {**found, "http.response.status_code": status}
+
+
+def test_an_http_call_to_a_providers_own_host_went_around_the_gateway():
+    """The agent's HTTP client spans (httpx's, requests'): a call answered by the
+    provider's host is a bypass; under a model-call span, that call is the one named."""
+    s = 1_000_000_000
+    watch = BypassWatch()
+    watch.observe(
+        _batch(
+            (b"X" * 8, b"", _http("https://api.openai.com/v1/chat/completions"), s, 2 * s),
+            (b"L" * 8, b"", _http("http://127.0.0.1:4318/v1/chat/completions"), s, 2 * s),
+            (b"Q" * 8, b"", _http("https://api.anthropic.com/v1/messages", None), s, 2 * s),
+            (b"C" * 8, b"", _asking("hi"), 3 * s, 6 * s),
+            (b"Y" * 8, b"C" * 8, _http("https://api.openai.com/v1/chat/completions"), 4 * s, 5 * s),
+            kind=3,
+        )
+    )
+    watch.reached("openai", 4 * s, sent=_body("hi"))  # the gateway had the same question
+    x, c = (b"X" * 8).hex(), (b"C" * 8).hex()
+    assert sorted(watch.bypassed()) == sorted(
+        [f"openai call 'chat {c[:4]}' (span {c})", f"openai call 'chat {x[:4]}' (span {x})"]
+    )
+
+
 def test_a_vertex_ai_span_is_the_call_of_its_models_publisher():
     """``gcp.vertex_ai`` names no API: the span's model says which (a Claude model speaks
     Anthropic's), so a Vertex AI call is paired with the gateway's calls of that API."""
     s = 1_000_000_000
     vertex = {"gen_ai.provider.name": "gcp.vertex_ai", "gen_ai.operation.name": "chat"}
+    vertex |= ANSWERED
     watch = BypassWatch()
     watch.observe(
         _batch(
@@ -163,7 +295,7 @@ OPENINFERENCE_AGENT = textwrap.dedent(
     import sys
 
     import openai
-    from openinference.instrumentation.openai import OpenAIInstrumentor
+    from INSTRUMENTATION import OpenAIInstrumentor
     from opentelemetry import trace
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     from opentelemetry.sdk.trace import TracerProvider
@@ -188,6 +320,11 @@ OPENINFERENCE_AGENT = textwrap.dedent(
     provider.shutdown()
     """
 ).replace("MODEL", "gpt-4o-mini")
+INSTRUMENTATIONS = {
+    "openinference": "openinference.instrumentation.openai",
+    "openllmetry": "opentelemetry.instrumentation.openai",
+}
+"""The two instrumentations of the OpenAI SDK whose spans are no GenAI convention's."""
 
 
 @pytest.fixture(scope="module")
@@ -207,36 +344,54 @@ def openai_cassette(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return path
 
 
-def replay_openinference(cassette: Path, direct: str) -> subprocess.CompletedProcess[str]:
-    return replay(cassette, direct, OPENINFERENCE_AGENT, provider="OPENAI_")
+def replay_openai(
+    cassette: Path, direct: str, instrumentation: str
+) -> subprocess.CompletedProcess[str]:
+    agent = OPENINFERENCE_AGENT.replace("INSTRUMENTATION", INSTRUMENTATIONS[instrumentation])
+    return replay(cassette, direct, agent, provider="OPENAI_")
 
 
-def test_an_openinference_call_that_bypassed_the_gateway_is_named(openai_cassette):
-    """OpenInference names its provider in ``llm.provider``, not ``gen_ai.*``: the watch
-    asks the readers, so the call is seen all the same."""
+@pytest.mark.parametrize(
+    ("instrumentation", "name"),
+    [("openinference", "ChatCompletion"), ("openllmetry", "openai.chat")],
+)
+def test_an_openai_call_that_bypassed_the_gateway_is_named(openai_cassette, instrumentation, name):
+    """OpenInference names its provider in ``llm.provider``, OpenLLMetry in the deprecated
+    ``gen_ai.system``: the watch asks the readers, so the call is seen all the same, and
+    told from the call that asked the gateway the same question by its window."""
     with run_stub() as stub:
-        done = replay_openinference(openai_cassette, stub.openai_url)
+        done = replay_openai(openai_cassette, stub.openai_url, instrumentation)
         reached = [r.path for r in stub.received]
     assert reached == ["/v1/chat/completions"]  # the bypass, live
     assert done.returncode == 1, done.stderr
     assert "1 replayed · 0 live · 0 misses" in done.stderr
     assert "· 1 model call bypassed the gateway" in done.stderr
-    assert "bypassed the gateway: openai call 'ChatCompletion'" in done.stderr
+    assert f"bypassed the gateway: openai call '{name}'" in done.stderr
 
 
-def test_the_openinference_agent_through_the_gateway_passes(openai_cassette):
-    done = replay_openinference(openai_cassette, "-")
+@pytest.mark.parametrize("instrumentation", list(INSTRUMENTATIONS))
+def test_the_openai_agent_through_the_gateway_passes(openai_cassette, instrumentation):
+    done = replay_openai(openai_cassette, "-", instrumentation)
     assert done.returncode == 0, done.stderr
     assert "1 replayed · 0 live · 0 misses" in done.stderr
     assert "bypassed" not in done.stderr
 
 
 def test_an_openinference_span_without_content_is_a_model_call():
+    """Token counts show the call was answered; an LLM span without them (a framework's
+    step preparing the call's arguments) and a CHAIN span are none."""
     s = 1_000_000_000
     llm = {"openinference.span.kind": "LLM", "llm.provider": "anthropic"}
     chain = {"openinference.span.kind": "CHAIN", "llm.provider": "anthropic"}
+    counted = {**llm, "llm.token_count.prompt": "3"}
     watch = BypassWatch()
-    watch.observe(_batch((b"L" * 8, b"", llm, s, 2 * s), (b"K" * 8, b"", chain, s, 2 * s)))
+    watch.observe(
+        _batch(
+            (b"L" * 8, b"", counted, s, 2 * s),
+            (b"P" * 8, b"", llm, s, 2 * s),
+            (b"K" * 8, b"", chain, s, 2 * s),
+        )
+    )
     span = (b"L" * 8).hex()
     assert watch.bypassed() == [f"anthropic call 'chat {span[:4]}' (span {span})"]
 
@@ -367,7 +522,7 @@ def test_an_ai_sdk_span_is_the_call_of_the_api_its_provider_speaks(provider, mod
     not know is no call."""
     s = 1_000_000_000
     sdk = {"ai.model.provider": provider, "ai.model.id": model}
-    call = {**sdk, "ai.operationId": "ai.generateText.doGenerate"}
+    call = {**sdk, "ai.operationId": "ai.generateText.doGenerate", "ai.usage.inputTokens": "3"}
     watch = BypassWatch()
     watch.observe(
         _batch(

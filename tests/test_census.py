@@ -28,13 +28,31 @@ def test_counts_reasons_and_what_was_not_compared():
         " · 2 not replayable",
         "  2 × request body not logged — set OTEL_LOG_RAW_API_BODIES=1",
         "pydantic-ai 2.68.0: 1 model call · 0 exactly · 1 semantically · 0 not replayable",
-        "  not recorded, so not compared on replay: tools (1)",
+        "  not recorded, so not compared on replay: params (1), tools (1)",
         "  compared only in what the trace's form expresses: tool-results (1)",
     ]
     doc = census.to_json()
     assert doc["sources"][0]["problems"] == [
         {"reason": skipped.reason, "fix": skipped.fix, "calls": 2}
     ]
+
+
+def test_params_a_source_records_in_part_are_compared_by_name():
+    census = Census()
+    source = Source("openinference.instrumentation.llama_index", "4.6.1")
+    for params in ({"temperature": 0.2}, {"temperature": 0.2, "max_tokens": 9}, {}):
+        request = CanonicalRequest(
+            "/v1/chat/completions", "m", params=params, known=frozenset({"endpoint", "model"})
+        )
+        census.read(source, Fidelity.MESSAGES, Exchange("openai", "chat", request, Response(200)))
+    assert census.lines()[1:] == [
+        "  not recorded, so not compared on replay: messages (3), params (1), system (3),"
+        " tools (3)",
+        "  params compared by name, only those the trace recorded: max_tokens (1),"
+        " temperature (2); others not compared",
+    ]
+    (tally,) = census.to_json()["sources"]
+    assert tally["params_compared_by_name"] == {"max_tokens": 1, "temperature": 2}
 
 
 def test_no_model_calls_says_so():

@@ -1,11 +1,13 @@
 """LangChain (``langchain-openai``) with OpenInference's and with OpenLLMetry's
 instrumentation: a production trace builds a cassette that replays the same agent
-strictly (the agent runs in one worker process, ``app_langchain``)."""
+strictly, and the agent recorded and replayed through the gateway, its spans sent to the
+gateway, is never said to have bypassed it (the agent runs in one worker process,
+``app_langchain``)."""
 
 from __future__ import annotations
 
 import pytest
-from framework_agents import round_trip, semantic, source, worker_fixture
+from framework_agents import round_trip, semantic, source, through_gateway, worker_fixture
 
 worker = worker_fixture("app_langchain")
 SOURCES = {
@@ -29,3 +31,8 @@ def test_langchain_trace_replays(tmp_path, worker, instrumentation):
     round_trip(
         tmp_path, worker.agent(instrumentation), summary, SPANS[instrumentation], entries=True
     )
+
+
+@pytest.mark.parametrize("instrumentation", ["openinference", "openllmetry"])
+def test_langchain_through_the_gateway_claims_no_bypass(tmp_path, worker, instrumentation):
+    through_gateway(tmp_path, worker.agent(instrumentation))

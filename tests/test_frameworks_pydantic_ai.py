@@ -1,5 +1,7 @@
 """pydantic-ai with its native instrumentation, in every data-format version it supports:
-a production trace builds a cassette that replays the same agent strictly."""
+a production trace builds a cassette that replays the same agent strictly; and the agent
+recorded and replayed through the gateway, its spans sent to the gateway, is never said
+to have bypassed it."""
 
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from framework_agents import (
     round_trip,
     semantic,
     source,
+    through_gateway,
     weather,
 )
 from pydantic_ai import Agent, PydanticAIDeprecationWarning
@@ -76,6 +79,10 @@ def test_pydantic_ai_native_instrumentation_replays(tmp_path, version):
         else ["invoke_agent agent", "execute_tool get_weather"]
     )
     round_trip(tmp_path, instrumented(pydantic_ai_agent(version)), summary, spans, entries=True)
+
+
+def test_pydantic_ai_through_the_gateway_claims_no_bypass(tmp_path):
+    through_gateway(tmp_path, instrumented(pydantic_ai_agent(VERSIONS[-1])))
 
 
 def test_a_trace_without_content_gets_the_setting_that_fixes_it(tmp_path):

@@ -68,8 +68,9 @@ BYPASSING = textwrap.dedent(
             provider = TracerProvider()
             exporter = OTLPSpanExporter(endpoint=gw.url + "/v1/traces")
             provider.add_span_processor(SimpleSpanProcessor(exporter))
-            # the agent's instrumented client made this call somewhere else
+            # the agent's instrumented client made this call somewhere else, and was answered
             attributes = {"gen_ai.provider.name": "gcp.gemini", "gen_ai.operation.name": "chat"}
+            attributes["gen_ai.response.id"] = "resp-1"
             with provider.get_tracer("agent").start_as_current_span(
                 "chat gemini-2.5-flash", attributes=attributes
             ):

@@ -6,12 +6,15 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from otel_replay.cassette.model import dumps, loads
 from otel_replay.core.errors import CassetteError
 from otel_replay.core.exchange import CanonicalRequest, Exchange, Response
 from otel_replay.matching.matcher import Matcher
 from otel_replay.matching.views import tool_results
+from otel_replay.otlp.attributes import dict_to_attributes
+from otel_replay.readers.registry import read_call
 
 SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}}
 
@@ -174,3 +177,37 @@ def test_a_part_recorded_as_its_type_alone_is_not_compared():
     assert Matcher([recorded]).probe(LIVE) == 0
     # without the form, the part the request did not carry counts
     assert Matcher([request([tool()], turn, BOTH)]).probe(LIVE) != 0
+
+
+def test_messages_recorded_by_their_role_alone_compare_roles_and_text():
+    """OpenInference's Haystack instrumentation records a message's text only: the
+    assistant's tool call and the tool's result are their roles alone. Read so, the
+    recording names the form, its conversation's tool calls and results are not compared,
+    its roles and text are."""
+    attrs = {
+        "openinference.span.kind": "LLM",
+        "llm.provider": "openai",
+        "llm.model_name": "gpt-4o-mini",
+        "llm.input_messages.0.message.role": "user",
+        "llm.input_messages.0.message.content": "weather?",
+        "llm.input_messages.1.message.role": "assistant",
+        "llm.input_messages.2.message.role": "tool",
+        "llm.output_messages.0.message.role": "assistant",
+        "llm.output_messages.0.message.content": "sunny",
+    }
+    span = Span(trace_id=b"\1" * 16, span_id=b"\2" * 8, name="OpenAIChatGenerator.run")
+    span.attributes.extend(dict_to_attributes(attrs))
+    reading = read_call(span, attrs)
+    assert reading is not None
+    recorded = reading.exchange.request
+    assert recorded.views == {"bare-messages"}
+    assert recorded.messages[1:] == [
+        {"role": "assistant", "parts": []},
+        {"role": "tool", "parts": []},
+    ]
+    live = dataclasses.replace(LIVE, tools=None, known=recorded.known)
+    assert Matcher([recorded]).probe(live) == 0
+    other = [{"role": "user", "parts": [{"type": "text", "content": "rain?"}]}, *LIVE.messages[1:]]
+    assert Matcher([recorded]).probe(dataclasses.replace(live, messages=other)) != 0
+    no_tool = dataclasses.replace(live, messages=[*QUESTION, LIVE.messages[1]])
+    assert Matcher([recorded]).probe(no_tool) != 0  # the tool message's place still counts

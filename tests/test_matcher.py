@@ -368,6 +368,19 @@ def test_explain_trims_long_diffs_and_marks_unknown_components():
     assert len(diff_lines) <= MAX_DIFF_LINES + 2
 
 
+def test_explain_names_the_params_a_recording_compared_by_name_lacks():
+    recording = from_trace(chat(), {"temperature": 0.2})
+    live = chat(params={"temperature": 0.7, "tool_choice": "auto", "parallel_tool_calls": False})
+    report = explain(live, [recording], k=1)
+    assert report.startswith("replay miss: params changed (hash ")
+    assert (
+        "  params not compared: parallel_tool_calls, tool_choice"
+        " (the recording's source did not record them)"
+    ) in report.splitlines()
+    full = explain(live, [chat()], k=1)  # a recording of the whole body compares every one
+    assert "not compared" not in full
+
+
 def test_explain_for_more_calls_and_empty_cassettes():
     report = explain(chat(), [chat()], used=[0])
     assert report.startswith("replay miss: more model calls than the 1 recorded")

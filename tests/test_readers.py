@@ -37,6 +37,7 @@ from otel_replay.core.exchange import Exchange
 from otel_replay.otlp.attributes import dict_to_attributes, python_to_any_value
 from otel_replay.pipeline.build import build
 from otel_replay.readers import read_exchanges, read_span
+from otel_replay.readers.census import Census
 from otel_replay.testing.stub import StubUpstream
 
 TRACE = "0af7651916cd43dd8448eb211c80319c"
@@ -398,7 +399,7 @@ def test_openinference_message_attributes_without_bodies():
     ex = read_span({}, make_span(attrs, name="ChatCompletion"))
     assert ex is not None and ex.source == "openinference" and ex.raw_request is None
     assert_openai_request(ex)
-    assert "params" in ex.request.known and ex.request.params == {}
+    assert "params" not in ex.request.known and ex.request.params == {}  # compared by name
 
 
 def test_claude_code_raw_body_log_events():
@@ -451,3 +452,30 @@ def test_spans_that_are_not_model_calls_with_content_are_ignored():
     no_content = make_span({**_BASE, "gen_ai.usage.input_tokens": 3}, span_id="2" * 16)
     agent = make_span({"gen_ai.operation.name": "invoke_agent", "gen_ai.system": "openai"})
     assert list(read_exchanges([traces(http, no_content, agent)])) == []
+
+
+def test_a_framework_step_of_a_model_call_kind_is_not_counted_as_a_call():
+    """LlamaIndex's ``OpenAI._prepare_chat_with_tools``: an OpenInference LLM span holding
+    the arguments it prepared, with neither messages nor an answer, is no model call;
+    one that records its request's messages (a stream whose span ended before it was
+    read), or that failed, still is."""
+    llm = {"openinference.span.kind": "LLM", "llm.provider": "openai", "llm.model_name": "m"}
+    step = {
+        **llm,
+        "input.value": json.dumps({"tools": ["<FunctionTool object>"], "user_msg": None}),
+        "input.mime_type": "application/json",
+        "output.value": json.dumps({"messages": [], "tool_choice": "auto"}),
+        "output.mime_type": "application/json",
+    }
+    unread = {**step, "llm.input_messages.0.message.role": "user"}
+    spans = [
+        make_span(step, name="OpenAI._prepare_chat_with_tools", span_id="1" * 16),
+        make_span(unread, name="Response", span_id="2" * 16),
+    ]
+    failed = make_span(step, name="OpenAI.chat", span_id="3" * 16)
+    failed.status.code = failed.status.STATUS_CODE_ERROR
+    census = Census()
+    assert list(read_exchanges([traces(*spans, failed)], census=census)) == []
+    (tally,) = census.sources.values()
+    assert (tally.calls, tally.not_replayable) == (2, 2)
+    assert sum(census.others.values()) == 1

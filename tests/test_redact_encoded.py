@@ -65,8 +65,12 @@ def test_a_secret_anywhere_inside_an_encoded_document_is_found(kind, seed, befor
 def test_percent_encoded_and_unicode_escaped_keys_are_found():
     key = FAKE_OPENAI_KEY
     percent = "".join(f"%{ord(c):02X}" for c in key)
+    assert PATTERNS_ONLY.text(f"?q=1&value={percent}&x=2") == (
+        "?q=1&value=[REDACTED:openai-key]&x=2"
+    )
+    # under a name that marks a secret, the name says what it is (as ``"secret": ...`` does)
     assert PATTERNS_ONLY.text(f"?q=1&secret_value={percent}&x=2") == (
-        "?q=1&secret_value=[REDACTED:openai-key]&x=2"
+        "?q=1&secret_value=[REDACTED:secret-field]&x=2"
     )
     # only the dashes encoded, as a URL builder does for a path segment
     partly = quote(key, safe="").replace("-", "%2D")

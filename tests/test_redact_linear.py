@@ -23,6 +23,10 @@ TRAPS = {
     "openai": "sk-" + "a" * 31 + " ",
     "query-placeholder": "?key=[REDACTED:x]&",
     "private-key-begin": "-----BEGIN PRIVATE KEY-----",
+    # labelled values: each label's value is the next label (one match, read once), and
+    # masked values under a secret field's name (each value is searched again inside)
+    "labelled-chain": "x_key=",
+    "field-masked": "password=***",
 }
 
 
@@ -51,6 +55,22 @@ def test_a_megabyte_dense_with_tokens_redacts_every_one() -> None:
     out = PATTERNS_ONLY.text(_fill(unit, MB // 10))
     assert "aaaa" not in out
     assert out.count("[REDACTED:bearer-token]") == MB // 10 // len(unit)
+
+
+@pytest.mark.parametrize(
+    "unit",
+    ["prompt_cache_key: Xk9#mPq2vL ", "password: *** ", "api_key: YOUR_API_KEY ",
+     "secret: client_secret: plainword ", "token_count: Xk9#mPq2vL "],
+)  # fmt: skip
+def test_a_run_of_labelled_near_misses_is_left_alone_and_a_secret_after_it_is_found(
+    unit: str,
+) -> None:
+    """Each is a match told apart in Python: a tenth of a megabyte keeps the test short
+    (``python -m benchmarks redaction`` measures the growth)."""
+    trap = _fill(unit, MB // 10)
+    assert PATTERNS_ONLY.text(trap) == trap
+    out = PATTERNS_ONLY.text(trap + "DB_PASSWORD: Xk9#mPq2vL")
+    assert out == trap + "DB_PASSWORD: [REDACTED:secret-field]"
 
 
 def test_environment_values_are_found_after_a_megabyte_of_near_misses() -> None:

@@ -4,7 +4,8 @@
 model calls a tool, the agent answers it, the model replies) and return what the agent saw.
 ``traced(path, instrumentors)`` turns instrumentors on around a block with an in-process
 TracerProvider (and LoggerProvider) whose exporters append OTLP JSON lines to files, the
-way the Collector's file exporter does, and turns everything off again afterwards:
+way the Collector's file exporter does (or, with ``otlp=URL``, export over OTLP/HTTP to
+that endpoint: a gateway's own receiver), and turns everything off again afterwards:
 instrumentors patch the SDKs globally.
 """
 
@@ -242,20 +243,22 @@ def traced(
     instrumentors: Sequence[Callable[[], Any]],
     *,
     service: str = "weather-agent",
+    otlp: str | None = None,
 ) -> Iterator[Traced]:
     """Instrument the SDKs around a block; spans go to ``directory/traces.jsonl`` and log
-    records (events) to ``directory/logs.jsonl``. Each entry of ``instrumentors`` is a
-    zero-argument factory of a BaseInstrumentor."""
+    records (events) to ``directory/logs.jsonl`` — or, with ``otlp`` (an OTLP/HTTP base
+    URL such as a gateway's ``OTEL_EXPORTER_OTLP_ENDPOINT``), to its ``/v1/traces`` and
+    ``/v1/logs``, each as it ends. Each entry of ``instrumentors`` is a zero-argument
+    factory of a BaseInstrumentor."""
     resource = Resource.create({"service.name": service})
     tracer_provider = TracerProvider(resource=resource)
     logger_provider = LoggerProvider(resource=resource)
     out = Traced(
         directory / "traces.jsonl", directory / "logs.jsonl", tracer_provider, logger_provider
     )
-    tracer_provider.add_span_processor(SimpleSpanProcessor(JsonLinesSpanExporter(out.traces)))
-    logger_provider.add_log_record_processor(
-        SimpleLogRecordProcessor(JsonLinesLogExporter(out.logs))
-    )
+    spans, logs = _exporters(out, otlp)
+    tracer_provider.add_span_processor(SimpleSpanProcessor(spans))
+    logger_provider.add_log_record_processor(SimpleLogRecordProcessor(logs))
     active = []
     try:
         for factory in instrumentors:
@@ -276,15 +279,35 @@ def traced(
         logger_provider.shutdown()
 
 
+def _exporters(out: Traced, otlp: str | None) -> tuple[SpanExporter, LogRecordExporter]:
+    """Exporters to ``out``'s files, or over OTLP/HTTP to ``otlp``."""
+    if otlp is None:
+        return JsonLinesSpanExporter(out.traces), JsonLinesLogExporter(out.logs)
+    from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+    base = otlp.rstrip("/")
+    return (
+        OTLPSpanExporter(endpoint=f"{base}/v1/traces", timeout=30),
+        OTLPLogExporter(endpoint=f"{base}/v1/logs", timeout=30),
+    )
+
+
+_WRAPPED = ("openai.", "anthropic.", "langchain_core.", "langchain_openai.")
+"""The packages whose classes an instrumentation may leave wrapped."""
+
+
 def _uninstrument(instrumentor: Any) -> None:
     """``uninstrument()``, then whatever it left wrapped: some instrumentations unwrap by
     dotted paths that no longer name the SDK's classes (OpenLLMetry's OpenAI one, on the
-    SDK's package layout), so the SDK stayed wrapped and every later test's calls made
-    spans, and traceparents, of this block's shut-down provider."""
+    SDK's package layout, and its LangChain one ``BaseCallbackManager.__init__``), so the
+    SDK stayed wrapped and every later test's calls made spans, and traceparents, of this
+    block's shut-down provider (or, instrumented again, none: the old wrapper's handler
+    stands in for the new one's)."""
     instrumentor.uninstrument()
     package = type(instrumentor).__module__
     for name, module in list(sys.modules.items()):
-        if module is None or not name.startswith(("openai.", "anthropic.")):
+        if module is None or not name.startswith(_WRAPPED):
             continue
         for cls in [v for v in vars(module).values() if isinstance(v, type)]:
             for attr, value in list(vars(cls).items()):

@@ -36,6 +36,7 @@ VIEWS: dict[str, tuple[str, ...]] = {
     "tool-definitions": ("tools",),
     "tool-results": ("messages",),
     "bare-parts": ("messages",),
+    "bare-messages": ("messages",),
 }
 """The lossy forms a trace may record a request in, each with the components it covers (in
 the order the forms apply). A recording made from such a form names it in
@@ -50,7 +51,10 @@ holding only tool results is not compared, consecutive such messages count as on
 of an object or array, or wrapped as a Gemini function response's ``{"name",
 "content"}``, is that value (the form records the value the tool returned);
 ``bare-parts`` — a part recorded as its type alone (the form kept nothing else of it) is
-not compared."""
+not compared; ``bare-messages`` — the form recorded a message as its role alone, keeping
+neither the tool calls an assistant message made nor the result a tool message carried
+(OpenInference's Haystack instrumentation records a message's text only), so the
+conversation's tool calls and results are not compared, its roles and text are."""
 
 
 @dataclass(frozen=True, slots=True)

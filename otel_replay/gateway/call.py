@@ -270,16 +270,21 @@ class Call:
         )
 
     def redacted_stream(self, events: list[SSEEvent]) -> tuple[list[SSEEvent], JSON]:
-        """Redact each event, then the message they assemble into: a secret split across
-        two deltas is caught there, and the stream is then rebuilt from the redacted
-        message (same content and order of events, coarser chunks). Returns the events and
-        the message, which the span needs too."""
+        """Redact each event, and the message the events assemble into as they came: a
+        secret split across two deltas is caught there (redacting the events first would
+        leave its tail, once its head became a placeholder), and the stream is then rebuilt
+        from the redacted message (same content and order of events, coarser chunks).
+        Returns the events and the message, which the span needs too."""
         redactor = self.session.redactor
+        try:
+            whole = self.provider.body_from_stream(self.operation, events)
+        except Exception:  # an odd stream: assembled (if at all) from its redacted events
+            whole = None
         for event, data in zip(events, redactor.texts([e.data for e in events]), strict=True):
             event.data = data
         try:
             body = self.provider.body_from_stream(self.operation, events)
-            clean = redactor.json(body)
+            clean = redactor.json(body if whole is None else whole)
             if clean == body:
                 return events, body
             rebuilt = self.provider.stream_from_body(self.operation, clean)

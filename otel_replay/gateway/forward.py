@@ -207,7 +207,14 @@ class Forwarder:
         try:
             take_steps(call.preparing(), math.inf)  # what is left (a fault's exchange)
             exchange = call.exchange(response)
-            return call.session.recorded(exchange, assembled, short=short, draft=call.draft)
+            return call.session.recorded(
+                exchange,
+                assembled,
+                short=short,
+                draft=call.draft,
+                sent=call.raw,
+                trace_id=call.trace_id,
+            )
         except Exception:  # recording must never break the agent's call
             log.exception("otel-replay could not record an exchange")
             return True

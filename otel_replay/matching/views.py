@@ -21,7 +21,14 @@ from typing import Any
 from otel_replay.core.exchange import JSON, VIEWS, CanonicalRequest
 from otel_replay.providers.parts import SYSTEM_ROLES, TOOL_DEFINITION_KEYS
 
-__all__ = ["apply", "bare_parts", "system_placement", "tool_definitions", "tool_results"]
+__all__ = [
+    "apply",
+    "bare_messages",
+    "bare_parts",
+    "system_placement",
+    "tool_definitions",
+    "tool_results",
+]
 
 
 def tool_definitions(tools: JSON) -> JSON:
@@ -91,6 +98,26 @@ def bare_parts(messages: JSON) -> JSON:
     return out
 
 
+_TOOL_PARTS = frozenset({"tool_call", "tool_call_response"})
+
+
+def bare_messages(messages: JSON) -> JSON:
+    """Messages without their tool calls and tool results: their roles and text."""
+    if not isinstance(messages, list):
+        return messages
+    out: list[Any] = []
+    for message in messages:
+        parts = message.get("parts") if isinstance(message, dict) else None
+        if isinstance(parts, list) and any(_tool_part(p) for p in parts):
+            message = {**message, "parts": [p for p in parts if not _tool_part(p)]}
+        out.append(message)
+    return out
+
+
+def _tool_part(part: Any) -> bool:
+    return isinstance(part, dict) and part.get("type") in _TOOL_PARTS
+
+
 def system_placement(system: JSON, messages: JSON) -> tuple[JSON, JSON]:
     """The system prompt with the parts of the leading system/developer messages, and the
     messages after them."""
@@ -124,6 +151,7 @@ _FORMS: dict[str, Form] = {
     "tool-definitions": lambda request, component, value: tool_definitions(value),
     "tool-results": lambda request, component, value: tool_results(value),
     "bare-parts": lambda request, component, value: bare_parts(value),
+    "bare-messages": lambda request, component, value: bare_messages(value),
 }
 assert list(_FORMS) == list(VIEWS)
 

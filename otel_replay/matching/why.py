@@ -2,8 +2,10 @@
 
 The report starts with the miss line the gateway returned (or says which recording the
 request would match), then, for each of the nearest recordings, every component as equal,
-differing or not recorded, with short hashes, and a unified diff of the normalised JSON
-of each differing component, trimmed so one huge conversation does not flood a terminal.
+differing or not recorded, with short hashes (and, for a recording whose source recorded
+some parameters only, the live request's others, not compared), and a unified diff of the
+normalised JSON of each differing component, trimmed so one huge conversation does not
+flood a terminal.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from otel_replay.core.exchange import COMPONENT_LABELS, COMPONENTS, JSON, Canoni
 from otel_replay.core.ids import SHORT_HASH_DIGITS
 from otel_replay.matching.matcher import Matcher
 from otel_replay.matching.normalize import Normalizer
-from otel_replay.matching.projection import compare
+from otel_replay.matching.projection import compare, shape
 
 MAX_DIFF_LINES = 40
 MAX_LINE_CHARS = 160
@@ -79,7 +81,21 @@ def _recording_report(recorded: CanonicalRequest, live: CanonicalRequest, index:
             continue
         lines.append(f"  {label}  differs  {was7}→{now7}")
         diffs.extend(_diff(COMPONENT_LABELS[name], index, compared.was, compared.now))
-    return lines + diffs
+    return lines + _not_compared(recorded, live) + diffs
+
+
+def _not_compared(recorded: CanonicalRequest, live: CanonicalRequest) -> list[str]:
+    """The live request's params a recording compared by name does not have (its source
+    did not record them): not compared, said so."""
+    partial = shape(recorded).partial
+    if partial is None or not isinstance(live.params, dict):
+        return []
+    names = sorted(set(live.params) - set(partial))
+    if not names:
+        return []
+    return [
+        f"  params not compared: {', '.join(names)} (the recording's source did not record them)"
+    ]
 
 
 def _pretty(value: JSON) -> list[str]:

@@ -31,7 +31,7 @@ from otel_replay.readers.agent_spans import AgentSpans
 from otel_replay.readers.census import Census, Problem, Source
 from otel_replay.readers.claude_code import ClaudeCodeReader, event_name
 from otel_replay.readers.diagnose import SETTINGS as CONTENT_SETTINGS
-from otel_replay.readers.diagnose import diagnose, model_call
+from otel_replay.readers.diagnose import diagnose, model_call, no_call
 from otel_replay.readers.entry import EntrySpans
 from otel_replay.readers.pieces import Pieces
 from otel_replay.readers.registry import BODY_EVENTS, Reading, read_call
@@ -172,7 +172,7 @@ def read_exchanges(
                 if agent_spans is not None:
                     agent_spans.call(found.exchange.trace_id)
                 yield from window.add(found.exchange, found.fidelity)
-            elif model_call(attrs):
+            elif model_call(attrs) and not no_call(span, with_details(attrs, events), events):
                 counts.skipped(source, diagnose(with_details(attrs, events), events, scope.name))
             else:
                 counts.other(source)

@@ -34,6 +34,7 @@ from otel_replay.readers.rebuild import output_messages, replay_response
 from otel_replay.readers.view import Event, as_list, as_str, json_value, span_place
 
 __all__ = [
+    "ANSWERS",
     "CALL_OPERATIONS",
     "MESSAGES",
     "OPERATION",
@@ -73,6 +74,9 @@ _FINISH_REASONS: Mapping[str, str] = {
     "length": genai.FINISH_LENGTH,
     "content-filter": genai.FINISH_CONTENT_FILTER,
 }
+ANSWERS = (_TEXT, _TOOL_CALLS, _FINISH, _RESPONSE_ID, "ai.usage.")
+"""What a call's span shows of its answer: its text, tool calls, finish reason, id or
+token usage."""
 _KNOWN = frozenset({"endpoint", "model", "system", "messages", "tools"})
 """What the span tells of the request; its parameters it does not."""
 

@@ -4,7 +4,8 @@ A *source* is an instrumentation and its version (the instrumentation scope of t
 or of the log records). For each one the census counts the model calls it saw and how many
 are replayable exactly (exact request bodies: the gateway's own spans, OpenInference's
 call arguments, Claude Code's body events), semantically (a semantic-convention view:
-the request components it recorded are compared, the response is rebuilt), or not at all
+the request components it recorded are compared, its parameters only by the names it
+recorded, the response is rebuilt), or not at all
 — and for those, the reason and the setting that would fix it (``Problem``). Readers
 that skip a call for a reason of their own report it with :meth:`Census.skipped`, or
 hand over their own tally (:meth:`Census.tallied`).
@@ -68,7 +69,10 @@ class Tally:
     """Calls that cannot be replayed, by reason."""
     unknown: Counter[str] = field(default_factory=Counter)
     """Semantically replayable calls, by request component their source did not record
-    (not compared on replay)."""
+    (not compared on replay); ``params`` for a call that recorded none."""
+    by_name: Counter[str] = field(default_factory=Counter)
+    """Semantically replayable calls whose params are compared by name (their source does
+    not record every parameter), by parameter recorded: the others are not compared."""
     forms: Counter[str] = field(default_factory=Counter)
     """Semantically replayable calls, by lossy form a component was compared in."""
     tools: int = 0
@@ -93,6 +97,7 @@ class Tally:
                 for p, n in sorted(self.problems.items())
             ],
             "not_compared": dict(sorted(self.unknown.items())),
+            "params_compared_by_name": dict(sorted(self.by_name.items())),
             "compared_as_recorded": dict(sorted(self.forms.items())),
             **({"tool_calls": self.tools, "tool_content": self.tool_content} if self.tools else {}),
         }
@@ -120,9 +125,15 @@ class Census:
             tally.exact += 1
             return
         tally.semantic += 1
+        request = exchange.request
         for name in COMPONENTS:
-            if name not in exchange.request.known and name != "params":
+            if name not in request.known and name != "params":
                 tally.unknown[name] += 1
+        if "params" not in request.known:
+            if request.params:
+                tally.by_name.update(list(request.params))
+            else:
+                tally.unknown["params"] += 1
         tally.forms.update(exchange.request.views)
 
     def tool(self, source: Source, fix: str | None) -> None:
@@ -178,6 +189,12 @@ class Census:
             if tally.unknown:
                 names = ", ".join(f"{name} ({n})" for name, n in sorted(tally.unknown.items()))
                 out.append(f"  not recorded, so not compared on replay: {names}")
+            if tally.by_name:
+                names = ", ".join(f"{name} ({n})" for name, n in sorted(tally.by_name.items()))
+                out.append(
+                    f"  params compared by name, only those the trace recorded: {names};"
+                    " others not compared"
+                )
             if tally.forms:
                 names = ", ".join(f"{name} ({n})" for name, n in sorted(tally.forms.items()))
                 out.append(f"  compared only in what the trace's form expresses: {names}")

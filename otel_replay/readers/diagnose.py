@@ -3,8 +3,10 @@
 Rules on the span's content, as data: a span is a model call when it declares a model
 operation (``gen_ai.operation.name`` / ``llm.request.type`` naming one, an OpenInference
 LLM or EMBEDDING span, the AI SDK's ``ai.operationId`` ending ``.doGenerate`` or
-``.doStream``). When no reader gives an exchange for it, the first row of
-``_RULES`` that applies says why and names the setting that fixes it; the setting is
+``.doStream``), unless it shows it made none (``no_call``: content captured, no answer,
+no error — a framework's step around the call, such as LlamaIndex's
+``OpenAI._prepare_chat_with_tools``). When no reader gives an exchange for it, the first
+row of ``_RULES`` that applies says why and names the setting that fixes it; the setting is
 chosen by the attribute family the span is written in (``_CAPTURE``), with a row of
 ``SETTINGS`` where an instrumentation has a setting of its own.
 """
@@ -15,13 +17,16 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
+
 from otel_replay.core import genai
 from otel_replay.readers import ai_sdk
 from otel_replay.readers.census import Problem
 from otel_replay.readers.messages import content_stripped
+from otel_replay.readers.registry import answered
 from otel_replay.readers.view import Event, json_value
 
-__all__ = ["SETTINGS", "capture_fix", "diagnose", "model_call"]
+__all__ = ["SETTINGS", "capture_fix", "diagnose", "model_call", "no_call"]
 
 _CONTENT = (
     genai.INPUT_MESSAGES,
@@ -59,6 +64,27 @@ def model_call(attrs: Mapping[str, Any]) -> bool:
     if str(attrs.get(ai_sdk.OPERATION, "")).endswith(ai_sdk.CALL_OPERATIONS):
         return True
     return attrs.get(genai.OI_SPAN_KIND) in genai.OI_MODEL_KINDS
+
+
+def no_call(span: Span, attrs: Mapping[str, Any], events: Sequence[Event]) -> bool:
+    """Whether a span that declares a model call shows it made none: its content was
+    captured, yet it records neither a request's messages nor an answer
+    (``readers.registry.answered``: output messages, usage, a response id or finish
+    reason, an event holding one), and it did not fail. A framework marks a step around
+    the call so (LlamaIndex's ``OpenAI._prepare_chat_with_tools``: an LLM span holding the
+    arguments it prepared); the call itself is a span of its own. (A call whose span
+    ended before its stream was read records its messages: it stays a model call.)"""
+    if span.status.code == Status.STATUS_CODE_ERROR or not _captured(attrs, events):
+        return False
+    if any(key in _REQUEST or key.startswith(_REQUEST_PREFIXES) for key in attrs):
+        return False
+    if any(name in genai.MESSAGE_EVENTS for name, _a, _b in events):
+        return False
+    return not answered(span, attrs)
+
+
+_REQUEST = (genai.INPUT_MESSAGES, genai.SYSTEM_INSTRUCTIONS, ai_sdk.MESSAGES)
+_REQUEST_PREFIXES = (genai.PROMPT_PREFIX, genai.OI_INPUT_MESSAGES_PREFIX)
 
 
 def capture_fix(attrs: Mapping[str, Any], scope: str) -> str:

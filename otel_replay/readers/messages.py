@@ -161,6 +161,8 @@ def message_from_plain(raw: Any) -> dict[str, Any]:
     role = str(raw.get("role") or "user")
     if role == "tool":
         call_id = raw.get("tool_call_id", raw.get("id"))
+        if call_id is None and raw.get("content") is None:  # recorded as its role alone
+            return message("tool", [])
         return message("tool", [tool_response(call_id, raw.get("content"))])
     parts = content_parts(raw.get("content")) + carried_calls(raw)
     return norm_message({"role": role, "parts": parts, "name": raw.get("name")})

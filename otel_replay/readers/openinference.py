@@ -6,7 +6,9 @@ fidelity, read through the provider's own ``canonical`` (``read_body``). Otherwi
 flattened message attributes (``llm.input_messages.N.message.*``,
 ``llm.output_messages.N.message.*``, ``llm.tools.N.tool.json_schema``,
 ``llm.invocation_parameters``, ``llm.token_count.*``) give the semantic-convention view
-(``read_messages``). Both are rows of ``readers.registry``.
+(``read_messages``), whose parameters are compared by name only (the invocation
+parameters are the client's settings, not what the framework adds to each call:
+``readers.rebuild``). Both are rows of ``readers.registry``.
 """
 
 from __future__ import annotations
@@ -32,7 +34,11 @@ from otel_replay.readers.rebuild import (
 )
 from otel_replay.readers.view import Event, span_place
 
-__all__ = ["call_api", "read_body", "read_messages"]
+__all__ = ["ANSWERS", "call_api", "read_body", "read_messages"]
+
+ANSWERS = (genai.OI_OUTPUT_MESSAGES_PREFIX, "llm.token_count.")
+"""What an LLM span shows of an answer: output messages or token counts (``output.value``
+is no answer by itself: a framework's step records what it returned there)."""
 
 SOURCE = "openinference"
 """The ``source`` of the exchanges read here."""
@@ -230,8 +236,6 @@ def _from_messages(
     known = {"endpoint", "model", "system", "messages"} if inputs else {"endpoint", "model"}
     if tools:
         known.add("tools")
-    if invocation is not None:
-        known.add("params")
     if not isinstance(model, str):
         known.discard("model")
     finish = attrs.get(genai.OI_FINISH_REASON)

@@ -48,6 +48,7 @@ class ViewRequest:
     """Every parameter the trace recorded: those the provider's API takes become the
     request's, the rest its context (``readers.params``)."""
     known: frozenset[str] = frozenset({"endpoint"})
+    """The components the view recorded; never ``params`` in full (``exchange_from_view``)."""
 
 
 @dataclass(slots=True)
@@ -113,8 +114,10 @@ def lossy_forms(request: CanonicalRequest, operation: str = "") -> frozenset[str
     """The lossy forms (``core.exchange.VIEWS``) a request read from a view is compared
     in: tool definitions that carry only the GenAI definition keys (the form has no place
     for a ``strict`` flag), messages holding tool results (whose role the form does not
-    fix), messages holding a part recorded as its type alone, and a Responses API call's
-    system instructions (sent as ``instructions`` or as leading input messages)."""
+    fix), messages holding a part recorded as its type alone, an assistant or tool
+    message recorded as its role alone (its tool calls or result not kept), and a
+    Responses API call's system instructions (sent as ``instructions`` or as leading
+    input messages)."""
     found = set()
     tools = request.tools
     if "tools" in request.known and isinstance(tools, list):
@@ -132,11 +135,23 @@ def lossy_forms(request: CanonicalRequest, operation: str = "") -> frozenset[str
             found.add("tool-results")
         if any(set(p) == {"type"} for p in parts):
             found.add("bare-parts")
+        if any(_role_alone(item) for item in as_list(request.messages)):
+            found.add("bare-messages")
         if operation in _SYSTEM_EITHER_WAY and request.system is not None:
             found.add("system-placement")
     return frozenset(found)
 
 
+def _role_alone(message: Any) -> bool:
+    """An assistant or tool message recorded with no part: the form kept its role only."""
+    return (
+        isinstance(message, Mapping)
+        and message.get("role") in _CALL_ROLES
+        and not as_list(message.get("parts"))
+    )
+
+
+_CALL_ROLES = frozenset({"assistant", "tool"})
 _SYSTEM_EITHER_WAY = frozenset({"responses"})
 """Operations whose requests carry system instructions in a field of their own or as
 leading system/developer messages."""
@@ -170,7 +185,14 @@ def exchange_from_view(
 ) -> Exchange:
     """The exchange for a semantic-convention view: the canonical request in the parts
     form and a response body rebuilt in the provider's own format (or ``failed``, the
-    error the call ended with)."""
+    error the call ended with).
+
+    A view never knows the request's parameters in full: a framework records its client's
+    settings (OpenInference's ``llm.invocation_parameters``, ``gen_ai.request.*``), not
+    what it adds to each call (``tool_choice``, ``parallel_tool_calls``). So ``params``
+    is never among the components it knows: the request is compared on the parameters
+    the view recorded, by name (each must be equal), and a parameter it did not record is
+    not compared (``matching.projection.shape``)."""
     provider = providers.get(request.provider)
     system, messages = system_and_messages(request.provider, request.system, request.messages)
     tools = [norm_tool(t) for t in as_list(request.tools)] if request.tools is not None else None
@@ -182,7 +204,7 @@ def exchange_from_view(
         messages=messages,
         tools=tools,
         params=params,
-        known=request.known,
+        known=request.known - {"params"},
     )
     canonical = replace(canonical, views=lossy_forms(canonical, request.operation))
     output = OutputView(

@@ -41,6 +41,7 @@ __all__ = [
     "LogReader",
     "Reader",
     "Reading",
+    "answered",
     "model_call",
     "read_call",
 ]
@@ -89,6 +90,11 @@ class Reader:
     """The API of the model call a span carrying the first of ``carries`` stands for,
     content or not; None for a reader whose spans are no agent's model calls (the
     gateway's own: they are the calls it made), which then no other row places."""
+    answers: tuple[str, ...] = ()
+    """Attributes (names, or prefixes ending in ``.``) any one of which shows that the
+    call was made and answered: a response id, output messages, token usage. A span of
+    the instrumentation without any is a step that called nothing yet (a framework
+    preparing arguments, a stream whose span ended before it was read)."""
 
     def applies(self, attrs: Mapping[str, Any]) -> bool:
         return all(any(_present(attrs, name) for name in group) for group in self.carries)
@@ -96,6 +102,10 @@ class Reader:
     def marks(self, attrs: Mapping[str, Any]) -> bool:
         """Whether the span carries the first group, which names the instrumentation."""
         return any(_present(attrs, name) for name in self.carries[0])
+
+    def answered(self, attrs: Mapping[str, Any]) -> bool:
+        """Whether the span shows an answer (``answers``)."""
+        return any(_present(attrs, name) for name in self.answers)
 
 
 def _present(attrs: Mapping[str, Any], name: str) -> bool:
@@ -117,6 +127,7 @@ READERS: tuple[Reader, ...] = (
         Fidelity.BODY,
         openinference.read_body,
         openinference.call_api,
+        openinference.ANSWERS,
     ),
     Reader(
         "openinference-messages",
@@ -124,6 +135,7 @@ READERS: tuple[Reader, ...] = (
         Fidelity.MESSAGES,
         openinference.read_messages,
         openinference.call_api,
+        openinference.ANSWERS,
     ),
     Reader(
         "ai-sdk",
@@ -131,6 +143,7 @@ READERS: tuple[Reader, ...] = (
         Fidelity.MESSAGES,
         ai_sdk.read,
         ai_sdk.call_api,
+        ai_sdk.ANSWERS,
     ),
     Reader(
         "genai-semconv",
@@ -138,6 +151,7 @@ READERS: tuple[Reader, ...] = (
         Fidelity.MESSAGES,
         semconv.read,
         semconv.call_api,
+        semconv.ANSWERS,
     ),
 )
 """Every span reader. Dispatch orders them by fidelity, then by their place here."""
@@ -162,6 +176,19 @@ def model_call(span: Span, attrs: Mapping[str, Any]) -> str | None:
             if api is not None:
                 return api
     return None
+
+
+_ANSWER_EVENTS = frozenset({genai.CHOICE_EVENT, genai.COMPLETION_EVENT, genai.DETAILS_EVENT})
+"""Span events that carry a call's answer (the deprecated GenAI events, the details)."""
+
+
+def answered(span: Span, attrs: Mapping[str, Any]) -> bool:
+    """Whether a model-call span (``model_call``) shows that the call was made and
+    answered, by the attributes of an instrumentation it carries (``Reader.answers``) or
+    an event holding the answer."""
+    if any(reader.marks(attrs) and reader.answered(attrs) for reader in READERS):
+        return True
+    return any(event.name in _ANSWER_EVENTS for event in span.events)
 
 
 def _by_fidelity(readers: Sequence[Reader]) -> list[Reader]:

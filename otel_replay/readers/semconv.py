@@ -33,7 +33,18 @@ from otel_replay.readers.operation import operation_of
 from otel_replay.readers.rebuild import ViewRequest, ViewResponse, exchange_from_view
 from otel_replay.readers.view import Event
 
-__all__ = ["call_api", "read", "read_span"]
+__all__ = ["ANSWERS", "call_api", "read", "read_span"]
+
+ANSWERS = (
+    genai.RESPONSE_ID,
+    genai.FINISH_REASONS,
+    genai.OUTPUT_MESSAGES,
+    genai.USAGE_PREFIX,
+    genai.COMPLETION_PREFIX,
+    "llm.usage.",
+)
+"""What a span shows of an answer: the response's id, finish reasons, output messages or
+token usage (OpenLLMetry's ``gen_ai.completion.N.*`` and ``llm.usage.*`` among them)."""
 
 _STREAMING = (genai.IS_STREAMING, genai.LLM_IS_STREAMING)
 

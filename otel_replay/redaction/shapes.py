@@ -17,6 +17,16 @@ from typing import Any, NamedTuple
 
 import re2
 
+from otel_replay.redaction.labelled import (
+    LABELLED_ANCHOR,
+    LABELLED_SHAPES,
+    is_value,
+    labels_a_secret,
+    looks_like_credential,
+    secret_label,
+    without_groups,
+)
+
 __all__ = [
     "ANCHORS",
     "ANCHOR_PATTERNS",
@@ -54,9 +64,13 @@ _TOKEN_NAME = r"(?i:token)"
 _CREDENTIALS_NAME = r"(?i:redentials?)"
 # The name ends at the value: a closing quote (JSON-escaped in a raw body, at any depth of
 # JSON held in strings) and ``:``, or
-# ``=`` (prose such as "the password: ..." is left alone); a placeholder, a nested object
-# or a short value (a flag, ``true``) is not a secret.
-_FIELD_VALUE = r"(?:\\*[\"']\s*:|\s*=)\s*(?:\\*[\"'])?(?P<secret>[^\s\"'\\,;&{}\[\]<>]{8,})"
+# ``=`` (prose such as "the password: ..." is ``labelled``'s); a placeholder, a nested
+# object, a PEM block (its own shape's) or a short value (a flag, ``true``) is not a
+# secret.
+_FIELD_VALUE = (
+    r"(?:\\*[\"']\s*:|\s*=)\s*(?:\\*[\"'])?"
+    r"(?P<secret>-{0,4}[^\s\"'\\,;&{}\[\]<>-][^\s\"'\\,;&{}\[\]<>]{7,})"
+)
 _QUERY_VALUE = (
     r"(?i:api[_-]?key|apikey|key|access[_-]?token|auth[_-]?token|token|client[_-]?secret"
     r"|secret|password|passwd|sig|signature|x-amz-signature|x-amz-credential"
@@ -91,7 +105,9 @@ _SHAPES: tuple[tuple[str, str], ...] = (
     ("aws-secret-key", "S" + _SECRET_ACCESS_NAME + _AWS_VALUE),
     # A value under a secret's name: ``"password": "..."``, ``client_secret=...``,
     # ``--db-password=...``, ``"api_key": "..."``, ``refresh_token: ...`` (JSON, YAML,
-    # query, command line), whatever the value looks like.
+    # query, command line), whatever the value looks like, unless it is plainly none
+    # (``labelled.is_value``: ``os.environ``, ``$API_KEY``, ``YOUR_API_KEY``, ``****``).
+    # Other labels, and ``label: value`` in prose, are ``labelled``'s (after every shape).
     ("secret-field", "p" + _PASSWORD_NAME + _FIELD_VALUE),
     ("secret-field", "P" + _PASSWORD_NAME + _FIELD_VALUE),
     ("secret-field", "s" + _SECRET_NAME + _FIELD_VALUE),
@@ -154,7 +170,7 @@ ANCHORS: tuple[str, ...] = (
 # ``auth-token=``): the bare words are common (``"max_tokens"``, ``"input_tokens"`` in
 # every model call), so they are looked for with what follows them.
 _TOKEN_FIELD_ANCHORS = tuple("_token _TOKEN _Token -token -TOKEN".split())
-ANCHOR_PATTERNS: tuple[str, ...] = (r"[_-](?i:token)(?:[\\\"'=]|\s)",)
+ANCHOR_PATTERNS: tuple[str, ...] = (r"[_-](?i:token)(?:[\\\"'=]|\s)", LABELLED_ANCHOR)
 """RE2 patterns that, with ``ANCHORS``, every shape match holds one of."""
 # Literal text whose base64 forms betray an encoded secret: the anchors of three or more
 # characters (``=`` alone encodes to nothing of its own), and longer prefixes so that a
@@ -175,12 +191,16 @@ ENCODED_ANCHORS = (
 class _Shape(NamedTuple):
     """One shape as the replacement sees it: its placeholder, its pattern for the
     backtracking engine (run only on a match RE2 already found, anchored there, so its
-    cost is that of one match) and whether it is a bearer token (checked on the match).
+    cost is that of one match), the check its value must pass (a bearer token's digit),
+    whether it starts with a secret's name (``named``: a field, a labelled value) and
+    whether that label is read back from the text (``labelled``).
     A named tuple: made at every start, where a dataclass costs a compile of its methods."""
 
     placeholder: str
     pattern: re.Pattern[str]
     check: Callable[[str], bool] | None
+    named: bool
+    labelled: bool
 
 
 def _opaque_token(value: str) -> bool:
@@ -201,7 +221,28 @@ _CHECKS: dict[str, Callable[[str], bool]] = {
     "bearer-token": _opaque_token,
     "token-auth": _opaque_token,
     "basic-auth": _basic_credentials,
+    "secret-field": is_value,
 }
+LABELLED_KIND = "secret-field"
+"""A labelled value's placeholder is a secret field's: a value under a secret's name."""
+
+
+def _table() -> list[tuple[str, str, Callable[[str], bool] | None, bool]]:
+    """Every shape in order: (kind, pattern, check, labelled)."""
+    return [
+        *((kind, pattern, _CHECKS.get(kind), False) for kind, pattern in _SHAPES),
+        *((LABELLED_KIND, pattern, looks_like_credential, True) for pattern in LABELLED_SHAPES),
+    ]
+
+
+def _alternation(named: bool) -> Any:
+    branches = [PLACEHOLDER]
+    for kind, pattern, _, labelled in _table():
+        if pattern[0] in "([.^$*+?{|" or (pattern[0] == "\\" and pattern[1].isalnum()):
+            raise ValueError(f"shape for {kind} must start with a literal character")
+        if named or not (labelled or kind == LABELLED_KIND):
+            branches.append(without_groups(pattern))
+    return re2.compile("|".join(branches))
 
 
 @functools.cache
@@ -209,12 +250,15 @@ def shapes_re() -> Any:
     """One RE2 alternation over all shapes, without groups (RE2 then finds matches with
     its DFA alone, whatever their length), placeholders first so they are kept as they
     are. Compiled at first use (``Redactor.prepare``): a gateway's start does not wait."""
-    branches = [PLACEHOLDER]
-    for kind, pattern in _SHAPES:
-        if pattern[0] in "([.^$*+?{|" or (pattern[0] == "\\" and pattern[1].isalnum()):
-            raise ValueError(f"shape for {kind} must start with a literal character")
-        branches.append(pattern.replace("(?P<secret>", "(?:"))
-    return re2.compile("|".join(branches))
+    return _alternation(named=True)
+
+
+@functools.cache
+def _unnamed_re() -> Any:
+    """The shapes that do not start with a secret's name: what a value under a name is
+    searched for (``GITHUB_TOKEN: ghp_...``). Not the named ones: ``a_key=b_key=c_key=...``
+    would search each value's value again, in time (and depth) growing with the text."""
+    return _alternation(named=False)
 
 
 @functools.cache
@@ -222,11 +266,12 @@ def shapes_by_first() -> dict[str, tuple[_Shape, ...]]:
     """The shapes by first character, in order, to tell which one matched: compiled for
     the backtracking engine when a match is first told apart (most runs never are)."""
     by_first: dict[str, list[_Shape]] = {}
-    for kind, pattern in _SHAPES:
+    for kind, pattern, check, labelled in _table():
         first = pattern[1] if pattern[0] == "\\" else pattern[0]
         local = re.compile(pattern.replace("\\z", "\\Z"))
+        named = labelled or kind == LABELLED_KIND
         by_first.setdefault(first, []).append(
-            _Shape(f"[REDACTED:{kind}]", local, _CHECKS.get(kind))
+            _Shape(f"[REDACTED:{kind}]", local, check, named, labelled)
         )
     return {first: tuple(shapes) for first, shapes in by_first.items()}
 
@@ -236,21 +281,68 @@ def shape_replacement(m: Any) -> str:
     for shape in shapes_by_first().get(whole[:1], ()):
         found = shape.pattern.match(whole)
         if found is not None and found.end() == len(whole):
-            return _replaced(shape, whole, found)
+            return _replaced(shape, whole, found, m)
     return whole  # a placeholder, kept as it is
 
 
-def _replaced(shape: _Shape, whole: str, found: re.Match[str]) -> str:
+def _unnamed_replacement(m: Any) -> str:
+    whole: str = m.group()
+    for shape in shapes_by_first().get(whole[:1], ()):
+        if shape.named:
+            continue
+        found = shape.pattern.match(whole)
+        if found is not None and found.end() == len(whole):
+            return _replaced(shape, whole, found, m)
+    return whole
+
+
+def _within(value: str) -> str:
+    """A value under a secret's name with the known shapes in it redacted (looked for in
+    its UTF-8 bytes first, which RE2's binding reads at a third of the cost of ``str``)."""
+    if _unnamed_re().search(value.encode()) is None:
+        return value
+    out: str = _unnamed_re().sub(_unnamed_replacement, value)
+    return out
+
+
+def _replaced(shape: _Shape, whole: str, found: re.Match[str], m: Any) -> str:
     if "secret" not in shape.pattern.groupindex:  # the whole match is the secret
         return shape.placeholder
     start, end = found.span("secret")
     secret = whole[start:end]
+    if shape.labelled:
+        return _labelled(shape, whole, found, m)
     if secret.startswith(_NOT_OURS) or (shape.check is not None and not shape.check(secret)):
         # not this shape's secret (a placeholder, a PEM block, a word after "Bearer"), but
         # it may hold another's: ``Bearer -----BEGINsk-proj-...`` keeps only what is clean
-        kept = shapes_re().sub(shape_replacement, secret)
+        kept = _within(secret) if shape.named else shapes_re().sub(shape_replacement, secret)
         return whole if kept == secret else whole[:start] + kept + whole[end:]
     return whole[:start] + shape.placeholder + whole[end:]
+
+
+def _labelled(shape: _Shape, whole: str, found: re.Match[str], m: Any) -> str:
+    """A value after a label: a known shape in it is named as such (``GITHUB_TOKEN:
+    ghp_...`` reads ``[REDACTED:github-token]``); else it is a secret field's when the
+    label names a secret and the value looks like a credential. After two labels
+    (``credentials: password: ...``) the second is the value's when it names a secret;
+    else it begins the value (``DB_PASSWORD=user:pass``), or is one, or the value after
+    it is (``password: admin: ...``)."""
+    start, end = found.span("secret")
+    marked = labels_a_secret(m.string, m.start(), whole)
+    chained = found.start("chain")
+    if chained >= 0:
+        second = found.group("chain")
+        if secret_label(second):
+            marked = True
+        elif found.end("chain") == start - 1 and whole[start - 1] in ":=":
+            start = chained  # a value holding ``:`` or ``=``, read as one
+        elif shape.check is None or shape.check(second):
+            start, end = found.span("chain")
+    secret = whole[start:end]
+    kept = _within(secret)
+    if kept == secret and (not marked or (shape.check is not None and not shape.check(secret))):
+        return whole
+    return whole[:start] + (kept if kept != secret else shape.placeholder) + whole[end:]
 
 
 def key_kind(value: str) -> str | None:
