@@ -34,6 +34,7 @@ __all__ = [
     "record",
     "redirect_telemetry",
     "replay",
+    "tool",
 ]
 
 _LAZY: dict[str, str] = {
@@ -56,6 +57,7 @@ _LAZY: dict[str, str] = {
     "EgressBlocked": "otel_replay.core.errors",
     "SnapshotMismatch": "otel_replay.core.errors",
     "Summary": "otel_replay.session.session",
+    "tool": "otel_replay.hooks.decorator",
 }
 
 if TYPE_CHECKING:
@@ -71,6 +73,7 @@ if TYPE_CHECKING:
     from otel_replay.core.exchange import CanonicalRequest, Exchange, Response, SSEEvent
     from otel_replay.frontends.api import record, replay
     from otel_replay.frontends.telemetry import redirect_telemetry
+    from otel_replay.hooks.decorator import tool
     from otel_replay.pipeline.build import build, build_file
     from otel_replay.session.session import Summary
 

@@ -24,6 +24,7 @@ LAYER = {
     "reports": 5,
     "gateway": 6,
     "frontends": 7,
+    "hooks": 7,
     "testing": 8,
 }
 # the `demo` command runs the built-in agent against the built-in stub

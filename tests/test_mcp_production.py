@@ -41,7 +41,8 @@ def test_a_production_trace_builds_a_cassette_that_replays_both_halves(tmp_path:
         prod = run(
             [
                 *("record", "--cassette", str(tmp_path / "unused.json")),
-                *("--traces", str(traces), "--", *AGENT, "Paris"),
+                # production has no otel-replay: the agent's own tools are not hooked
+                *("--tools", "live", "--traces", str(traces), "--", *AGENT, "Paris"),
             ],
             AGENT_MODEL_URL=stub.openai_url,
             AGENT_MCP_URL=url,

@@ -29,6 +29,7 @@ EXPECTED = [
     "record",
     "redirect_telemetry",
     "replay",
+    "tool",
 ]
 
 

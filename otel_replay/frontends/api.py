@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from otel_replay.core.envvars import OTEL_REPLAY_UPDATE_SNAPSHOTS as UPDATE_SNAPSHOTS
 from otel_replay.core.errors import ConfigError, OtelReplayError, ReplayMiss
 from otel_replay.session.session import MODES, Summary, default_mode
+from otel_replay.session.tools import SETTINGS as TOOLS
 
 if TYPE_CHECKING:
     from otel_replay.frontends.telemetry import Flushed, Telemetry
@@ -170,9 +171,12 @@ def _run(
     rules: PathLike | None = None,
     fork: ForkPlan | None = None,
     mcp: Mapping[str, str] | None = None,
+    tools: str = "replay",
 ) -> Iterator[GatewayHandle]:
     if mode not in MODES:
         raise ConfigError(f"unknown mode {mode!r}; use one of {', '.join(MODES)}")
+    if tools not in TOOLS:
+        raise ConfigError(f"unknown tools setting {tools!r}; use replay or live")
     if timing not in ("fast", "recorded"):
         raise ConfigError(f"unknown timing {timing!r}; use fast or recorded")
     handle = GatewayHandle(mode=mode, cassette=Path(cassette))
@@ -197,7 +201,12 @@ def _run(
         rules=rule_sources(Path(cassette), rules),
         fork=fork,
         mcp=_mcp_servers(mcp),
+        tools=tools,
     )
+    if tools == "replay":
+        from otel_replay.hooks.install import install
+
+        install()  # the frameworks' tool seams ask the gateway while a run is on
     gateway = GatewayThread(config).start()
     assert gateway.server is not None
     handle.env = dict(gateway.env)
@@ -232,6 +241,7 @@ def record(
     upstreams: Mapping[str, str] | None = None,
     rules: PathLike | None = None,
     mcp: Mapping[str, str] | None = None,
+    tools: str = "replay",
 ) -> Iterator[GatewayHandle]:
     """Record the block's model calls into ``cassette`` (written anew when the block ends).
 
@@ -247,6 +257,8 @@ def record(
     directory or beside the cassette); the cassette records the rules in force.
     ``mcp`` names MCP servers (``{"weather": URL}``, Streamable HTTP): the agent reaches
     each at ``OTEL_REPLAY_MCP_<NAME>_URL`` and its tool calls are recorded too.
+    ``tools``: the agent's own tools (its framework's, ``@otel_replay.tool``) are recorded
+    (``"replay"``, the default) or run untouched (``"live"``).
     """
     with _run(
         mode="record",
@@ -257,6 +269,7 @@ def record(
         upstreams=_upstreams(upstream_openai, upstream_anthropic, upstream_azure, upstreams),
         rules=rules,
         mcp=mcp,
+        tools=tools,
     ) as handle:
         yield handle
 
@@ -277,6 +290,7 @@ def replay(
     fork: tuple[int | str, str | None] | None = None,
     fork_to: PathLike | None = None,
     mcp: Mapping[str, str] | None = None,
+    tools: str = "replay",
 ) -> Iterator[GatewayHandle]:
     """Answer the block's model calls (and tool calls) from ``cassette``.
 
@@ -295,6 +309,8 @@ def replay(
     ``fork_to``), the cassette itself untouched. ``mode`` is then ``strict`` or unset.
     ``mcp``: as for :func:`record` (the servers the cassette recorded are served anyway;
     a URL serves ``live`` rules and ``auto`` mode).
+    ``tools``: the agent's own tools are answered from the cassette and do not run
+    (``"replay"``, the default, when the cassette recorded them) or run (``"live"``).
     """
     plan = fork_plan(cassette, fork, fork_to, mode)
     with _run(
@@ -307,6 +323,7 @@ def replay(
         rules=rules,
         fork=plan,
         mcp=mcp,
+        tools=tools,
     ) as handle:
         yield handle
 

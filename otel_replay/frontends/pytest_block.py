@@ -53,7 +53,7 @@ class SharedGateway:
     ) -> dict[str, str]:
         """Point the gateway at ``session`` (and ``mcp``, the MCP servers by name); returns
         the agent environment for the block."""
-        from otel_replay.gateway.environment import mcp_environment
+        from otel_replay.gateway.environment import mcp_environment, tools_environment
         from otel_replay.gateway.runner import agent_environment, agent_upstreams
 
         upstream = self.server.gateway.upstream
@@ -65,6 +65,7 @@ class SharedGateway:
         named = agent_upstreams(upstreams, session)
         env = agent_environment(self.url, self.server.grpc_port, session.mode, os.environ, named)
         env.update(mcp_environment(self.url, [*mcp, *session.tools.servers]))
+        env.update(tools_environment(session.tools.setting, os.environ))
         return env
 
     def end(self) -> Summary:

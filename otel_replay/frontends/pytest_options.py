@@ -81,6 +81,13 @@ def add_options(parser: pytest.Parser) -> None:
         help="an MCP server (Streamable HTTP), at /mcp/NAME (OTEL_REPLAY_MCP_<NAME>_URL); "
         "repeatable",
     )
+    group.addoption(
+        "--otel-replay-tools",
+        choices=("replay", "live"),
+        default="replay",
+        help="the agent's own tools (pydantic-ai, openai-agents, LangChain, "
+        "@otel_replay.tool): recorded and replayed (default), or run live",
+    )
     parser.addini(
         "otel_replay_cassette_dir",
         "folder beside the test file where bare cassette names live",
@@ -101,6 +108,7 @@ class PluginOptions:
     mcp: dict[str, str]
     cassette_dir: str
     egress: bool
+    tools: str = "replay"
 
     @classmethod
     def read(cls, config: pytest.Config) -> PluginOptions:
@@ -118,6 +126,7 @@ class PluginOptions:
             mcp=dict(config.getoption("otel_replay_mcp")),
             cassette_dir=str(config.getini("otel_replay_cassette_dir") or "cassettes"),
             egress=config.getoption("otel_replay_egress") == "block",
+            tools=config.getoption("otel_replay_tools"),
         )
 
     def cassette_for(self, item: Any, name: str | os.PathLike[str] | None) -> Path:

@@ -69,6 +69,10 @@ def pytest_configure(config: pytest.Config) -> None:
         "otel_replay(mode=None, cassette=None): per-test defaults for the otel_replay fixture",
     )
     plugin = OtelReplayPlugin(config)
+    if plugin.options.tools == "replay":
+        from otel_replay.hooks.install import install
+
+        install()  # the frameworks' tool seams: inert outside a block
     config.stash[_PLUGIN] = plugin
     config.pluginmanager.register(plugin, "otel_replay_state")
     config.pluginmanager.register(plugin.suite, "otel_replay_suite")
@@ -128,7 +132,12 @@ class OtelReplayPlugin:
             named = [name for name, url in self.options.upstreams.items() if url]
             fork = block.fork and block.fork.given_to(named, os.environ)
             session = Session(
-                mode=block.mode, cassette=block.cassette, rules=rules, suite=self.suite, fork=fork
+                mode=block.mode,
+                cassette=block.cassette,
+                rules=rules,
+                suite=self.suite,
+                fork=fork,
+                tools=self.options.tools,
             )
         except CassetteError as exc:
             problem = str(exc)

@@ -76,6 +76,9 @@ _OTHER_READERS: dict[str, str] = {
     ev.OTEL_REPLAY_URL: "otel-replay's own tools run by the agent (mcp-stdio), and the "
     "agent's tests, to tell they run under the gateway",
     ev.OTEL_REPLAY_MODE: "the agent's tests, to tell the mode",
+    ev.OTEL_REPLAY_TOOLS: "the hooks of the agent's own tools (replay, or live)",
+    "PYTHONPATH": "Python, to load the sitecustomize that hooks the agent's own tools (the "
+    "caller's path after it; --tools replay)",
     ev.OTEL_REPLAY_GRPC_PORT: "the agent's tests, to reach the OTLP/gRPC receiver",
     ev.OPENAI_API_KEY: "the openai SDK (replay only, a placeholder when the caller has none)",
     ev.ANTHROPIC_API_KEY: "the anthropic SDK, Claude Code (replay only, a placeholder)",
@@ -125,6 +128,8 @@ class GatewayConfig:
     fork: ForkPlan | None = None  # replay up to a call, live from it (``session.fork``)
     mcp: Mapping[str, str] = field(default_factory=dict)
     """MCP servers by name (``--mcp NAME=URL``), served at ``/mcp/NAME``."""
+    tools: str = "replay"
+    """The agent's own tools (``--tools``): ``replay`` (recorded, then replayed) or ``live``."""
 
     def named_upstreams(self) -> dict[str, str]:
         """The base URLs the caller named, by upstream."""
@@ -317,6 +322,22 @@ def run_environment(
         named=agent_upstreams(config.named_upstreams(), session),
     )
     env.update(mcp_environment(url, [*config.mcp, *session.tools.servers]))
+    env.update(tools_environment(config.tools, config.caller_environ()))
+    return env
+
+
+SITE = Path(__file__).resolve().parent.parent / "hooks" / "site"
+"""The folder of the ``sitecustomize`` that hooks a Python agent's own tools."""
+
+
+def tools_environment(setting: str, caller: Mapping[str, str]) -> dict[str, str]:
+    """``OTEL_REPLAY_TOOLS`` and, when the agent's own tools are replayed, ``PYTHONPATH``
+    with the ``sitecustomize`` that hooks them in a Python agent (before the caller's
+    path: the caller's own ``sitecustomize`` is run by ours)."""
+    env = {ev.OTEL_REPLAY_TOOLS: setting}
+    if setting == "replay":
+        path = caller.get("PYTHONPATH")
+        env["PYTHONPATH"] = os.pathsep.join([str(SITE), *([path] if path else [])])
     return env
 
 

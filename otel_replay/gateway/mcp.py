@@ -121,16 +121,11 @@ class McpMount:
             if url is None:
                 return unknown_server(name)
             return await self._pass(request, url, raw)
-        canonical = wire.canonical(name, message)
-        live = url is not None and (
-            tools.mode == "record" or tools.is_live(canonical)
-        )  # a live rule: always the real server
-        if not live:
-            found = tools.match(canonical)
-            if isinstance(found, int):
-                return await self._replay(request, session, found, message)
-            if tools.mode != "auto" or url is None:
-                return self._miss(request, session, found, message)
+        found = tools.decide(wire.canonical(name, message), can_run=url is not None)
+        if isinstance(found, int):
+            return await self._replay(request, session, found, message)
+        if isinstance(found, ReplayMiss):
+            return self._miss(request, session, found, message)
         if url is None:
             return unknown_server(name)
         return await self._record(request, session, url, raw, message)

@@ -49,10 +49,11 @@ def _method(request: CanonicalRequest) -> str:
 
 def call_name(request: CanonicalRequest) -> str:
     """``weather.get_forecast`` for a call of a tool (prompt, resource), else
-    ``weather tools/list``."""
+    ``weather tools/list``; ``get_forecast`` for a tool of no server (the agent's own, or
+    one a trace did not place)."""
     server = server_of(request.endpoint)
     if request.model is not None:
-        return f"{server}.{request.model}"
+        return f"{server}.{request.model}" if server != ANY_SERVER else request.model
     return f"{server} {_method(request)}"
 
 
@@ -64,6 +65,8 @@ Narrow = Callable[[CanonicalRequest, list[CanonicalRequest], list[int]], list[in
 def _server(
     request: CanonicalRequest, recorded: list[CanonicalRequest], left: list[int]
 ) -> list[int] | ReplayMiss:
+    if request.endpoint == _ANYWHERE:  # a tool of no server: any recording may be its
+        return left
     same = [i for i in left if recorded[i].endpoint == request.endpoint]
     if same:
         return same

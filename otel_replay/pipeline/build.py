@@ -36,6 +36,8 @@ from otel_replay.pipeline.reading import ErrorHandler, Progress, Reader, Spans
 from otel_replay.readers import AgentSpans, Census, EntrySpans, Selection, read_exchanges
 from otel_replay.readers.claude_code import ClaudeCodeReader
 from otel_replay.redaction.redact import Redactor
+from otel_replay.session.tools import TOOLS_RECORDED
+from otel_replay.spans.attributes import OWN_SOURCE
 
 __all__ = ["BuildReport", "Spans", "build", "build_file", "expand_paths", "parse_time", "survey"]
 
@@ -191,7 +193,7 @@ class _Job:
 
     def tools(self) -> list[Exchange]:
         """The tool calls read, redacted, in start-time order (once ``exchanges`` ran)."""
-        calls = sorted(self.tool_calls, key=lambda e: e.start_ns)
+        calls = once(sorted(self.tool_calls, key=lambda e: e.start_ns))
         return [redact_exchange(exchange, self.redactor) for exchange in calls]
 
     def source(self, *, long: bool = False) -> dict[str, JSON]:
@@ -214,6 +216,8 @@ class _Job:
             source["spans"] = self._long_spans(order) if long else [*map(self._span, order)]
         if self.agent_spans.omitted:
             source["spans_omitted"] = self.agent_spans.omitted
+        if self.tool_calls:  # with their arguments and results: they answer the agent's tools
+            source[TOOLS_RECORDED] = "recorded"
         return source
 
     def _span(self, number: int) -> JSON:
@@ -361,3 +365,27 @@ def redact_exchange(exchange: Exchange, redactor: Redactor) -> Exchange:
         raw_request=redactor.json(exchange.raw_request),
         context=redactor.json(exchange.context),
     )
+
+
+def once(calls: list[Exchange]) -> list[Exchange]:
+    """Tool calls in start order, each call once: a call of the agent's own tool that the
+    gateway recorded (its span, exact) and the framework's span of the same call (same
+    tool and arguments, overlapping in time) are one call, the gateway's kept."""
+    kept: list[Exchange] = []
+    for call in calls:
+        same = next((k for k in kept if _same_call(k, call)), None)
+        if same is None:
+            kept.append(call)
+        elif call.source == OWN_SOURCE and same.source != OWN_SOURCE:
+            kept[kept.index(same)] = call
+    return kept
+
+
+def _same_call(a: Exchange, b: Exchange) -> bool:
+    if a.source == b.source or OWN_SOURCE not in (a.source, b.source):
+        return False  # two spans of one instrumentation are two calls
+    if a.request.model != b.request.model or a.request.endpoint != b.request.endpoint:
+        return False
+    if a.request.params.get("arguments") != b.request.params.get("arguments"):
+        return False
+    return a.start_ns <= (b.end_ns or b.start_ns) and b.start_ns <= (a.end_ns or a.start_ns)

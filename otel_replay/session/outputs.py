@@ -16,6 +16,7 @@ from otel_replay.reports.misses import write_misses
 from otel_replay.reports.prices import priced_total
 from otel_replay.reports.run import Summary
 from otel_replay.session.suite import append_or_start
+from otel_replay.session.tools import TOOLS_RECORDED
 
 if TYPE_CHECKING:
     from otel_replay.session.fork import Fork
@@ -97,6 +98,8 @@ def provenance(session: Session, target: Path | None = None) -> dict[str, Any]:
     rules = session.rules.recorded_form(requests, places.places, places.mentioned)
     if rules is not None:
         source["rules"] = rules
+    if session.tools.setting == "replay" and session.records:
+        source[TOOLS_RECORDED] = "recorded"  # the agent's own tools: recorded, replayed
     return source
 
 

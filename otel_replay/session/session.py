@@ -39,7 +39,7 @@ from otel_replay.session.outputs import (
 )
 from otel_replay.session.places import PlacesSeen
 from otel_replay.session.suite import SuiteWrites
-from otel_replay.session.tools import ToolCalls
+from otel_replay.session.tools import TOOLS_RECORDED, ToolCalls
 from otel_replay.session.trace_file import RunTraceFile
 from otel_replay.spans.pieces import Ledger
 
@@ -72,6 +72,7 @@ class Session:
         suite: SuiteWrites | None = None,
         fork: ForkPlan | None = None,
         upstreams: Mapping[str, str] | None = None,
+        tools: str = "replay",
     ) -> None:
         if mode not in MODES:
             raise ConfigError(f"unknown mode {mode!r}; use one of {', '.join(MODES)}")
@@ -137,6 +138,8 @@ class Session:
             write_spans=self.writes_replayed_spans,
             records=self.records,
             live_rules=lambda: self.normalizer.live,
+            setting=tools,
+            recorded_here=self.cassette.source.get(TOOLS_RECORDED) == "recorded",
         )
 
     # -- cassette --------------------------------------------------------------------------
@@ -208,9 +211,12 @@ class Session:
         return self.records or self.writes_replayed_spans
 
     # -- events from the gateway -----------------------------------------------------------
-    def replayed_hit(self, index: int, number: int = 0) -> None:
-        """Recording ``index`` replayed (``number``: the call's in a fork)."""
-        self.bypass.reached(self.recording(index).provider)
+    def replayed_hit(
+        self, index: int, number: int = 0, *, sent: bytes = b"", trace_id: str | None = None
+    ) -> None:
+        """Recording ``index`` replayed (``number``: the call's in a fork) for a request of
+        body ``sent`` in trace ``trace_id`` (what the bypass watch compares spans with)."""
+        self.bypass.reached(self.recording(index).provider, sent=sent or None, trace_id=trace_id)
         with self._lock:
             self.replayed += 1
             self.hits.append(index)
@@ -259,11 +265,14 @@ class Session:
         *,
         short: bool = False,
         draft: RequestDraft | None = None,
+        sent: bytes = b"",
+        trace_id: str | None = None,
     ) -> bool:
         """A live exchange (record mode, or an auto-mode miss forwarded live); False when
         it could not be saved (see ``write_failure``). ``assembled``: a streamed response's
         body, when already put together; ``short``: no string of it is long enough to be
-        stored once per file (``spans.pieces``); ``draft``: from ``span_drafting``. The span's
+        stored once per file (``spans.pieces``); ``draft``: from ``span_drafting``; ``sent``
+        and ``trace_id``: the agent's body and trace, as for ``replayed_hit``. The span's
         line is made (and redacted) first: an exchange that cannot be stored leaves no
         trace in the session either."""
         from otel_replay.spans.encode import exchange_to_trace_json
@@ -273,6 +282,9 @@ class Session:
             doc = exchange_to_trace_json(exchange, assembled=assembled, ledger=ledger, draft=draft)
             line, intact = self.store.own_line(doc)
             saved = self._record_line(exchange, line)
+            self.bypass.reached(
+                exchange.provider, exchange.start_ns, sent=sent or None, trace_id=trace_id
+            )
             kept.append(saved and intact)
             trace_id = doc["resourceSpans"][0]["scopeSpans"][0]["spans"][0].get("traceId", "")
             with self._lock:
@@ -285,7 +297,6 @@ class Session:
     def _record_line(self, exchange: Exchange, line: bytes | None) -> bool:
         """Account for a live exchange whose span line is ``line``; False if not appended."""
         self.places.learn(exchange.request, line, self.pieces.reused)
-        self.bypass.reached(exchange.provider, exchange.start_ns)
         with self._lock:
             self.live.append(exchange)
             if self.mode == "auto" and not transport_fault(exchange):
@@ -321,7 +332,7 @@ class Session:
         place: tuple[str | None, str | None, int] = (None, None, 0),
     ) -> None:
         """A miss; ``place``: its traceparent's trace and span ids, and its start time."""
-        self.bypass.reached(provider)
+        self.bypass.reached(provider, sent=body, trace_id=place[0])
         with self._lock:
             used = sorted(self.matcher.used)
             self.misses.append(Miss(str(miss), miss.component, provider, path, body, used))

@@ -19,7 +19,7 @@ from otel_replay.cassette.model import Cassette, dump, load, locked
 from otel_replay.core.errors import ReplayMiss
 from otel_replay.core.exchange import JSON, CanonicalRequest, Exchange, SSEEvent
 from otel_replay.matching.mcp import ToolMatcher
-from otel_replay.providers.mcp import MCP, server_of
+from otel_replay.providers.mcp import ANY_SERVER, MCP, server_of, server_path
 from otel_replay.reports.misses import Miss
 
 if TYPE_CHECKING:
@@ -27,11 +27,32 @@ if TYPE_CHECKING:
     from otel_replay.otlp.store import TraceStore
     from otel_replay.redaction.redact import Redactor
 
-__all__ = ["SpanPlace", "ToolCalls", "ToolCounts"]
+__all__ = [
+    "LIVE",
+    "OWN_TOOLS",
+    "RECORD",
+    "SETTINGS",
+    "TOOLS_RECORDED",
+    "Decision",
+    "SpanPlace",
+    "ToolCalls",
+    "ToolCounts",
+]
 
 log = logging.getLogger("otel_replay")
 
 TOOL_CALL = "tools/call"
+OWN_TOOLS = server_path(ANY_SERVER)
+"""The endpoint of a call of the agent's own tools (a function in its process), as of a
+tool call read from a trace that names no MCP server: each answers the other."""
+TOOLS_RECORDED = "tools"
+"""The cassette's ``source`` key saying it recorded the agent's own tools (``recorded``)."""
+RECORD = "record"
+LIVE = "live"
+SETTINGS = ("replay", "live")
+"""What a run does with the agent's own tools (``--tools``)."""
+Decision = int | ReplayMiss | str
+"""``ToolCalls.decide``: a recording's index, a miss, ``RECORD`` or ``LIVE``."""
 
 
 @dataclasses.dataclass(slots=True)
@@ -83,9 +104,15 @@ class ToolCalls:
         write_spans: bool,
         records: bool,
         live_rules: Callable[[], Sequence[LiveRule]] = tuple,
+        setting: str = "replay",
+        recorded_here: bool = False,
     ) -> None:
         self.recorded = list(recorded)
         self.mode = mode
+        self.setting = setting  # the agent's own tools: ``replay`` or ``live``
+        # whether the cassette recorded the agent's own tools (``TOOLS_RECORDED``)
+        self.recorded_here = recorded_here
+        self.ran_unrecorded = False  # an own tool ran live: the cassette never recorded them
         self.redactor = redactor
         self.store = store
         self.write_spans = write_spans  # of replayed calls too
@@ -113,6 +140,35 @@ class ToolCalls:
             return self.matcher.match(request)
         except ReplayMiss as miss:
             return miss
+
+    def decide(self, request: CanonicalRequest, *, can_run: bool = True) -> Decision:
+        """What happens to a tool call: replayed from a recording (its index), run and
+        recorded (``RECORD``), run and not recorded (``LIVE``), or a miss. ``can_run``:
+        whether the call could reach the real tool (an MCP server named for the run; the
+        agent's own tools always can). The one decision of every door tools come by: the
+        MCP mount, the stdio bridge and the hooks of the agent's own tools."""
+        own = request.endpoint == OWN_TOOLS
+        if own and (self.setting == "live" or (self.matches and not self.recorded_here)):
+            if self.matches and self.setting != "live":
+                self._say_unrecorded()
+            return LIVE
+        if can_run and (self.mode == "record" or self.is_live(request)):
+            return RECORD
+        if not self.matches:
+            return LIVE if own else RECORD
+        found = self.match(request)
+        if isinstance(found, int) or self.mode != "auto" or not can_run:
+            return found
+        return RECORD
+
+    def _say_unrecorded(self) -> None:
+        with self._lock:
+            said, self.ran_unrecorded = self.ran_unrecorded, True
+        if not said:
+            log.warning(
+                "otel-replay: this cassette did not record the agent's own tools: they run "
+                "live; record it again to replay them (`otel-replay record`)"
+            )
 
     def is_live(self, request: CanonicalRequest) -> bool:
         """Whether a ``live`` rule (naming its tool or its server) sends ``request`` to the

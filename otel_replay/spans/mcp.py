@@ -24,6 +24,7 @@ from otel_replay.core import genai
 from otel_replay.core.exchange import JSON, Exchange
 from otel_replay.core.ids import new_span_id, new_trace_id
 from otel_replay.providers.mcp import (
+    ANY_SERVER,
     EXECUTE_TOOL,
     JSONRPC_ID,
     JSONRPC_VERSION,
@@ -78,7 +79,9 @@ def tool_span_json(
         attrs.text(JSONRPC_ID, str(request_id))
     if protocol:
         attrs.text(MCP_PROTOCOL_VERSION, protocol)
-    attrs.text(NETWORK_TRANSPORT, transport)
+    in_process = server_of(request.endpoint) == ANY_SERVER  # the agent's own tool
+    if not in_process:
+        attrs.text(NETWORK_TRANSPORT, transport)
     answer = answer_message(exchange.response)
     if method == "tools/call" and aim is not None:
         attrs.text(genai.OPERATION_NAME, EXECUTE_TOOL)
@@ -108,8 +111,8 @@ def tool_span_json(
     span: dict[str, Any] = {
         "traceId": exchange.trace_id or new_trace_id(),
         "spanId": exchange.span_id or new_span_id(),
-        "name": f"{method} {aim}" if aim else method,
-        "kind": Span.SPAN_KIND_CLIENT,
+        "name": _span_name(method, aim, in_process),
+        "kind": Span.SPAN_KIND_INTERNAL if in_process else Span.SPAN_KIND_CLIENT,
         "startTimeUnixNano": nanos(start_ns),
         "endTimeUnixNano": nanos(max(start_ns, exchange.end_ns)),
         "attributes": attrs.items,
@@ -119,3 +122,11 @@ def tool_span_json(
     if exchange.parent_span_id:
         span["parentSpanId"] = exchange.parent_span_id
     return _export_json(span, service_name)
+
+
+def _span_name(method: str, aim: str | None, in_process: bool) -> str:
+    """``tools/call get_weather`` for an MCP call; ``execute_tool get_weather`` for a call
+    of the agent's own tool, as the GenAI conventions name a tool's execution."""
+    if in_process and aim:
+        return f"{EXECUTE_TOOL} {aim}"
+    return f"{method} {aim}" if aim else method
