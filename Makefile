@@ -13,14 +13,20 @@ BROWSER := $(VENV)/.chromium
 PHOENIX_VERSION := 20.26.1
 CHDB_VERSION := 4.4.0
 BACKENDS := $(VENV)/phoenix/.installed $(VENV)/chdb/.installed
-# the npm package in js/ (its Vitest suite runs the engine from this tree): npm ci, cached
+# frameworks of the conformance suite whose pins the `test` extra excludes, each in a venv
+# of its own with this project and pyproject.toml's extra of its name: LlamaIndex
+# (llama-index-llms-openai takes openai<3; openai-agents and pydantic-ai openai>=3)
+FRAMEWORKS := $(VENV)/llamaindex/.installed
+# the npm package in js/ (its Vitest suite runs the engine from this tree): npm ci, cached;
+# its build, js/dist, is committed (`npm run build` in js/; a test holds it to src/)
 JS := js/node_modules/.installed
 # the TypeScript example, installed against js/ (npm ci, cached)
 JS_EXAMPLE := examples/typescript/node_modules/.installed
 # AI SDK 7 and its OpenTelemetry integration, pinned apart from js/'s AI SDK 6 (npm ci, cached)
 JS_AI7 := js/test-ai7/node_modules/.installed
 
-.PHONY: demo test test-py test-js docs lint typecheck bench soak clients browser backends js clean
+.PHONY: demo test test-py test-js docs lint typecheck bench soak clients browser backends \
+	frameworks js clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -61,13 +67,21 @@ $(VENV)/chdb/.installed: | $(BIN)/python
 
 backends: $(BACKENDS)
 
+$(VENV)/llamaindex/.installed: pyproject.toml | $(BIN)/python
+	$(PYTHON) -m venv $(VENV)/llamaindex
+	$(VENV)/llamaindex/bin/python -m pip install --quiet --upgrade pip
+	$(VENV)/llamaindex/bin/python -m pip install --quiet -e '.[llamaindex]'
+	touch $@
+
+frameworks: $(FRAMEWORKS)
+
 demo: $(STAMP)
 	$(BIN)/otel-replay demo
 
 # Vitest, then pytest (independent: `make -j2 test` runs them side by side)
 test: test-js test-py
 
-test-py: lint typecheck docs $(CLIENTS) $(BROWSER) $(BACKENDS)
+test-py: lint typecheck docs $(CLIENTS) $(BROWSER) $(BACKENDS) $(FRAMEWORKS)
 	$(BIN)/python -m pytest -q -n 2
 
 $(JS): js/package.json js/package-lock.json
@@ -85,7 +99,7 @@ $(JS_AI7): $(JS) js/test-ai7/package.json js/test-ai7/package-lock.json
 	touch $(JS_AI7)
 
 test-js: $(STAMP) $(JS) $(JS_EXAMPLE) $(JS_AI7)
-	cd js && npx tsc -p . && npx tsc -p tsconfig.test.json && npx tsc -p test-ai7
+	cd js && npx tsc -p . --noEmit && npx tsc -p tsconfig.test.json && npx tsc -p test-ai7
 	cd js && OTEL_REPLAY_PYTHON=$(CURDIR)/$(BIN)/python npx vitest run
 	cd js/test-ai7 && OTEL_REPLAY_PYTHON=$(CURDIR)/$(BIN)/python npx vitest run
 	cd examples/typescript && CI=1 OTEL_REPLAY_BIN="$(CURDIR)/$(BIN)/python -m otel_replay" \
@@ -113,4 +127,4 @@ soak: $(STAMP)
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .mypy_cache .ruff_cache \
-		js/node_modules js/dist js/test-ai7/node_modules examples/typescript/node_modules
+		js/node_modules js/test-ai7/node_modules examples/typescript/node_modules

@@ -30,6 +30,8 @@ BENCHMARKS = (
     "small_calls",
     "backends",
     "mcp_tools",
+    "own_tools",
+    "users",
 )
 
 

@@ -31,6 +31,8 @@ EXPECTED_ROWS = {
     "13 loading": 2,
     "14 backends": 3,
     "15 MCP tools": 2,
+    "16 as users run it": 5,
+    "17 own tools": 2,
 }
 
 

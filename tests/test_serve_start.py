@@ -1,8 +1,9 @@
-"""What ``serve`` does before it prints its environment line (what a test waits for, per
-test file, in the TypeScript package): open the cassette, read the rule files, bind the
-ports. The matching rules (built-in tables, agent profiles, their patterns), a fork's
-machinery and the server are made after the line, on the gateway's thread; a rule file
-that cannot be read still stops the run before it."""
+"""What ``serve`` does before it prints its environment line (what a caller waits for,
+and then sends its first request at once): the line means ready. The cassette is loaded
+and indexed, the rule files read and the server serves, so a request sent right after the
+line is answered as a warm one is; what a replay may never need (gRPC and protobuf, the
+OTLP receivers, the span encoder, the build pipeline and the readers, ``why``) is loaded
+when first used. A rule file that cannot be read stops the run before the line."""
 
 from __future__ import annotations
 
@@ -11,21 +12,35 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 EMPTY = {"version": 2, "source": {}, "table": {}, "interactions": []}
 
-# `serve` up to its line, in-process: the modules loaded then, as a sorted list
+# `serve` up to its line, in-process: the modules loaded then, and the gateway's state
 UNTIL_THE_LINE = """
 import builtins, os, sys
 from otel_replay.frontends import cli
 from otel_replay.gateway import runner
 
-runner._Early.run = lambda early, thread: None  # the server, built after the line: not here
+made = []
+start = runner.GatewayThread.start
+
+def recording(self, **options):
+    made.append(self)
+    return start(self, **options)
+
+runner.GatewayThread.start = recording
 say = builtins.print
 
 def at_the_line(*args, **kwargs):
     if args and str(args[0]).startswith('{"env"'):
-        say(repr(sorted(sys.modules)), flush=True)
+        server = made[0].server
+        state = {
+            "modules": sorted(sys.modules),
+            "serving": server is not None and server.port > 0,
+            "indexed": server is not None and server.session.index.built is not None,
+        }
+        say(repr(state), flush=True)
         os._exit(0)
     say(*args, **kwargs)
 
@@ -33,25 +48,22 @@ builtins.print = at_the_line
 sys.exit(cli.main(["serve", "--mode", "strict", "--cassette", sys.argv[1]]))
 """
 
-# made after the line (or never, for this run): what the start must not wait for
-AFTER_THE_LINE = (
-    "otel_replay.matching.rules",
-    "otel_replay.matching.normalize",
-    "otel_replay.matching.profiles",
-    "otel_replay.matching.rulefile",
-    "otel_replay.matching.matcher",
+# loaded when first used (or never, for a replay): what the start must not pay for
+WHEN_USED = (
+    "grpc",
+    "google.protobuf",
+    "opentelemetry.proto",
+    "otel_replay.otlp.http",
+    "otel_replay.otlp.grpc",
+    "otel_replay.spans.encode",
+    "otel_replay.pipeline.build",
+    "otel_replay.readers",
     "otel_replay.matching.why",
-    "otel_replay.session.fork",
-    "otel_replay.gateway.app",
     "difflib",
-    "subprocess",
-    "importlib.resources",
-    "asyncio",
-    "aiohttp",
 )
 
 
-def loaded_at_the_line(cwd: Path, cassette: Path) -> list[str]:
+def at_the_line(cwd: Path, cassette: Path) -> dict[str, Any]:
     out = subprocess.run(
         [sys.executable, "-c", UNTIL_THE_LINE, str(cassette)],
         cwd=cwd,
@@ -60,19 +72,24 @@ def loaded_at_the_line(cwd: Path, cassette: Path) -> list[str]:
         timeout=60,
     )
     assert out.returncode == 0 and out.stdout, out.stderr
-    modules: list[str] = ast.literal_eval(out.stdout)
+    state: dict[str, Any] = ast.literal_eval(out.stdout)
+    return state
+
+
+def loaded_at_the_line(cwd: Path, cassette: Path) -> list[str]:
+    modules: list[str] = at_the_line(cwd, cassette)["modules"]
     return modules
 
 
-def test_serve_prints_its_environment_before_the_matching_rules_are_built(tmp_path):
+def test_serve_prints_its_environment_once_the_gateway_serves_its_cassette(tmp_path):
     cassette = tmp_path / "c.json"
     cassette.write_text(json.dumps(EMPTY))
-    # a project's pyproject.toml holding no rules is read, the rule parser not loaded
+    # a project's pyproject.toml holding no rules is read
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "agent"\n')
-    modules = loaded_at_the_line(tmp_path, cassette)
-    # the probe saw a gateway ready to serve: its session open, its ports bound
-    assert {"otel_replay.session.session", "otel_replay.gateway.listen"} <= set(modules)
-    assert [name for name in AFTER_THE_LINE if name in modules] == []
+    state = at_the_line(tmp_path, cassette)
+    assert state["serving"] and state["indexed"]
+    assert "otel_replay.gateway.app" in state["modules"]
+    assert [name for name in WHEN_USED if name in state["modules"]] == []
 
 
 def test_a_rule_file_is_read_before_the_line(tmp_path):

@@ -134,7 +134,7 @@ def test_the_command_line_takes_upstreams_by_name(capsys):
     args = cli._parser().parse_args(
         ["record", "--cassette", "c.json", "--upstream", "groq", "--upstream", "lab=http://h:8/v1"]
     )
-    config = runcmd._config(args, "record", ["agent"])
+    config = runcmd.gateway_config(args, "record", ["agent"])
     assert config.named_upstreams() == {
         "groq": "https://api.groq.com/openai/v1",
         "lab": "http://h:8/v1",

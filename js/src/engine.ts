@@ -1,8 +1,11 @@
 /** The engine: finding `otel-replay`, and running `otel-replay serve`.
  *
  * The `serve` protocol is the only thing shared with the engine: it prints one JSON line
- * `{"env": {...}}` once the gateway is ready, serves until its standard input ends, then
- * prints `{"summary": {...}}` and exits. */
+ * `{"env": {...}}` once the gateway is ready (a request sent then is served as a warm one
+ * is), switches cassettes at each line `{"use": {"cassette": PATH, "mode": MODE}}` on its
+ * standard input (answered `{"used": {"summary": <the previous one's>, "env": {...}}}`, or
+ * `{"error": "…"}`), serves until its standard input ends, then prints
+ * `{"summary": {...}}` and exits. */
 
 import { spawn, type ChildProcess } from "node:child_process";
 import { accessSync, constants, existsSync } from "node:fs";
@@ -131,13 +134,21 @@ export interface ServeOptions {
   env?: NodeJS.ProcessEnv;
 }
 
+/** What a `use` line is answered: the previous cassette's summary, the new environment. */
+export interface Used {
+  summary: Summary;
+  env: Record<string, string>;
+}
+
 /** A running `otel-replay serve`. */
 export class Serve {
-  readonly env: Record<string, string>;
+  /** The environment of the cassette in use. */
+  env: Record<string, string>;
   private readonly child: ChildProcess;
   private readonly lines: AsyncIterator<string>;
   private readonly stderr: string[];
   private stopped: Promise<Summary> | null = null;
+  private queue: Promise<void> = Promise.resolve(); // one `use` line at a time
 
   private constructor(
     child: ChildProcess,
@@ -212,6 +223,52 @@ export class Serve {
       .filter((line) => line && !line.startsWith("otel-replay: 0 replayed"));
     const reason = said.at(-1) ?? `the engine exited with code ${code}`;
     return new OtelReplayError(reason.startsWith("otel-replay") ? reason : `otel-replay: ${reason}`);
+  }
+
+  /** Whether the engine has ended (or is ending): it takes no more `use` lines. */
+  get ended(): boolean {
+    return this.stopped !== null || this.child.exitCode !== null || this.child.signalCode !== null;
+  }
+
+  /** Let this process exit while the engine runs: the engine ends with it (its standard
+   * input then ends), writing what its last cassette asked for. */
+  unref(): void {
+    this.child.unref();
+    for (const stream of [this.child.stdin, this.child.stdout, this.child.stderr]) {
+      (stream as unknown as { unref?: () => void } | null)?.unref?.();
+    }
+  }
+
+  /** Point the running engine at another cassette (none: no cassette, strict, a model
+   * call then is a miss): the `use` line of the `serve` protocol. Returns the previous
+   * cassette's summary and the environment for the new one (the same port). */
+  use(cassette?: string, mode?: Mode): Promise<Used> {
+    const asked = this.queue.then(() => this.ask(cassette, mode));
+    this.queue = asked.then(
+      () => undefined,
+      () => undefined,
+    );
+    return asked;
+  }
+
+  private async ask(cassette?: string, mode?: Mode): Promise<Used> {
+    if (this.ended) throw new OtelReplayError("otel-replay: the engine has ended");
+    const use = cassette === undefined ? {} : { cassette, ...(mode ? { mode } : {}) };
+    this.child.stdin!.write(`${JSON.stringify({ use })}\n`);
+    for (;;) {
+      const next = await this.lines.next();
+      if (next.done) {
+        const said = this.stderr.join("").trim().split("\n").at(-1) ?? "";
+        throw new OtelReplayError(`otel-replay: the engine ended (exit ${this.child.exitCode}): ${said}`);
+      }
+      const message = parse(next.value);
+      if (message?.used !== undefined) {
+        const used = message.used as { summary: Summary; env: Record<string, string> };
+        this.env = used.env;
+        return used;
+      }
+      if (typeof message?.error === "string") throw new OtelReplayError(message.error);
+    }
   }
 
   /** End the run (end of standard input) and return its summary. */

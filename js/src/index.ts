@@ -15,6 +15,7 @@ export {
   type EngineOptions,
   type Mode,
   type ServeOptions,
+  type Used,
 } from "./engine.js";
 export { cassettePath } from "./cassette.js";
 export {

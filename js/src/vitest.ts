@@ -1,5 +1,5 @@
 /** `useReplay` for Vitest: one test's model calls replayed from (or recorded into) a
- * cassette, by an `otel-replay serve` of its own.
+ * cassette, by the worker's `otel-replay serve` switched to it (`engines.ts`).
  *
  * ```ts
  * import { useReplay } from "otel-replay/vitest";
@@ -15,16 +15,8 @@
 import { expect, onTestFinished } from "vitest";
 
 import { cassettePath } from "./cassette.js";
-import {
-  applyEnv,
-  findEngine,
-  resolveMode,
-  ReplayMissError,
-  Serve,
-  serveArgs,
-  type EngineOptions,
-  type Mode,
-} from "./engine.js";
+import { applyEnv, resolveMode, ReplayMissError, type EngineOptions, type Mode } from "./engine.js";
+import { lease } from "./engines.js";
 import { explained, failure, META_KEY, type Block, type Summary } from "./summary.js";
 
 export { OtelReplayError, ReplayMissError } from "./engine.js";
@@ -50,9 +42,10 @@ interface FinishedContext {
   task: { name: string; fails?: boolean; meta: Record<string, unknown>; file?: { name: string } };
 }
 
-/** Start the engine for `<fixturesDir>/<name>.json`, set its environment until the test
- * ends, then fail the test on a miss — also when the agent swallowed the error its client
- * got, and also in a test marked `it.fails` (a miss is never an expected failure). */
+/** Have the worker's engine serve `<fixturesDir>/<name>.json` (the first call in a worker
+ * starts it), set its environment until the test ends, then fail the test on a miss — also
+ * when the agent swallowed the error its client got, and also in a test marked `it.fails`
+ * (a miss is never an expected failure). */
 export async function useReplay(name: string, options: ReplayOptions = {}): Promise<Replay> {
   const testFile = expect.getState().testPath;
   if (!testFile) {
@@ -61,17 +54,12 @@ export async function useReplay(name: string, options: ReplayOptions = {}): Prom
   const cassette = cassettePath(name, testFile, options.fixturesDir);
   const mode = resolveMode(options.mode);
   if (mode === "off") return { cassette, mode, env: {} };
-  const serve = await Serve.start({
-    engine: findEngine(options.enginePath),
-    cassette,
-    mode,
-    args: serveArgs(options),
-  });
-  const restore = applyEnv(serve.env);
-  const replay: Replay = { cassette, mode, env: serve.env };
+  const engine = await lease(cassette, mode, options);
+  const restore = applyEnv(engine.env);
+  const replay: Replay = { cassette, mode, env: engine.env };
   onTestFinished(async (context) => {
     restore();
-    const summary = await serve.stop();
+    const summary = await engine.release();
     replay.summary = summary;
     const task = (context as unknown as FinishedContext).task;
     const block: Block = { test: testName(task), cassette, mode, summary };

@@ -85,3 +85,27 @@ test("a name is a cassette in the folder beside the test; a path is used as give
   expect(cassettePath("/elsewhere/x.json", test)).toBe("/elsewhere/x.json");
   expect(() => cassettePath("../../etc/x", test)).toThrow(/escapes the cassette folder/);
 });
+
+describe("one engine, cassette after cassette", () => {
+  test("a use line switches it and answers the previous cassette's summary", async () => {
+    const empty = JSON.stringify({ version: 2, source: {}, table: {}, interactions: [] });
+    const [a, b] = ["a.json", "b.json"].map((name) => join(folder.dir, name));
+    writeFileSync(a!, empty);
+    writeFileSync(b!, empty);
+    const serve = await Serve.start({ engine: findEngine(), cassette: a, mode: "strict" });
+    try {
+      const port = serve.env.OPENAI_BASE_URL;
+      const used = await serve.use(b, "strict");
+      expect(used.summary.cassette).toBe(a);
+      expect(used.env.OPENAI_BASE_URL).toBe(port);
+      // a cassette that cannot be used: the error, and the engine still serves b
+      await expect(serve.use(join(folder.dir, "none.json"), "strict")).rejects.toThrow(
+        /no such cassette/,
+      );
+      expect((await serve.use()).summary.cassette).toBe(b);
+    } finally {
+      const last = await serve.stop();
+      expect(last.cassette).toBeNull();
+    }
+  });
+});

@@ -1,6 +1,9 @@
 /** A changed prompt fails its test, also when the agent swallows the error and also under
  * `it.fails`: a miss is never an expected failure. */
 
+import { readFileSync, rmSync } from "node:fs";
+import { join } from "node:path";
+
 import { expect, test } from "vitest";
 
 import { runSuite } from "./nested.js";
@@ -18,6 +21,8 @@ test("a changed prompt fails its test, it.fails included", async () => {
   expect(recorded.code, recorded.output).toBe(0);
   await stub.stop();
 
+  const engines = join(folder.dir, "engines.txt");
+  rmSync(engines, { force: true });
   const same = await runSuite("miss.config.ts", folder.dir, {
     CI: "true", // strict
     OPENAI_API_KEY: "sk-test-key-for-the-stub",
@@ -26,6 +31,10 @@ test("a changed prompt fails its test, it.fails included", async () => {
   expect(same.tests.get("asks")?.status).toBe("passed");
   expect(same.tests.get("asks, expected to fail")?.status).toBe("passed");
   expect(same.output).toContain("otel-replay: 2 replayed · 0 live · 0 misses · 0 spans received · 2 blocks");
+  // one engine served both tests, switched from one cassette to the other
+  const urls = readFileSync(engines, "utf8").trim().split("\n");
+  expect(urls).toHaveLength(2);
+  expect(new Set(urls).size).toBe(1);
 
   const changed = await runSuite("miss.config.ts", folder.dir, {
     CI: "true",

@@ -3,9 +3,10 @@
 Each command imports what it needs when it runs: parsing the arguments needs only the
 provider table. ``record`` and ``replay`` start the agent as soon as the cassette is
 loaded and the ports are bound; the gateway is built while the agent starts. ``serve``
-likewise prints the agent's environment then. The cyclic garbage collector waits until
-then: what start-up makes (modules, the provider table, the cassette) lives as long as
-the run, so a collection during it would only walk those objects again and again.
+prints the agent's environment once the gateway is ready for a first request. The cyclic
+garbage collector waits until then: what start-up makes (modules, the provider table,
+the cassette) lives as long as the run, so a collection during it would only walk those
+objects again and again.
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ from otel_replay.frontends.buildcmd import (
 )
 from otel_replay.frontends.emittest import add_emit_options
 from otel_replay.frontends.forkopts import add_fork_options
-from otel_replay.frontends.runcmd import run_command, serve_command
+from otel_replay.frontends.runcmd import run_command
+from otel_replay.frontends.servecmd import PROTOCOL, serve_command
 from otel_replay.session.modes import MODES
 
 if TYPE_CHECKING:
@@ -73,6 +75,13 @@ def _gateway_options(parser: argparse.ArgumentParser) -> None:
         metavar="NAME=URL",
         help="an MCP server (Streamable HTTP at URL) the agent reaches at /mcp/NAME "
         "(OTEL_REPLAY_MCP_<NAME>_URL); repeatable",
+    )
+    parser.add_argument(
+        "--tools",
+        choices=("replay", "live"),
+        default="replay",
+        help="the agent's own tools (functions of pydantic-ai, openai-agents, LangChain, "
+        "@otel_replay.tool): recorded and replayed (default), or run live",
     )
     _rules_option(parser)
 
@@ -132,7 +141,11 @@ def _parser() -> argparse.ArgumentParser:
     _gateway_options(rep)
     add_fork_options(rep)
 
-    srv = sub.add_parser("serve", help="run the gateway alone until SIGINT/SIGTERM or EOF")
+    srv = sub.add_parser(
+        "serve",
+        help="run the gateway alone until SIGINT/SIGTERM or EOF",
+        description=f"Run the gateway alone: {PROTOCOL}.",
+    )
     srv.add_argument("--cassette", type=Path)
     srv.add_argument("--mode", choices=MODES, default=None)
     srv.add_argument("--port", type=int, default=0)

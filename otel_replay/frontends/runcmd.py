@@ -1,6 +1,6 @@
-"""The commands that run the gateway: ``record`` and ``replay`` around the agent's command,
-``serve`` on its own until its stdin ends or a signal comes (the protocol the TypeScript
-package speaks: one ``{"env": …}`` line when ready, one ``{"summary": …}`` line at the end).
+"""The commands that run the gateway around the agent's command: ``record`` and ``replay``
+(``serve``, the gateway on its own, is ``servecmd``), and the gateway's settings from the
+command line.
 
 The gateway is built on its own thread while the agent starts (``GatewayThread.start(early=
 True)``), with the cyclic garbage collector paused meanwhile (see ``frontends.cli``).
@@ -9,11 +9,9 @@ True)``), with the cyclic garbage collector paused meanwhile (see ``frontends.cl
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import signal
 import sys
-import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -25,10 +23,10 @@ if TYPE_CHECKING:
     from otel_replay.gateway.runner import GatewayConfig
     from otel_replay.session.fork import ForkPlan
 
-__all__ = ["run_command", "serve_command"]
+__all__ = ["gateway_config", "run_command"]
 
 
-def _config(
+def gateway_config(
     args: argparse.Namespace, mode: str, command: list[str], fork: ForkPlan | None = None
 ) -> GatewayConfig:
     from otel_replay.frontends.rulefiles import rule_sources
@@ -53,6 +51,7 @@ def _config(
         rules=rule_sources(args.cassette, args.rules),
         fork=fork,
         mcp=dict(args.mcp),
+        tools=args.tools,
     )
 
 
@@ -66,7 +65,7 @@ def run_command(args: argparse.Namespace, command: list[str]) -> int:
     with paused_gc():
         from otel_replay.gateway.runner import GatewayThread
 
-        gateway = GatewayThread(_config(args, mode, command, fork)).start(early=True)
+        gateway = GatewayThread(gateway_config(args, mode, command, fork)).start(early=True)
     from otel_replay.gateway.agents import agent_command
 
     try:
@@ -113,43 +112,3 @@ def _child(command: list[str], env: dict[str, str]) -> int:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     return 128 - code if code < 0 else code
-
-
-def serve_command(args: argparse.Namespace) -> int:
-    # without a cassette there is nothing to replay: record locally, but never go live in CI
-    mode = args.mode or (default_mode() if args.cassette else None)
-    if mode is None:
-        mode = "strict" if default_mode() == "strict" else "record"
-    if mode == "off":
-        print(json.dumps({"env": {}}), flush=True)
-        return 0
-    with paused_gc():
-        from otel_replay.gateway.runner import GatewayThread
-
-        gateway = GatewayThread(_config(args, mode, [])).start(early=True)
-    done = threading.Event()
-    previous = {s: signal.signal(s, lambda *_: done.set()) for s in (signal.SIGINT, signal.SIGTERM)}
-
-    def watch_stdin() -> None:
-        try:
-            while sys.stdin.readline():
-                pass
-        except (OSError, ValueError):
-            return
-        done.set()
-
-    if sys.stdin is not None and not sys.stdin.closed:
-        threading.Thread(target=watch_stdin, daemon=True).start()
-    print(json.dumps({"env": gateway.env}), flush=True)
-    try:
-        while not done.wait(0.2):
-            pass
-    finally:
-        summary = gateway.stop()
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
-    print(json.dumps({"summary": summary.to_json()}), flush=True)
-    print(summary.line(), file=sys.stderr)
-    for message in summary.write_errors:
-        print(f"otel-replay: {message}", file=sys.stderr)
-    return 1 if summary.write_errors else 0

@@ -36,6 +36,7 @@ from otel_replay.gateway.forward import Forwarder
 from otel_replay.gateway.guard import MAX_BODY, host_guard, read_body
 from otel_replay.gateway.limits import Limits
 from otel_replay.gateway.mcp import McpMount
+from otel_replay.gateway.own_tools import OwnToolsMount
 from otel_replay.gateway.playback import play, prime_streams
 from otel_replay.gateway.turns import Turns
 from otel_replay.gateway.upstream import (
@@ -83,6 +84,11 @@ class Gateway:
         self.forwarder = Forwarder(upstream, self.limits)
         self.timing = timing
         self._own_keys = OwnKeys(os.environ if keys is None else keys)
+        self.prime(session)
+
+    def prime(self, session: Session) -> None:
+        """Make what ``session``'s first request would otherwise wait for: its redactor's
+        tables, its index, the body reader primed with its recordings."""
         session.redactor.prepare()
         session.prepare()
         if session.records:  # the first call would load its API surface
@@ -94,6 +100,7 @@ class Gateway:
         store, seconds = (lambda: self.session.store), self.limits.body_timeout
         add_otlp_routes(app, store, read_timeout=seconds, wrap=guard)
         McpMount(lambda: self.mcp_servers, lambda: self.session, seconds).add_routes(app, guard)
+        OwnToolsMount(lambda: self.session, seconds).add_routes(app, guard)
         app.router.add_route("*", "/{tail:.*}", guard(self.handle))  # every route guarded
         return app
 
@@ -186,7 +193,9 @@ class Gateway:
             call.number = number
             decision = decide(session.mode, routed=True, match=index, own_key=False)
             return await self._carry_out(request, call, decision)
-        session.replayed_hit(index, number)
+        traceparent = request.headers.get("traceparent")
+        trace_id = parse_traceparent(traceparent)[0] if traceparent else None
+        session.replayed_hit(index, number, sent=raw, trace_id=trace_id)
         return plain
 
     async def _replay_grown(
@@ -302,7 +311,9 @@ class Gateway:
             return refusal.answer_miss(call, decision.miss)
         assert decision.index is not None
         recorded = call.session.recording(decision.index)
-        call.session.replayed_hit(decision.index, call.number)
+        call.session.replayed_hit(
+            decision.index, call.number, sent=call.raw, trace_id=call.trace_id
+        )
         answer = await play(call, recorded.response, self.timing)
         if call.session.writes_replayed_spans:  # the agent has its answer first
             await deliver(answer, request)

@@ -77,17 +77,25 @@ class GatewayThread:
         assert self._loop is not None
         return asyncio.run_coroutine_threadsafe(coro, self._loop).result(timeout)
 
-    def start(self, *, early: bool = False) -> GatewayThread:
+    def start(self, *, early: bool = False, ready: bool = False) -> GatewayThread:
         """Start the gateway; return once it serves. ``early``: return once the session is
         ready and the ports are bound, with ``env`` set; the event loop and the server are
         made on the gateway's thread meanwhile, and a connection made before it serves
-        waits in the port's backlog."""
+        waits in the port's backlog. ``ready`` (with ``early``): return once the server
+        serves and has done what a first request would wait for (``serve``'s line)."""
         if early:
             self._early = early_start = _Early.open(self.config)
+            early_start.hurry = ready
             self._thread = threading.Thread(
                 target=early_start.run, args=(self,), name="otel-replay-gateway", daemon=True
             )
             self._thread.start()
+            if ready:
+                try:
+                    early_start.serving(self)
+                except BaseException:
+                    self._shutdown()
+                    raise
             return self
         self._loop = self._new_loop()
         self._thread.start()
@@ -179,6 +187,7 @@ class _Early:
         self._lock = threading.Lock()
         self._claimed = False  # the server is starting on the ports: it must be stopped
         self.abandoned = False  # the run ended before: the server will not be started
+        self.hurry = False  # the caller waits for the server: no grace (``serving``)
 
     @classmethod
     def open(cls, config: GatewayConfig) -> _Early:
@@ -195,7 +204,7 @@ class _Early:
         serve on the bound ports unless the run ended before, then run the loop."""
         # a moment's grace first: an agent that ends at once having sent nothing (a
         # wrapper, `true`) ends the run without the imports competing with its end
-        for _ in range(_GRACE_TICKS):
+        for _ in range(0 if self.hurry else _GRACE_TICKS):
             if self.ended.wait(_TICK) or self.listening.waiting():
                 break
         with self._lock:
@@ -221,6 +230,16 @@ class _Early:
             self.ready.set()
         if thread.server is not None:
             loop.run_forever()
+
+    def serving(self, thread: GatewayThread) -> None:
+        """Wait until the server serves, primed for a first request (``GatewayServer.
+        primed``); raise why it could not start."""
+        if not self.ready.wait(120):
+            raise ConfigError("the gateway did not start within 120 s")
+        if self.failure is not None or thread.server is None:
+            self.session.discard()
+            raise self.failure or ConfigError("the gateway did not start")
+        thread._call(thread.server.primed(), timeout=120)
 
     async def _serve(self, server: GatewayServer) -> None:
         try:

@@ -54,6 +54,7 @@ def open_session(config: GatewayConfig) -> Session:
         redactor=Redactor.from_environment(secrets_from),
         rules=config.rules,
         fork=fork and fork.given_to(config.named_upstreams(), config.caller_environ()),
+        tools=config.tools,
     )
 
 
@@ -99,10 +100,12 @@ class GatewayServer:
 
     def use_session(self, session: Session) -> Session:
         """Point the running gateway (both receivers included) at another session, between
-        requests; returns the previous one. Call on the gateway's loop."""
+        requests, made ready for its first request; returns the previous one. Call on the
+        gateway's loop."""
         previous = self.gateway.session
         self.gateway.session = session
         if session is not previous:
+            self.gateway.prime(session)  # its first request is then served as a warm one
             self._match_ahead(session)
         return previous
 
@@ -185,6 +188,20 @@ class GatewayServer:
         if listening is None and self.config.grpc_port is not None:
             self.grpc_port = await self._start_grpc(self.config.host, self.config.grpc_port)
         self.env = run_environment(self.config, self.session, self.port, self.grpc_port)
+        from otel_replay.gateway import own_tools
+
+        own_tools.serving(self.url, lambda: self.gateway.session)  # hooks here ask directly
+
+    async def primed(self) -> None:
+        """Once what the start does ahead that a first request would wait for is done: the
+        live rules' work on the recordings (``_match_ahead``). The index and the body
+        reader are built with the gateway; what a recording run loads meanwhile (the span
+        encoder) and its connections ahead are not waited for: its first call waits for
+        the provider anyway."""
+        import asyncio
+
+        if self._matching is not None and not self._matching.done():
+            await asyncio.wait([self._matching])
 
     async def _warm(self, later: list[str]) -> None:
         """Load ``later`` and, when recording, build the automaton of the first call's
@@ -202,6 +219,10 @@ class GatewayServer:
     async def _close(self) -> None:
         import asyncio
 
+        if self.port:
+            from otel_replay.gateway import own_tools
+
+            own_tools.unserving(self.url)
         if self._warming is not None:  # a failed load is logged with the task, not raised
             await asyncio.wait([self._warming])
         for aside in (self._ahead, self._matching):  # a host slow to answer, a long cassette

@@ -1,0 +1,291 @@
+"""16. As users run it: fresh processes, real cassettes, real calls, side by side with the
+same work against a bare server answering the recorded bytes, round by round.
+
+(1) A fresh ``otel-replay serve`` of a 40-turn coding-agent cassette (the session grown
+from the Claude Code CLI's request, benchmark 10's): the first request sent right after its
+``env`` line against the second (the session's next turn, byte for byte as recorded), and
+the time from the command's start to the first answer. (2) ``otel-replay replay -- python
+agent.py`` (five model calls with the openai SDK) against the same agent run alone on a bare
+server: whole-process wall time. (3) A Vitest suite of 6 files with 2 replayed model calls
+each (``useReplay`` in each test) against the same suite on the bare server, per file.
+(4) 20 tests in one file, each with its own cassette and one call, against the bare suite:
+per further test (the 20-test file's cost over the bare file's, less (3)'s cost per file,
+over 19). The engine's and
+the suites' byte code is cached as in an installed package.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from benchmarks import _common
+from benchmarks import session as coding
+from benchmarks._common import (
+    ROOT,
+    Results,
+    Server,
+    chat_body,
+    chat_exchange,
+    chat_response,
+    client_session,
+    compact,
+    installed_env,
+    ms,
+    post,
+    send_each,
+    sized,
+    write_cassette,
+)
+from otel_replay.core.exchange import Response
+
+BENCH = "16 as users run it"
+ROUNDS = sized(5, 1)
+FILES, CALLS = sized(6, 2), 2
+TESTS = sized(20, 3)
+JS = ROOT / "js"
+VITEST = JS / "node_modules" / "vitest" / "vitest.mjs"
+
+AGENT = """
+import os, sys, openai
+client = openai.OpenAI(api_key="sk-bench", max_retries=0)
+for body in open(sys.argv[1]).read().splitlines():
+    client.chat.completions.create(**__import__("json").loads(body))
+"""
+
+
+async def run(results: Results) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        env = installed_env(folder / "pycache", {**os.environ, "PYTHONPATH": str(ROOT)})
+        env.pop("CI", None)
+        await _serve_start(results, folder, env)
+        _replay_command(results, folder, env)
+        if not VITEST.exists():
+            results.notes.append(f"{BENCH}: Vitest rows skipped (no {VITEST}; `make js`)")
+            return
+        _vitest(results, folder, env)
+
+
+# -- (1) a fresh serve ------------------------------------------------------------------
+
+
+async def _serve_start(results: Results, folder: Path, env: dict[str, str]) -> None:
+    shape = await coding.claude_code()
+    recorded = [compact(b) for b in shape.sessions(-1)]
+    answer = folder / "answer.sse"
+    answer.write_bytes(shape.answer)
+    cassette = folder / "claude-code.json"
+    with Server(kind="bare", stream=answer) as bare:
+        with Server(kind="gateway", mode="record", cassette=cassette, upstream=bare.url) as rec:
+            await send_each(rec.url, recorded, shape.route)
+    command = [sys.executable, "-m", "otel_replay", "serve", "--mode", "strict"]
+    command += ["--cassette", str(cassette)]
+    firsts, seconds, starts = [], [], []
+    for r in range(ROUNDS + 1):  # a first round writes the byte code
+        started = time.perf_counter()
+        proc = subprocess.Popen(
+            command, cwd=folder, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
+        assert proc.stdout is not None and proc.stdin is not None
+        url = json.loads(proc.stdout.readline())["env"]["ANTHROPIC_BASE_URL"]
+        latencies, answered = [], 0.0
+        async with client_session() as client:
+            for body in recorded[:2]:
+                sent = time.perf_counter()
+                await post(client, url + shape.route.path, body, shape.route.headers)
+                latencies.append(time.perf_counter() - sent)
+                answered = answered or time.perf_counter() - started
+        proc.stdin.close()
+        summary = json.loads(proc.stdout.read().strip().splitlines()[-1])["summary"]
+        proc.wait(60)
+        if summary["misses"]:
+            raise RuntimeError(f"serve benchmark missed: {summary['misses'][:1]}")
+        if r:
+            firsts.append(latencies[0])
+            seconds.append(latencies[1])
+            starts.append(answered)
+    ratios = [f / s for f, s in zip(firsts, seconds, strict=True)]
+    results.add(
+        BENCH,
+        "fresh `serve`, 40-turn Claude Code cassette: first request right after the env line "
+        "vs the second",
+        ms(statistics.median(firsts)),
+        ms(statistics.median(seconds)),
+        statistics.median(ratios),
+        "<= 2x",
+        rounds=[x <= 2 for x in ratios],
+        basis="the second request",
+    )
+    results.add(
+        BENCH,
+        "the same: from the command's start to the first answer",
+        ms(statistics.median(starts)),
+        "-",
+        None,
+        "<= 250.000 ms",
+        rounds=[s <= 0.25 for s in starts],
+    )
+
+
+# -- (2) replay -- python agent.py ----------------------------------------------------
+
+
+def _wall(command: list[str], env: dict[str, str], cwd: Path) -> float:
+    started = time.perf_counter()
+    subprocess.run(command, cwd=cwd, env=env, check=True, capture_output=True, timeout=120)
+    return time.perf_counter() - started
+
+
+def _replay_command(results: Results, folder: Path, env: dict[str, str]) -> None:
+    bodies = folder / "bodies.jsonl"
+    bodies.write_text("\n".join(compact(chat_body(n)).decode() for n in range(5)) + "\n")
+    agent = folder / "agent.py"
+    agent.write_text(AGENT)
+    answer = folder / "answer.json"
+    answer.write_bytes(compact(chat_response()))
+    cassette = write_cassette(
+        folder / "agent.json",
+        [chat_exchange(chat_body(n), Response(status=200, body=chat_response())) for n in range(5)],
+    )
+    run_agent = [sys.executable, str(agent), str(bodies)]
+    replay = [sys.executable, "-m", "otel_replay", "replay", "--cassette", str(cassette)]
+    replay += ["--mode", "strict", "--", *run_agent]
+    with Server(kind="bare", body=answer) as bare:
+        bare_env = {**env, "OPENAI_BASE_URL": f"{bare.url}/v1"}
+        for command in (replay, run_agent):  # byte code written, files in the page cache
+            _wall(command, bare_env, folder)
+        walls: dict[str, list[float]] = {"replay": [], "bare": []}
+        for _ in range(ROUNDS):
+            walls["replay"].append(_wall(replay, bare_env, folder))
+            walls["bare"].append(_wall(run_agent, bare_env, folder))
+    added = [r - b for r, b in zip(walls["replay"], walls["bare"], strict=True)]
+    replayed, alone = statistics.median(walls["replay"]), statistics.median(walls["bare"])
+    results.add(
+        BENCH,
+        "`otel-replay replay -- python agent.py` (5 calls, openai SDK): whole run, added",
+        f"{ms(replayed)} (+{ms(statistics.median(added))})",
+        ms(alone),
+        replayed / alone,
+        "added <= 150.000 ms",
+        rounds=[a <= 0.15 for a in added],
+        basis="the agent on a bare server",
+    )
+
+
+# -- (3) and (4) Vitest ----------------------------------------------------------------
+
+TEST = """
+test("t{n}", async () => {{
+  {use}for (const body of {bodies}) {{
+    const answer = await fetch(`${{process.env.OPENAI_BASE_URL}}/chat/completions`, {{
+      method: "POST", headers: {{ "content-type": "application/json" }}, body,
+    }});
+    expect(answer.status).toBe(200);
+    await answer.json();
+  }}
+}});
+"""
+
+
+def _suite(folder: Path, name: str, files: int, tests: int, calls: int, replayed: bool) -> Path:
+    """A suite of ``files`` test files of ``tests`` tests, each making ``calls`` model
+    calls; with ``useReplay`` and a cassette per test, or against the bare server."""
+    suite = Path(tempfile.mkdtemp(prefix=f".suite-{name}-", dir=JS / "bench"))
+    (suite / "cassettes").mkdir()
+    (suite / "vitest.config.mjs").write_text(
+        'export default { test: { include: ["*.test.mjs"], testTimeout: 60000 } };\n'
+    )
+    n = 0
+    for f in range(files):
+        lines = ['import { expect, test } from "vitest";']
+        if replayed:
+            lines.append('import { useReplay } from "otel-replay/vitest";')
+        for _ in range(tests):
+            chats = [chat_body(n + c) for c in range(calls)]
+            if replayed:
+                exchanges = [
+                    chat_exchange(b, Response(status=200, body=chat_response())) for b in chats
+                ]
+                write_cassette(suite / "cassettes" / f"c{n}.json", exchanges)
+            use = f'await useReplay("c{n}", {{ mode: "strict" }});\n  ' if replayed else ""
+            texts = json.dumps([compact(b).decode() for b in chats])
+            lines.append(TEST.format(n=n, use=use, bodies=texts))
+            n += calls
+        (suite / f"f{f}.test.mjs").write_text("\n".join(lines))
+    return suite
+
+
+def _vitest_run(suite: Path, env: dict[str, str]) -> float:
+    started = time.perf_counter()
+    done = subprocess.run(
+        ["node", str(VITEST), "run"], cwd=suite, env=env, capture_output=True, text=True
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"vitest failed in {suite}:\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
+    return time.perf_counter() - started
+
+
+def _vitest(results: Results, folder: Path, env: dict[str, str]) -> None:
+    answer = folder / "answer.json"
+    with Server(kind="bare", body=answer) as bare:
+        node_env = {
+            **env,
+            "OTEL_REPLAY_BIN": f"{sys.executable} -m otel_replay",
+            "OPENAI_BASE_URL": f"{bare.url}/v1",  # the bare suite's; replayed tests set theirs
+        }
+        suites = {
+            "files": _suite(folder, "files", FILES, 1, CALLS, True),
+            "files-bare": _suite(folder, "files-bare", FILES, 1, CALLS, False),
+            "many": _suite(folder, "many", 1, TESTS, 1, True),
+            "many-bare": _suite(folder, "many-bare", 1, TESTS, 1, False),
+        }
+        try:
+            for suite in () if _common.QUICK else suites.values():  # byte code, Vite's caches
+                _vitest_run(suite, node_env)
+            walls: dict[str, list[float]] = {name: [] for name in suites}
+            for _ in range(ROUNDS):
+                for name, suite in suites.items():
+                    walls[name].append(_vitest_run(suite, node_env))
+        finally:
+            for suite in suites.values():
+                shutil.rmtree(suite, ignore_errors=True)
+    per_file = [(w - b) / FILES for w, b in zip(walls["files"], walls["files-bare"], strict=True)]
+    results.add(
+        BENCH,
+        f"Vitest, {FILES} files x {CALLS} replayed calls (`useReplay` per file): added per file",
+        ms(statistics.median(per_file)),
+        ms(statistics.median(walls["files-bare"])),
+        statistics.median(walls["files"]) / statistics.median(walls["files-bare"]),
+        "added <= 50.000 ms per file",
+        rounds=[p <= 0.05 for p in per_file],
+        basis="the bare suite, whole run",
+    )
+    # what a file's first test costs (the engine started) is the per-file figure above
+    further = [
+        ((m - mb) - f) / (TESTS - 1)
+        for m, mb, f in zip(walls["many"], walls["many-bare"], per_file, strict=True)
+    ]
+    results.add(
+        BENCH,
+        f"Vitest, {TESTS} tests in one file, a cassette and a call each: added per further test",
+        ms(statistics.median(further)),
+        ms(statistics.median(walls["many-bare"])),
+        statistics.median(walls["many"]) / statistics.median(walls["many-bare"]),
+        "added <= 10.000 ms per test",
+        rounds=[f <= 0.01 for f in further],
+        basis="the bare suite, whole run",
+    )
+
+
+if __name__ == "__main__":
+    out = Results()
+    asyncio.run(run(out))

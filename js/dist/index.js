@@ -1,0 +1,6 @@
+/** otel-replay for Node: the engine's `serve` protocol, and the summary it reports.
+ * The Vitest helpers are `otel-replay/vitest` and `otel-replay/vitest/setup`. */
+export { applyEnv, callerEnv, findEngine, MODES, OtelReplayError, ReplayMissError, resolveMode, Serve, serveArgs, } from "./engine.js";
+export { cassettePath } from "./cassette.js";
+export { combined, failure, runSection, summaryLine, } from "./summary.js";
+//# sourceMappingURL=index.js.map

@@ -1,0 +1,71 @@
+/** `otel-replay/vitest/setup`: a Vitest `globalSetup` that runs one `otel-replay serve`
+ * for the whole run, for clients built when a module is imported (the AI SDK's default
+ * providers read their base URL then), and prints the run's summary at its end.
+ *
+ * ```ts
+ * // vitest.config.ts
+ * export default defineConfig({ test: { globalSetup: ["otel-replay/vitest/setup"] } });
+ * ```
+ *
+ * The run's cassette is `OTEL_REPLAY_CASSETTE`, else `cassettes/run.json` under the
+ * project's root; the mode and the engine are found as for `useReplay`. For other
+ * settings, a setup file of your own: `export default replaySetup({ cassette: "…" })`.
+ */
+import { resolve } from "node:path";
+import { applyEnv, findEngine, passOuterEnv, ReplayMissError, resolveMode, Serve, serveArgs, } from "./engine.js";
+import { explained, failure, META_KEY, runSection } from "./summary.js";
+function testBlocks(project) {
+    const blocks = [];
+    const visit = (task) => {
+        const found = task.meta?.[META_KEY];
+        if (Array.isArray(found))
+            blocks.push(...found);
+        for (const child of task.tasks ?? [])
+            visit(child);
+    };
+    for (const file of project.vitest?.state?.getFiles() ?? [])
+        visit(file);
+    return blocks;
+}
+/** A `globalSetup` function with these settings. */
+export function replaySetup(options = {}) {
+    return async function setup(project) {
+        const root = project.config?.root ?? process.cwd();
+        const mode = resolveMode(options.mode);
+        const cassette = resolve(root, options.cassette ?? process.env.OTEL_REPLAY_CASSETTE ?? "cassettes/run.json");
+        const args = serveArgs(options);
+        const serve = mode === "off" || options.cassette === null
+            ? null
+            : await Serve.start({ engine: findEngine(options.enginePath), cassette, mode, args });
+        // set before the test workers start, so they inherit it
+        const env = serve?.env ?? {};
+        const before = { ...process.env };
+        const restore = applyEnv(env);
+        passOuterEnv(env, before);
+        return async function teardown() {
+            restore();
+            delete process.env.OTEL_REPLAY_OUTER_ENV;
+            const blocks = testBlocks(project);
+            let problem = null;
+            if (serve !== null) {
+                const summary = await serve.stop();
+                if (summary.spans_received || summary.replayed || summary.live || summary.misses.length) {
+                    blocks.unshift({ test: "(run)", cassette, mode, summary });
+                }
+                problem = failure(summary);
+            }
+            if (blocks.length) {
+                const lines = runSection(blocks, "mixed");
+                process.stdout.write(`\n otel-replay \n${lines.join("\n")}\n`);
+            }
+            if (problem !== null) {
+                process.exitCode = 1;
+                const error = new ReplayMissError(explained(problem, cassette));
+                error.stack = `${error.name}: ${error.message}`; // where it was thrown says nothing
+                throw error;
+            }
+        };
+    };
+}
+export default replaySetup();
+//# sourceMappingURL=setup.js.map

@@ -1,0 +1,6 @@
+/** `otel-replay/vitest/summary`: a Vitest `globalSetup` that starts no engine and prints,
+ * at the end of the run, the summary of every `useReplay` of the run (the pytest plugin's
+ * summary). `otel-replay/vitest/setup` prints it too, beside its run-wide engine. */
+import { replaySetup } from "./setup.js";
+export default replaySetup({ cassette: null });
+//# sourceMappingURL=summary-setup.js.map

@@ -1,0 +1,86 @@
+/** What a run of the engine did: the `summary` JSON `otel-replay serve` prints when it
+ * stops, and the summary line the pytest plugin prints, in the same words. */
+/** The key of a test's blocks in its task's `meta` (read back at the end of the run). */
+export const META_KEY = "otelReplay";
+export function emptySummary(mode) {
+    return {
+        mode,
+        replayed: 0,
+        live: 0,
+        misses: [],
+        spans_received: 0,
+        not_saved: 0,
+        write_errors: [],
+        live_cost: null,
+        live_unpriced: 0,
+        bypassed: [],
+    };
+}
+/** The totals of several blocks: replayed, live, misses and spans added up. */
+export function combined(summaries, mode) {
+    const total = emptySummary(mode);
+    for (const s of summaries) {
+        total.replayed += s.replayed;
+        total.live += s.live;
+        total.misses.push(...s.misses);
+        total.spans_received += s.spans_received;
+        total.not_saved += s.not_saved;
+        total.write_errors.push(...s.write_errors);
+        if (s.live_cost != null)
+            total.live_cost = (total.live_cost ?? 0) + s.live_cost;
+        total.live_unpriced = (total.live_unpriced ?? 0) + (s.live_unpriced ?? 0);
+        total.bypassed.push(...s.bypassed);
+    }
+    return total;
+}
+function money(value) {
+    return value >= 0.01 || value === 0 ? `$${value.toFixed(4)}` : `$${value.toFixed(6)}`;
+}
+const plural = (n, one, many) => `${n} ${n === 1 ? one : many}`;
+/** `otel-replay: 4 replayed · 0 live · 0 misses · 12 spans received`, and what the engine
+ * adds after it (calls not saved, the live calls' cost, calls that bypassed the gateway). */
+export function summaryLine(s) {
+    let line = `otel-replay: ${s.replayed} replayed · ${s.live} live · ` +
+        `${plural(s.misses.length, "miss", "misses")} · ` +
+        `${plural(s.spans_received, "span", "spans")} received`;
+    if (s.write_errors.length)
+        line += ` · ${s.not_saved} not saved`;
+    const unpriced = s.live_unpriced ?? 0;
+    if (s.live && s.live_cost != null && unpriced !== s.live) {
+        line += ` · live calls cost ${money(s.live_cost)}`;
+        if (unpriced)
+            line += ` (${unpriced} not priced)`;
+    }
+    if (s.bypassed.length) {
+        line += ` · ${plural(s.bypassed.length, "model call", "model calls")} bypassed the gateway`;
+    }
+    return line;
+}
+/** Whether a block fails its test: a miss, a write that failed, or (strict) a model call
+ * that bypassed the gateway. */
+export function failure(s) {
+    if (s.misses.length)
+        return s.misses[0];
+    if (s.write_errors.length)
+        return `otel-replay: ${s.write_errors.join("; ")}`;
+    if (s.bypassed.length && s.mode === "strict") {
+        return `otel-replay: model calls bypassed the gateway: ${s.bypassed.join(", ")}`;
+    }
+    return null;
+}
+/** The run's section, as the pytest plugin writes it: the totals with the number of
+ * blocks, then each miss with the test it failed. */
+export function runSection(blocks, mode) {
+    const totals = combined(blocks.map((b) => b.summary), mode);
+    const lines = [`${summaryLine(totals)} · ${blocks.length} blocks`];
+    for (const block of blocks) {
+        for (const miss of block.summary.misses)
+            lines.push(`${block.test}: ${miss}`);
+    }
+    return lines;
+}
+/** A failure's message with the cassette it happened in and the command that explains it. */
+export function explained(problem, cassette) {
+    return `${problem}\n(cassette ${cassette}; explain: otel-replay why --cassette ${cassette})`;
+}
+//# sourceMappingURL=summary.js.map

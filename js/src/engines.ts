@@ -1,0 +1,72 @@
+/** The engines of this process (a Vitest worker): one `otel-replay serve` serves test
+ * after test, switched to each test's cassette by the protocol's `use` line, instead of a
+ * new engine for each. The first test starts it (with its cassette: no switch); each
+ * test's end switches it to no cassette, which answers that test's own summary. An engine
+ * whose settings differ (another engine command, other upstreams or options), or a test
+ * that overlaps one in progress (`test.concurrent`), gets an engine of its own. Engines
+ * do not keep the process alive: they end with it (their standard input then ends). */
+
+import {
+  callerEnv,
+  findEngine,
+  Serve,
+  serveArgs,
+  type EngineOptions,
+  type Mode,
+} from "./engine.js";
+import type { Summary } from "./summary.js";
+
+interface Idle {
+  key: string;
+  serve: Serve;
+}
+
+/** Idle engines, kept on the global object: a module evaluated again in the same worker
+ * (Vitest without isolation re-imports test files' modules) finds the same ones. */
+const IDLE = Symbol.for("otel-replay.engines");
+const globals = globalThis as unknown as Record<symbol, Idle[] | undefined>;
+const idle: Idle[] = (globals[IDLE] ??= []);
+
+/** An engine in use by one test: its environment, and `release` at the test's end. */
+export interface Lease {
+  readonly env: Record<string, string>;
+  /** Switch the engine to no cassette and return the test's summary; the engine then
+   * waits for the next test. */
+  release(): Promise<Summary>;
+}
+
+/** An engine serving `cassette` in `mode`: an idle one of the same settings switched to
+ * it, else a new one started for it. */
+export async function lease(cassette: string, mode: Mode, options: EngineOptions): Promise<Lease> {
+  const engine = findEngine(options.enginePath);
+  const args = serveArgs(options);
+  const key = JSON.stringify([engine.command, engine.args, args, callerEnv()]);
+  for (;;) {
+    const at = idle.findIndex((entry) => entry.key === key);
+    if (at < 0) break;
+    const [{ serve }] = idle.splice(at, 1) as [Idle];
+    if (serve.ended) continue;
+    try {
+      await serve.use(cassette, mode);
+    } catch (error) {
+      if (serve.ended) continue; // it died meanwhile: another, or a new one
+      idle.push({ key, serve }); // the cassette could not be used: the engine still can
+      throw error;
+    }
+    return leased(key, serve);
+  }
+  const serve = await Serve.start({ engine, cassette, mode, args });
+  serve.unref();
+  return leased(key, serve);
+}
+
+function leased(key: string, serve: Serve): Lease {
+  return {
+    env: serve.env,
+    async release(): Promise<Summary> {
+      const { summary } = await serve.use();
+      idle.push({ key, serve });
+      return summary;
+    },
+  };
+}
