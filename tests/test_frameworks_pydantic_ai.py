@@ -100,6 +100,8 @@ def test_a_trace_without_content_gets_the_setting_that_fixes_it(tmp_path):
         "  4 × message content not captured — pass InstrumentationSettings(include_content=True)",
         "  2 tool calls · 0 with arguments and result captured",
         "  2 × tool content not captured — pass InstrumentationSettings(include_content=True)",
+        "  bypass check: 4 model calls record no request text: a run tells them from the"
+        " gateway's calls by their time alone",
     ]
     built = build_cli([traces], tmp_path / "c.json")
     assert built.returncode == 1 and not (tmp_path / "c.json").exists()

@@ -1,4 +1,4 @@
-"""A secret after a label that names one, in free text (issue 58): ``DB_PASSWORD=...``,
+"""A secret after a label that names one, in free text: ``DB_PASSWORD=...``,
 ``aws_secret_access_key: ...``, ``"client_secret": "..."`` in prose, in JSON, in JSON held
 in a string. Credential-like values never survive; words, numbers, masks, placeholders,
 references and the labels that only describe a secret are left as they are; the

@@ -33,6 +33,7 @@ from otel_replay.readers.claude_code import ClaudeCodeReader, event_name
 from otel_replay.readers.diagnose import SETTINGS as CONTENT_SETTINGS
 from otel_replay.readers.diagnose import diagnose, model_call, no_call
 from otel_replay.readers.entry import EntrySpans
+from otel_replay.readers.evidence import cannot_judge
 from otel_replay.readers.pieces import Pieces
 from otel_replay.readers.registry import BODY_EVENTS, Reading, read_call
 from otel_replay.readers.tools import read_tool
@@ -167,6 +168,7 @@ def read_exchanges(
                 continue
             if entries is not None:
                 entries.add(span, attrs, scope.name, None if found is None else found.exchange)
+            why = cannot_judge(span, attrs, None if found is None else found.exchange)
             if found is not None:
                 counts.read(source, found.fidelity, found.exchange)
                 if agent_spans is not None:
@@ -175,11 +177,14 @@ def read_exchanges(
             elif model_call(attrs) and not no_call(span, with_details(attrs, events), events):
                 counts.skipped(source, diagnose(with_details(attrs, events), events, scope.name))
             else:
+                why = None  # no model call: nothing for the check to judge
                 counts.other(source)
                 if tools is not None:
                     _tool(span, attrs, source, counts, tools, scope.name)
                 if agent_spans is not None:
                     agent_spans.add(span, attrs, scope.name)
+            if why is not None:
+                counts.unjudged(source, why)
     yield from window.flush()
 
 

@@ -81,6 +81,8 @@ class Tally:
     """Those whose arguments and result were captured (replayable as tool calls)."""
     tool_fixes: Counter[str] = field(default_factory=Counter)
     """Tool executions without content, by the setting that captures it."""
+    unjudged: Counter[str] = field(default_factory=Counter)
+    """Model calls a run's bypass check cannot judge, by why (``readers.evidence``)."""
 
     @property
     def not_replayable(self) -> int:
@@ -100,6 +102,7 @@ class Tally:
             "params_compared_by_name": dict(sorted(self.by_name.items())),
             "compared_as_recorded": dict(sorted(self.forms.items())),
             **({"tool_calls": self.tools, "tool_content": self.tool_content} if self.tools else {}),
+            **({"bypass_unjudged": dict(sorted(self.unjudged.items()))} if self.unjudged else {}),
         }
 
 
@@ -145,6 +148,10 @@ class Census:
             tally.tool_content += 1
         else:
             tally.tool_fixes[fix] += 1
+
+    def unjudged(self, source: Source, why: str) -> None:
+        """A model call a run's bypass check cannot judge, and why."""
+        self.tally(source).unjudged[why] += 1
 
     def skipped(self, source: Source, problem: Problem) -> None:
         """A model call no reader could replay, and why."""
@@ -203,6 +210,9 @@ class Census:
                 out.append(f"  {seen} · {tally.tool_content} with arguments and result captured")
                 for fix, count in sorted(tally.tool_fixes.items()):
                     out.append(f"  {count} × tool content not captured — {fix}")
+            for why, count in sorted(tally.unjudged.items()):
+                calls = f"{count} model call{'s' if count != 1 else ''}"
+                out.append(f"  bypass check: {calls} {why}")
         if not out:
             out.append("no model calls found" + self._others())
             out.append(f"  {NO_CALLS_FIX}")

@@ -35,7 +35,6 @@ from urllib.parse import urlsplit
 
 import orjson
 
-from otel_replay.core.exchange import CanonicalRequest
 from otel_replay.otlp.store import TraceStore
 
 if TYPE_CHECKING:  # protobuf is imported with the first telemetry received
@@ -45,7 +44,7 @@ if TYPE_CHECKING:  # protobuf is imported with the first telemetry received
     )
     from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
-__all__ = ["BypassWatch", "request_texts"]
+__all__ = ["BypassWatch"]
 
 log = logging.getLogger("otel_replay")
 
@@ -57,9 +56,6 @@ BODIES_KEPT = 32 * 1024 * 1024
 """The bytes of request bodies kept to match spans by content; past it, the oldest are
 let go (their calls then account for any span of their window, as a span without
 content is accounted for)."""
-
-TEXT_HEAD = 200
-"""The characters of each recorded text compared (instrumentations may cut long ones)."""
 
 _HTTP_URL = ("url.full", "http.url")
 _HTTP_STATUS = ("http.response.status_code", "http.status_code")
@@ -289,6 +285,7 @@ def _ancestors(span_id: bytes, parents: Mapping[bytes, bytes]) -> Iterator[bytes
 
 def _model_span(span: Span, attrs: Mapping[str, Any]) -> ModelSpan | None:
     """What a span shows of a model call, or None when it stands for none."""
+    from otel_replay.readers.evidence import request_texts
     from otel_replay.readers.registry import answered, model_call, read_call
 
     ids = bytes(span.span_id), bytes(span.parent_span_id), bytes(span.trace_id)
@@ -332,31 +329,6 @@ def _provider_hosts() -> list[tuple[str, tuple[str, ...]]]:
 
         _HOSTS.extend((row.api, row.egress_hosts) for row in PROVIDERS if row.egress_hosts)
     return _HOSTS
-
-
-def request_texts(request: CanonicalRequest) -> tuple[str, ...] | None:
-    """The texts of a canonical request's system prompt and messages, whitespace folded
-    and cut to their heads (``TEXT_HEAD``); None when the request's messages were not
-    recorded or hold no text."""
-    if "messages" not in request.known:
-        return None
-    texts = []
-    for part in _parts(request.system, request.messages):
-        text = part.get("content") if part.get("type") == "text" else None
-        if isinstance(text, str) and text.strip():
-            texts.append(" ".join(text.split())[:TEXT_HEAD])
-    return tuple(dict.fromkeys(texts)) or None
-
-
-def _parts(system: Any, messages: Any) -> Iterator[dict[str, Any]]:
-    for part in system if isinstance(system, list) else ():
-        if isinstance(part, dict):
-            yield part
-    for message in messages if isinstance(messages, list) else ():
-        parts = message.get("parts") if isinstance(message, dict) else None
-        for part in parts if isinstance(parts, list) else ():
-            if isinstance(part, dict):
-                yield part
 
 
 def _parsed(sent: Any) -> Any:
