@@ -215,3 +215,40 @@ def test_a_pytest_block_records_and_replays_a_tool_in_process(pytester, monkeypa
     replayed.assert_outcomes(passed=1)
     replayed.stdout.fnmatch_lines(["*2 replayed · 0 live · 0 misses · 1 tool call replayed*"])
     assert ran.read_text().splitlines() == [ORDER_ID]  # not run again
+
+
+def test_the_hooks_cost_a_child_that_imports_no_framework_next_to_nothing(tmp_path):
+    """Every Python a run starts loads the hooks' ``sitecustomize``: it installs a finder
+    and imports neither an adapter, nor the road to the gateway, nor an HTTP client; a
+    ``sitecustomize`` of the user's own still runs after it."""
+    from otel_replay.gateway.environment import SITE
+
+    (tmp_path / "sitecustomize.py").write_text("import os\nos.environ['THEIRS'] = 'ran'\n")
+    code = (
+        "import os, sys; "
+        "print(os.environ.get('THEIRS'), sorted(m for m in sys.modules if m.startswith("
+        "('otel_replay.hooks.frameworks', 'otel_replay.hooks.road', 'http.client', "
+        "'importlib.abc'))), 'otel_replay.hooks.install' in sys.modules)"
+    )
+    env = {**os.environ, "OTEL_REPLAY_URL": "http://127.0.0.1:9", "OTEL_REPLAY_MODE": "strict"}
+    env["PYTHONPATH"] = os.pathsep.join([str(SITE), str(tmp_path)])
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert done.stdout.split() == ["ran", "[]", "True"], done.stderr
+
+
+def test_a_gateway_that_cannot_be_reached_is_named(monkeypatch):
+    """A child whose run's gateway is gone says so, rather than running the tool."""
+    import socket
+
+    from otel_replay.hooks.calls import call_tool
+    from otel_replay.hooks.road import ToolRoadError
+
+    with socket.socket() as taken:  # a free port nobody listens on
+        taken.bind(("127.0.0.1", 0))
+        port = taken.getsockname()[1]
+    monkeypatch.setenv("OTEL_REPLAY_URL", f"http://127.0.0.1:{port}")
+    monkeypatch.setenv("OTEL_REPLAY_MODE", "strict")
+    ran = []
+    with pytest.raises(ToolRoadError, match=f"cannot ask the gateway at http://127.0.0.1:{port}"):
+        call_tool("lookup_order", {"order_id": ORDER_ID}, lambda: ran.append(1))
+    assert ran == []

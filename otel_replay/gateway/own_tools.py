@@ -14,12 +14,12 @@ plugin) call the same two functions directly, found by the gateway's URL (``loca
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
+import orjson
 from aiohttp import web
 
 from otel_replay.core.errors import ReplayMiss
@@ -116,8 +116,8 @@ class OwnToolsMount:
         if not isinstance(raw, bytes):
             return raw
         try:
-            doc = json.loads(raw)
-        except (ValueError, RecursionError):
+            doc = orjson.loads(raw)
+        except orjson.JSONDecodeError:
             doc = None
         if not isinstance(doc, dict) or not isinstance(doc.get("name"), str):
             return web.json_response({"error": "expected a tool call's name"}, status=400)
@@ -127,7 +127,8 @@ class OwnToolsMount:
         doc = await self._doc(request)
         if isinstance(doc, web.Response):
             return doc
-        return web.json_response(answer_call(self._session(), doc))
+        body = orjson.dumps(answer_call(self._session(), doc))
+        return web.Response(body=body, content_type="application/json")
 
     async def recorded(self, request: web.Request) -> web.Response:
         doc = await self._doc(request)

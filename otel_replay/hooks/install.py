@@ -9,29 +9,33 @@ and leaves its tools live.
 
 from __future__ import annotations
 
-import importlib.abc
-import importlib.machinery
-import logging
+import importlib
 import sys
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
-from otel_replay.hooks.frameworks import langchain, openai_agents, pydantic_ai
+if TYPE_CHECKING:
+    from importlib.machinery import ModuleSpec
 
 __all__ = ["ADAPTERS", "install", "installed", "uninstall"]
 
-log = logging.getLogger("otel_replay")
-
-Install = Callable[[ModuleType], bool]
-Uninstall = Callable[[ModuleType], None]
-
-ADAPTERS: dict[str, tuple[Install, Uninstall]] = {
-    pydantic_ai.MODULE: (pydantic_ai.install, pydantic_ai.uninstall),
-    openai_agents.MODULE: (openai_agents.install, openai_agents.uninstall),
-    **{name: (langchain.install, langchain.uninstall) for name in langchain.MODULES},
+_FRAMEWORKS = "otel_replay.hooks.frameworks."
+ADAPTERS: dict[str, str] = {
+    "pydantic_ai.toolsets.function": _FRAMEWORKS + "pydantic_ai",
+    "agents.tool": _FRAMEWORKS + "openai_agents",
+    "langchain_core.tools.structured": _FRAMEWORKS + "langchain",
+    "langchain_core.tools.simple": _FRAMEWORKS + "langchain",
 }
-"""The module each adapter patches, and its pair of functions."""
+"""The module each adapter patches, and the adapter (its ``install`` / ``uninstall``
+pair), imported only once that module loads: installing costs a Python that never
+imports a framework (every child of a run) next to nothing."""
+
+
+def _adapter(name: str) -> ModuleType:
+    return importlib.import_module(ADAPTERS[name])
+
 
 _LOCK = threading.Lock()
 _PATCHED: set[str] = set()
@@ -43,8 +47,11 @@ def _patch(module: ModuleType) -> None:
         if name in _PATCHED:
             return
         _PATCHED.add(name)
+    import logging
+
+    log = logging.getLogger("otel_replay")
     try:
-        done = ADAPTERS[name][0](module)
+        done = _adapter(name).install(module)
     except Exception:  # an adapter must never break the agent's import
         log.exception("otel-replay: could not hook the tools of %s", name)
         return
@@ -52,24 +59,27 @@ def _patch(module: ModuleType) -> None:
         log.warning("otel-replay: %s has no tool seam otel-replay knows: its tools run live", name)
 
 
-class _Loader(importlib.abc.Loader):
-    def __init__(self, loader: importlib.abc.Loader) -> None:
+class _Loader:
+    """A module's loader, then the adapter's patch (a loader by its methods: no
+    ``importlib.abc`` import as every child of a run starts)."""
+
+    def __init__(self, loader: Any) -> None:
         self._loader = loader
 
-    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType | None:
-        return self._loader.create_module(spec)
+    def create_module(self, spec: ModuleSpec) -> ModuleType | None:
+        return self._loader.create_module(spec)  # type: ignore[no-any-return]
 
     def exec_module(self, module: ModuleType) -> None:
         self._loader.exec_module(module)
         _patch(module)
 
 
-class _Finder(importlib.abc.MetaPathFinder):
+class _Finder:
     """Wraps the loader of an adapted module, so it is patched once loaded."""
 
     def find_spec(
         self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
-    ) -> importlib.machinery.ModuleSpec | None:
+    ) -> ModuleSpec | None:
         if fullname not in ADAPTERS or fullname in _PATCHED:
             return None
         for finder in sys.meta_path:
@@ -78,7 +88,7 @@ class _Finder(importlib.abc.MetaPathFinder):
             spec = finder.find_spec(fullname, path, target)
             if spec is not None:
                 if spec.loader is not None and hasattr(spec.loader, "exec_module"):
-                    spec.loader = _Loader(spec.loader)
+                    spec.loader = _Loader(spec.loader)  # type: ignore[assignment]
                 return spec
         return None
 
@@ -107,5 +117,5 @@ def uninstall() -> None:
     for name in list(_PATCHED):
         module = sys.modules.get(name)
         if module is not None:
-            ADAPTERS[name][1](module)
+            _adapter(name).uninstall(module)
         _PATCHED.discard(name)
