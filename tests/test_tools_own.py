@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from tool_agents import AGENTS, ORDER, ORDER_ID, orders_database, orders_service
+from framework_agents import framework_python
+from tool_agents import AGENTS, LLAMA_INDEX, ORDER, ORDER_ID, orders_database, orders_service
 
 from otel_replay.otlp.attributes import attributes_to_dict
 from otel_replay.otlp.codec import iter_spans, traces_from_json
@@ -41,7 +42,12 @@ class Ran:
 
 
 def _run(
-    folder: Path, verb: str, orders: str, *options: str, env: dict[str, str] | None = None
+    folder: Path,
+    verb: str,
+    orders: str,
+    *options: str,
+    env: dict[str, str] | None = None,
+    python: Path | None = None,
 ) -> Ran:
     script = folder / "agent.py"
     ran = folder / "ran.txt"
@@ -50,9 +56,10 @@ def _run(
     environ.update(NO_PROXY="127.0.0.1,localhost", **(env or {}))
     here = Path(__file__).resolve().parent  # its helper modules shadow frameworks' names
     path = [p for p in sys.path if p and Path(p).resolve() != here]
-    environ["PYTHONPATH"] = os.pathsep.join(path)
+    if python is None:  # another venv's Python has its own packages (otel-replay too)
+        environ["PYTHONPATH"] = os.pathsep.join(path)
     command = [*CLI, verb, "--cassette", str(folder / "c.json"), *options]
-    command += ["--", sys.executable, str(script), orders, ORDER_ID]
+    command += ["--", str(python or sys.executable), str(script), orders, ORDER_ID]
     done = subprocess.run(command, env=environ, capture_output=True, text=True, timeout=180)
     after = len(ran.read_text().splitlines()) if ran.exists() else 0
     return Ran(done.returncode, done.stdout.strip(), done.stderr, after - before)
@@ -252,3 +259,20 @@ def test_a_gateway_that_cannot_be_reached_is_named(monkeypatch):
     with pytest.raises(ToolRoadError, match=f"cannot ask the gateway at http://127.0.0.1:{port}"):
         call_tool("lookup_order", {"order_id": ORDER_ID}, lambda: ran.append(1))
     assert ran == []
+
+
+def test_a_llama_index_tool_replays_with_its_database_gone(tmp_path):
+    """LlamaIndex's ``FunctionTool`` in its ``FunctionAgent``, in LlamaIndex's own venv."""
+    python = framework_python("llamaindex")
+    database = orders_database(tmp_path / "orders.db")
+    (tmp_path / "agent.py").write_text(LLAMA_INDEX)
+    with run_stub() as stub:
+        url = stub.openai_url
+        done = _run(
+            tmp_path, "record", str(database), "--upstream-openai", url, env=KEY, python=python
+        )
+    assert (done.code, done.answered, done.tool_ran) == (0, True, 1), done.err
+    database.unlink()
+    replayed = _run(tmp_path, "replay", str(database), env={"CI": "true"}, python=python)
+    assert (replayed.code, replayed.answered, replayed.tool_ran) == (0, True, 0), replayed.err
+    assert "2 replayed · 0 live · 0 misses · 1 tool call replayed" in replayed.err

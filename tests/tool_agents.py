@@ -155,6 +155,35 @@ LANGCHAIN = LOOKUP + textwrap.dedent(
     """
 )
 
+LLAMA_INDEX = LOOKUP + textwrap.dedent(
+    """
+    import asyncio
+
+    from llama_index.core.agent.workflow import FunctionAgent
+    from llama_index.core.tools import FunctionTool
+    from llama_index.llms.openai import OpenAI
+
+
+    def lookup_order(order_id: str) -> str:
+        \"\"\"An order's status and total\"\"\"
+        return json.dumps(fetch_order(order_id))
+
+
+    async def main():
+        llm = OpenAI(model="gpt-4o-mini", max_retries=0, temperature=0.2)
+        agent = FunctionAgent(
+            tools=[FunctionTool.from_defaults(lookup_order)], llm=llm,
+            system_prompt="You answer questions about orders.",
+        )
+        print(str(await agent.run(user_msg=sys.argv[2])))
+
+
+    asyncio.run(main())
+    """
+)
+"""Run by LlamaIndex's own venv's Python (``make frameworks``: its OpenAI LLM takes
+``openai<3``)."""
+
 AGENTS = {
     "decorator": DECORATED,
     "pydantic-ai": PYDANTIC_AI,

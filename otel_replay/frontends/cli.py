@@ -81,7 +81,7 @@ def _gateway_options(parser: argparse.ArgumentParser) -> None:
         choices=("replay", "live"),
         default="replay",
         help="the agent's own tools (functions of pydantic-ai, openai-agents, LangChain, "
-        "@otel_replay.tool): recorded and replayed (default), or run live",
+        "LlamaIndex, @otel_replay.tool): recorded and replayed (default), or run live",
     )
     _rules_option(parser)
 

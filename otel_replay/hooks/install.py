@@ -27,6 +27,7 @@ ADAPTERS: dict[str, str] = {
     "agents.tool": _FRAMEWORKS + "openai_agents",
     "langchain_core.tools.structured": _FRAMEWORKS + "langchain",
     "langchain_core.tools.simple": _FRAMEWORKS + "langchain",
+    "llama_index.core.tools.function_tool": _FRAMEWORKS + "llama_index",
 }
 """The module each adapter patches, and the adapter (its ``install`` / ``uninstall``
 pair), imported only once that module loads: installing costs a Python that never
