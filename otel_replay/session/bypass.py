@@ -168,7 +168,12 @@ class BypassWatch:
     def _read(
         self, request: ExportTraceServiceRequest
     ) -> tuple[list[ModelSpan], dict[bytes, bytes]]:
-        # the readers package and protobuf are imported with the first batch, not at start
+        # the readers package and protobuf are imported with the first batch, not at start;
+        # the package as a whole first, as every other import of it does: a thread warming
+        # the build pipeline may be importing it meanwhile, and its modules import each
+        # other in the package's order only (a module of it taken alone could meet one
+        # that thread holds half made)
+        import otel_replay.readers  # noqa: F401
         from otel_replay.otlp.attributes import attributes_to_dict
         from otel_replay.readers.registry import CALL_MARKS
 
