@@ -59,7 +59,6 @@ content is accounted for)."""
 
 _HTTP_URL = ("url.full", "http.url")
 _HTTP_STATUS = ("http.response.status_code", "http.status_code")
-_HTTP_MARKS = tuple(name.encode() for name in _HTTP_URL)
 _CLIENT = 3  # SpanKind.SPAN_KIND_CLIENT
 
 
@@ -177,7 +176,7 @@ class BypassWatch:
         from otel_replay.otlp.attributes import attributes_to_dict
         from otel_replay.readers.registry import CALL_MARKS
 
-        marks = CALL_MARKS + _HTTP_MARKS
+        marks = CALL_MARKS + _host_marks()
         found: list[ModelSpan] = []
         parents: dict[bytes, bytes] = {}
         for resource in request.resource_spans:
@@ -325,6 +324,20 @@ def _provider_api(span: Span, attrs: Mapping[str, Any]) -> str | None:
 
 
 _HOSTS: list[tuple[str, tuple[str, ...]]] = []
+_HOST_MARKS: list[bytes] = []
+
+
+def _host_marks() -> tuple[bytes, ...]:
+    """The longest fixed piece of each provider host pattern: a scope's bytes holding none
+    holds no HTTP span to a provider's own host (most HTTP spans call other hosts)."""
+    if not _HOST_MARKS:
+        pieces = {
+            max(pattern.split("*"), key=len).encode()
+            for _api, patterns in _provider_hosts()
+            for pattern in patterns
+        }
+        _HOST_MARKS.extend(sorted(pieces))
+    return tuple(_HOST_MARKS)
 
 
 def _provider_hosts() -> list[tuple[str, tuple[str, ...]]]:
