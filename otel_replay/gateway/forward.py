@@ -212,7 +212,6 @@ class Forwarder:
                 assembled,
                 short=short,
                 draft=call.draft,
-                sent=call.raw,
                 trace_id=call.trace_id,
             )
         except Exception:  # recording must never break the agent's call

@@ -265,14 +265,13 @@ class Session:
         *,
         short: bool = False,
         draft: RequestDraft | None = None,
-        sent: bytes = b"",
         trace_id: str | None = None,
     ) -> bool:
         """A live exchange (record mode, or an auto-mode miss forwarded live); False when
         it could not be saved (see ``write_failure``). ``assembled``: a streamed response's
         body, when already put together; ``short``: no string of it is long enough to be
-        stored once per file (``spans.pieces``); ``draft``: from ``span_drafting``; ``sent``
-        and ``trace_id``: the agent's body and trace, as for ``replayed_hit``. The span's
+        stored once per file (``spans.pieces``); ``draft``: from ``span_drafting``;
+        ``trace_id``: the agent's trace, as for ``replayed_hit``. The span's
         line is made (and redacted) first: an exchange that cannot be stored leaves no
         trace in the session either."""
         from otel_replay.spans.encode import exchange_to_trace_json
@@ -282,9 +281,9 @@ class Session:
             doc = exchange_to_trace_json(exchange, assembled=assembled, ledger=ledger, draft=draft)
             line, intact = self.store.own_line(doc)
             saved = self._record_line(exchange, line)
-            self.bypass.reached(
-                exchange.provider, exchange.start_ns, sent=sent or None, trace_id=trace_id
-            )
+            # a recording run's bypass lines fail nothing: its calls account for spans by
+            # their window and trace, without keeping every body it records
+            self.bypass.reached(exchange.provider, exchange.start_ns, trace_id=trace_id)
             kept.append(saved and intact)
             trace_id = doc["resourceSpans"][0]["scopeSpans"][0]["spans"][0].get("traceId", "")
             with self._lock:
