@@ -50,7 +50,9 @@ _AWS_NAME = r"(?i:ws_?secret_?(?:access_?)?key|ws-secret-(?:access-)?key)"
 _SECRET_ACCESS_NAME = r"(?i:ecret_?access_?key|ecret-access-key)"
 # Quotes may be JSON-escaped when the text is a raw request body, and escaped again for
 # each level of JSON held in a string (tool-call arguments inside a span attribute).
-_AWS_VALUE = r"(?:\\*[\"'])?\s*[:=]\s*(?:\\*[\"'])?(?P<secret>[A-Za-z0-9/+]{40,})"
+# Beyond AWS's own alphabet too: a value under its name written in base64url (``-``, ``_``)
+# is redacted whole, not up to its first ``-``.
+_AWS_VALUE = r"(?:\\*[\"'])?\s*[:=]\s*(?:\\*[\"'])?(?P<secret>[A-Za-z0-9/+_-]{40,})"
 # An opaque token after "Bearer": 8 or more token characters holding a digit, or 20 or more
 # (a longer run of letters is too long to be a word); the length and digit are checked on
 # the match (``shape_replacement``), since the pattern language has no look-ahead.
