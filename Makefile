@@ -1,4 +1,4 @@
-# Every target sets up what it needs from nothing: only Python 3.11+, pip and make.
+# Every target sets up what it needs from nothing: Python 3.11+, pip, make, npm and Go.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
@@ -9,10 +9,20 @@ CLIENTS := $(VENV)/clients/.installed
 # missing (needs root or sudo on a fresh Debian machine; nothing is downloaded at test time)
 BROWSER := $(VENV)/.chromium
 # the tracing backends `build --from` is tested against, each in a venv of its own (their
-# dependencies are not the project's): Arize Phoenix, and chDB (ClickHouse in process)
+# dependencies are not the project's): Arize Phoenix, chDB (ClickHouse in process) and the
+# MLflow tracking server
 PHOENIX_VERSION := 20.26.1
 CHDB_VERSION := 4.4.0
-BACKENDS := $(VENV)/phoenix/.installed $(VENV)/chdb/.installed
+MLFLOW_VERSION := 3.17.2
+BACKENDS := $(VENV)/phoenix/.installed $(VENV)/chdb/.installed $(VENV)/mlflow/.installed
+# the real Go programs the tests run, built from pinned Go modules (the Go module registry
+# on a fresh machine, then Go's module and build caches): the OpenTelemetry Collector of
+# collector/otelcol (core and contrib components of one release) and Jaeger v2 (tests/jaeger);
+# with them, the Collector ClickHouse exporter's table DDL from its module's source
+GO_BIN := $(VENV)/go/bin
+GO_ENV := GOTOOLCHAIN=local GOFLAGS='-trimpath -mod=readonly -buildvcs=false'
+CLICKHOUSE_EXPORTER := github.com/open-telemetry/opentelemetry-collector-contrib/exporter/clickhouseexporter
+GO_PROGRAMS := $(GO_BIN)/otelcol $(GO_BIN)/jaeger
 # frameworks of the conformance suite whose pins the `test` extra excludes, each in a venv
 # of its own with this project and pyproject.toml's extra of its name: LlamaIndex
 # (llama-index-llms-openai takes openai<3; openai-agents and pydantic-ai openai>=3)
@@ -26,7 +36,7 @@ JS_EXAMPLE := examples/typescript/node_modules/.installed
 JS_AI7 := js/test-ai7/node_modules/.installed
 
 .PHONY: demo test test-py test-js docs lint typecheck bench soak clients browser backends \
-	frameworks js clean
+	frameworks js go clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -65,7 +75,28 @@ $(VENV)/chdb/.installed: | $(BIN)/python
 	$(VENV)/chdb/bin/python -m pip install --quiet 'chdb==$(CHDB_VERSION)'
 	touch $@
 
+$(VENV)/mlflow/.installed: | $(BIN)/python
+	$(PYTHON) -m venv $(VENV)/mlflow
+	$(VENV)/mlflow/bin/python -m pip install --quiet --upgrade pip
+	$(VENV)/mlflow/bin/python -m pip install --quiet 'mlflow==$(MLFLOW_VERSION)'
+	# its database made once (migrations take half of a server's start); each test session copies it
+	rm -f $(VENV)/mlflow/template.db
+	cd $(VENV)/mlflow && MLFLOW_DISABLE_TELEMETRY=true bin/python -m mlflow db upgrade \
+		sqlite:///$(CURDIR)/$(VENV)/mlflow/template.db >/dev/null
+	touch $@
+
 backends: $(BACKENDS)
+
+$(GO_BIN)/otelcol: collector/otelcol/go.mod collector/otelcol/go.sum collector/otelcol/*.go
+	rm -rf $(VENV)/go/clickhouseexporter && mkdir -p $(VENV)/go/clickhouseexporter
+	cp "$$(cd collector/otelcol && $(GO_ENV) go list -m -f '{{.Dir}}' $(CLICKHOUSE_EXPORTER))"/internal/sqltemplates/traces_*.sql \
+		$(VENV)/go/clickhouseexporter/
+	cd collector/otelcol && $(GO_ENV) nice -n 10 go build -o $(CURDIR)/$@ .
+
+$(GO_BIN)/jaeger: tests/jaeger/go.mod tests/jaeger/go.sum
+	cd tests/jaeger && $(GO_ENV) nice -n 10 go build -o $(CURDIR)/$@ github.com/jaegertracing/jaeger/cmd/jaeger
+
+go: $(GO_PROGRAMS)
 
 $(VENV)/llamaindex/.installed: pyproject.toml | $(BIN)/python
 	$(PYTHON) -m venv $(VENV)/llamaindex
@@ -81,7 +112,7 @@ demo: $(STAMP)
 # Vitest, then pytest (independent: `make -j2 test` runs them side by side)
 test: test-js test-py
 
-test-py: lint typecheck docs $(CLIENTS) $(BROWSER) $(BACKENDS) $(FRAMEWORKS)
+test-py: lint typecheck docs $(CLIENTS) $(BROWSER) $(BACKENDS) $(FRAMEWORKS) $(GO_PROGRAMS)
 	$(BIN)/python -m pytest -q -n 2
 
 $(JS): js/package.json js/package-lock.json
@@ -118,7 +149,7 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-bench: $(STAMP) $(BACKENDS)
+bench: $(STAMP) $(BACKENDS) $(GO_BIN)/otelcol
 	$(BIN)/python -m benchmarks
 
 # the soak test of `make test` (45 s), run for 20 minutes

@@ -35,11 +35,10 @@ from otel_replay.readers import Selection
 from otel_replay.sources.clickhouse import query_text
 from otel_replay.spans.encode import exchange_to_span, export_request
 from otel_replay.testing.clickhouse_http import ClickHouse, running
-from otel_replay.testing.exporter_rows import exporter_rows
+from otel_replay.testing.exporter_rows import exporter_rows, exporter_schema
 
 SIZES = sized((10_000, 1_000_000), (1_000, 2_000))
 INCIDENT_SPANS, INCIDENT_CALLS = 50, 10
-SCHEMA = ROOT / "tests" / "backend_fixtures" / "clickhouse-otel-traces.sql"
 USER, PASSWORD = "bench", "bench-pw"
 WEEK_NS = 7 * 86_400 * 10**9
 START_NS = 1_700_000_000 * 10**9
@@ -197,7 +196,9 @@ async def run(results: Results) -> None:
     for size in SIZES:
         with tempfile.TemporaryDirectory() as tmp:
             python = Path(sys.prefix) / "chdb" / "bin" / "python"
-            with running(python, Path(tmp), SCHEMA, USER, PASSWORD) as server:
+            schema = Path(tmp) / "exporter-schema.sql"  # the exporter's own DDL (make go)
+            schema.write_text(exporter_schema(), encoding="utf-8")
+            with running(python, Path(tmp), schema, USER, PASSWORD) as server:
                 started = time.perf_counter()
                 fill(server, size)
                 filled = time.perf_counter() - started

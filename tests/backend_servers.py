@@ -1,6 +1,7 @@
 """Jaeger v2 and Tempo query APIs, answering from the fixtures in ``backend_fixtures/``
-in their documented shapes, as small aiohttp servers on loopback (neither backend
-installs here). Each fixture names the API version whose shape it has:
+in their documented shapes, as small aiohttp servers on loopback: Tempo (not run here),
+and Jaeger only for what a real Jaeger cannot be made to show (a token it checks; the
+real one is in ``go_servers.py``). Each fixture names the API version whose shape it has:
 ``jaeger-api-v3-trace.json`` (``GET /api/v3/traces/{id}``: OTLP JSON under ``result``),
 ``tempo-api-v2-trace.json`` (``GET /api/v2/traces/{id}``: ``TraceByIDResponse``,
 base64 ids), ``tempo-api-v1-trace.json`` (``GET /api/traces/{id}``: ``batches``)."""
@@ -77,12 +78,11 @@ def _auth(token: str | None) -> Callable[[web.Request], web.Response | None]:
 
 
 def jaeger_app(token: str | None = None) -> web.Application:
-    """Jaeger v2's ``api/v3``: a trace by id, and FindTraces by service and time."""
+    """Jaeger v2's ``api/v3`` trace by id, behind a bearer ``token`` when given."""
     doc = fixture("jaeger-api-v3-trace.json")
     trace_id = fixture_trace_id()
     refused = _auth(token)
     app = web.Application()
-    app[SEEN] = []
 
     async def by_id(request: web.Request) -> web.Response:
         if (denied := refused(request)) is not None:
@@ -92,16 +92,7 @@ def jaeger_app(token: str | None = None) -> web.Application:
             return web.json_response(body, status=404)
         return web.json_response(doc)
 
-    async def find(request: web.Request) -> web.Response:
-        app[SEEN].append(dict(request.query))
-        if request.query.get("query.service_name") != "weather-agent":
-            return web.json_response(
-                {"error": {"httpCode": 404, "message": "trace not found"}}, status=404
-            )
-        return web.json_response(doc)
-
     app.router.add_get("/api/v3/traces/{trace_id}", by_id)
-    app.router.add_get("/api/v3/traces", find)
     return app
 
 

@@ -1,6 +1,7 @@
 """A ClickHouse to read from: chDB (``make backends`` installs it in its own venv,
-``.venv/chdb``) behind ``otel_replay/testing/clickhouse_http.py``, with the Collector
-ClickHouse exporter's schema (``backend_fixtures/clickhouse-otel-traces.sql``)."""
+``.venv/chdb``) behind ``otel_replay/testing/clickhouse_http.py``, holding the tables the
+Collector ClickHouse exporter creates, made from its own DDL templates (the module release
+``collector/otelcol`` is built from; ``make go`` copies them out of Go's module cache)."""
 
 from __future__ import annotations
 
@@ -10,8 +11,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from otel_replay.testing.clickhouse_http import ClickHouse, running
+from otel_replay.testing.exporter_rows import exporter_schema
 
-SCHEMA = Path(__file__).resolve().parent / "backend_fixtures" / "clickhouse-otel-traces.sql"
 USER, PASSWORD = "otel", "replay-pw"
 
 
@@ -23,5 +24,7 @@ def chdb_python() -> Path:
 @contextmanager
 def clickhouse(data_dir: Path) -> Iterator[ClickHouse]:
     """The exporter's tables in chDB, served on a free loopback port for the block."""
-    with running(chdb_python(), data_dir, SCHEMA, USER, PASSWORD) as server:
+    schema = data_dir / "exporter-schema.sql"
+    schema.write_text(exporter_schema(), encoding="utf-8")
+    with running(chdb_python(), data_dir, schema, USER, PASSWORD) as server:
         yield server

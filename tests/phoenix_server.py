@@ -6,18 +6,18 @@ environment, so it writes nowhere else and needs no network."""
 from __future__ import annotations
 
 import json
-import os
 import signal
-import socket
-import subprocess
 import sys
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
+
+from processes import answers, free_port, running
 
 STARTUP = 240.0  # seconds; migrations on a busy two-core machine take most of a minute
 
@@ -26,63 +26,28 @@ def phoenix_python() -> Path:
     return Path(sys.prefix) / "phoenix" / "bin" / "python"
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @contextmanager
 def phoenix(directory: Path) -> Iterator[str]:
     """Phoenix serving at the URL yielded until the block ends."""
     python = phoenix_python()
     if not python.exists():
         raise RuntimeError(f"arize-phoenix is not installed at {python}: run `make backends`")
-    port = _free_port()
+    port = free_port()
     env = {
-        "PATH": os.environ.get("PATH", ""),
-        "HOME": str(directory),
         "TMPDIR": str(directory),
         "PHOENIX_WORKING_DIR": str(directory / "phoenix"),
         "PHOENIX_HOST": "127.0.0.1",
         "PHOENIX_PORT": str(port),
-        "PHOENIX_GRPC_PORT": str(_free_port()),
+        "PHOENIX_GRPC_PORT": str(free_port()),
         "PHOENIX_TELEMETRY_ENABLED": "false",
     }
-    log = (directory / "phoenix.log").open("wb")
-    server = subprocess.Popen(
-        [str(python), "-m", "phoenix.server.main", "serve"],
-        stdin=subprocess.DEVNULL,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        cwd=directory,
-        env=env,
-    )
     url = f"http://127.0.0.1:{port}"
-    try:
-        _wait(server, url, directory / "phoenix.log")
+    argv = [str(python), "-m", "phoenix.server.main", "serve"]
+    ready = partial(answers, f"{url}/v1/projects")
+    with running(
+        argv, directory, env, ready, startup=STARTUP, stop=signal.SIGINT, log_name="phoenix.log"
+    ):
         yield url
-    finally:
-        server.send_signal(signal.SIGINT)
-        try:
-            server.wait(30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
-        log.close()
-
-
-def _wait(server: subprocess.Popen[bytes], url: str, log: Path) -> None:
-    deadline = time.monotonic() + STARTUP
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            raise RuntimeError(f"Phoenix exited: {log.read_text(errors='replace')[-2000:]}")
-        try:
-            get(f"{url}/v1/projects")
-            return
-        except (urllib.error.URLError, OSError):
-            time.sleep(0.5)
-    raise RuntimeError(f"Phoenix did not start in {STARTUP:.0f} s")
 
 
 def get(url: str) -> Any:

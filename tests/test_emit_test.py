@@ -162,33 +162,29 @@ def test_emit_test_needs_an_entry_point(productions, tmp_path):
 
 
 def test_an_incident_in_a_tracing_backend_becomes_a_passing_test(productions, tmp_path):
-    """The three commands of an incident: the production run's trace, as Jaeger v2 serves
-    it, is built with ``--from`` and ``--emit-test``; the emitted test names the backend
-    and the trace, and passes as written."""
-    from aiohttp import web
-    from backend_servers import serving
+    """The three commands of an incident: the production run's trace, sent to a real
+    Jaeger v2 over OTLP, is built from it with ``--from`` and ``--emit-test``; the emitted
+    test names the backend and the trace, and passes as written."""
+    from go_servers import holds, jaeger
 
     project = _project(productions, "openinference", tmp_path)
     lines = (project / "traces.jsonl").read_text(encoding="utf-8").splitlines()
-    resource_spans = [rs for line in lines if line for rs in json.loads(line)["resourceSpans"]]
-    trace_ids = {
-        span["traceId"]
-        for rs in resource_spans
+    requests = [json.loads(line) for line in lines if line]
+    spans = [
+        span
+        for request in requests
+        for rs in request["resourceSpans"]
         for scope in rs.get("scopeSpans", ())
         for span in scope.get("spans", ())
-    }
-    (trace_id,) = trace_ids
+    ]
+    (trace_id,) = {span["traceId"] for span in spans}
     (project / "traces.jsonl").unlink()  # the backend is now the only place it is
-    app = web.Application()
-
-    async def by_id(request: web.Request) -> web.Response:
-        if request.match_info["trace_id"] != trace_id:
-            return web.Response(status=404, text="trace not found")
-        return web.json_response({"result": {"resourceSpans": resource_spans}})
-
-    app.router.add_get("/api/v3/traces/{trace_id}", by_id)
     entry = ["--emit-test", "tests/test_incident.py", "--entry", "weather_agent:answer"]
-    with serving(app) as url:
+    with jaeger(tmp_path / "jaeger") as server:
+        for request in requests:
+            _post_json(f"{server.otlp_http}/v1/traces", request)
+        holds(server.url, trace_id, len(spans))
+        url = server.url
         command = [*CLI, "build", "--from", f"jaeger+{url}", "--trace-id", trace_id]
         command += ["-o", "tests/cassettes/incident.json", *entry]
         built = subprocess.run(
@@ -201,3 +197,14 @@ def test_an_incident_in_a_tracing_backend_becomes_a_passing_test(productions, tm
     green = _pytest(project)
     assert green.returncode == 0, green.stdout + green.stderr
     assert "1 passed" in green.stdout
+
+
+def _post_json(url: str, doc: object) -> None:
+    """An OTLP/HTTP export request, as JSON."""
+    import urllib.request
+
+    request = urllib.request.Request(
+        url, data=json.dumps(doc).encode(), headers={"Content-Type": "application/json"}
+    )
+    with urllib.request.urlopen(request, timeout=30) as answer:
+        assert answer.status == 200

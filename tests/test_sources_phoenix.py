@@ -11,12 +11,10 @@ import subprocess
 from collections.abc import Iterator
 
 import pytest
-from backend_checks import one_line, replays_offline
+from backend_checks import METADATA, export_agent_run, one_line, replays_offline
 from backend_checks import otel_replay as run_cli
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
-from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from phoenix_server import phoenix, wait_for_spans
-from third_party_agents import FINAL_TEXT, instrumentor, run_openai_agent, traced
 
 from otel_replay.cassette.model import load
 from otel_replay.otlp.attributes import attributes_to_dict
@@ -25,9 +23,6 @@ from otel_replay.readers import Selection
 from otel_replay.sources import open_source
 from otel_replay.sources import phoenix as phoenix_source
 from otel_replay.sources.phoenix import otlp_span, restore_attributes
-from otel_replay.testing.stub import run_stub
-
-METADATA = {"user": {"tier": "pro", "ids": [1, 2]}, "ticket": "INC-7"}
 
 
 @pytest.fixture(scope="session")
@@ -36,15 +31,7 @@ def phoenix_trace(tmp_path_factory) -> Iterator[tuple[str, str]]:
     metadata, which Phoenix parses); its URL and the run's trace id."""
     directory = tmp_path_factory.mktemp("phoenix")
     with phoenix(directory) as url:
-        exporter = OTLPSpanExporter(endpoint=f"{url}/v1/traces")
-        with run_stub() as stub, traced(directory, [instrumentor("openinference-openai")]) as out:
-            out.tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
-            tracer = out.tracer_provider.get_tracer("weather-agent")
-            with tracer.start_as_current_span("weather-agent run") as root:
-                root.set_attribute("openinference.span.kind", "AGENT")
-                root.set_attribute("metadata", json.dumps(METADATA))
-                assert run_openai_agent(stub.openai_url).final_text == FINAL_TEXT
-                trace_id = format(root.get_span_context().trace_id, "032x")
+        trace_id = export_agent_run(directory, OTLPSpanExporter(endpoint=f"{url}/v1/traces"))
         wait_for_spans(url, "default", 3)
         yield url, trace_id
 

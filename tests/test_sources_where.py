@@ -15,6 +15,8 @@ ROWS = [  # address -> backend, base, path, query; how errors name it
     ("tempo+http://tempo:3200", "tempo", "http://tempo:3200", "", {}),
     ("clickhouse+https://u:p%40ss@ch:8443/otel?table=t", "clickhouse", "https://ch:8443", "otel",
      {"table": "t"}),
+    ("mlflow+http://127.0.0.1:5000/7", "mlflow", "http://127.0.0.1:5000", "7", {}),
+    ("langfuse+https://cloud.langfuse.com", "langfuse", "https://cloud.langfuse.com", "", {}),
 ]  # fmt: skip
 NAMES = [
     "phoenix at http://127.0.0.1:6006",
@@ -22,6 +24,8 @@ NAMES = [
     "jaeger at http://[::1]:16686",
     "tempo at http://tempo:3200",
     "clickhouse at https://ch:8443/otel",
+    "mlflow at http://127.0.0.1:5000/7",
+    "langfuse at https://cloud.langfuse.com",
 ]
 
 

@@ -81,11 +81,22 @@ OTEL_REPLAY_MCP_PREFIX = "OTEL_REPLAY_MCP_"
 # Read by otel-replay.
 CI = "CI"
 OTEL_REPLAY_UPDATE_SNAPSHOTS = "OTEL_REPLAY_UPDATE_SNAPSHOTS"  # rewrite trace snapshots
+# ``1``: a test an auto-mode miss leaves *not evaluated* (no provider key) fails instead
+OTEL_REPLAY_STRICT = "OTEL_REPLAY_STRICT"
+# ``1``: as ``--tls`` (an agent's clients trust the gateway's TLS on its port: wss:// clients)
+OTEL_REPLAY_TLS = "OTEL_REPLAY_TLS"
+# a key for the placeholders: ``[REDACTED:kind:8 hex digits of HMAC-SHA256(key, secret)]``
+OTEL_REPLAY_HMAC_KEY = "OTEL_REPLAY_HMAC_KEY"
 # ``build --from``: extra request headers (``k=v,k2=v2``), and the backends' own credentials
 OTEL_REPLAY_FROM_HEADERS = "OTEL_REPLAY_FROM_HEADERS"
 PHOENIX_API_KEY = "PHOENIX_API_KEY"
 CLICKHOUSE_USER = "CLICKHOUSE_USER"
 CLICKHOUSE_PASSWORD = "CLICKHOUSE_PASSWORD"
+LANGFUSE_PUBLIC_KEY = "LANGFUSE_PUBLIC_KEY"
+LANGFUSE_SECRET_KEY = "LANGFUSE_SECRET_KEY"
+MLFLOW_TRACKING_TOKEN = "MLFLOW_TRACKING_TOKEN"
+MLFLOW_TRACKING_USERNAME = "MLFLOW_TRACKING_USERNAME"
+MLFLOW_TRACKING_PASSWORD = "MLFLOW_TRACKING_PASSWORD"
 
 SECRET_NAME_SUFFIXES = (
     "_KEY",

@@ -4,8 +4,10 @@ A source reads a backend's answers into the OTLP export requests the span reader
 one small module per backend — an OpenTelemetry exporter in reverse: ``phoenix.py``
 (Phoenix's REST span API), ``otlp_api.py`` (Jaeger v2 ``api/v3`` and Tempo, which answer
 OTLP), ``clickhouse.py`` (the Collector ClickHouse exporter's table, rows read by
-``rows.py``). ``open_source`` picks one from a ``--from`` address; the selection
-(trace ids, services, time window) goes into the backend's own query.
+``rows.py``), ``mlflow.py`` (MLflow's tracing server), ``langfuse.py`` (Langfuse's
+public API: observations as GenAI spans).
+``open_source`` picks one from a ``--from`` address; the selection (trace ids,
+services, time window) goes into the backend's own query.
 """
 
 from __future__ import annotations
@@ -34,6 +36,14 @@ def open_source(address: str, selection: Selection) -> Pull:
         from otel_replay.sources.otlp_api import JaegerPull, TempoPull
 
         return (JaegerPull if where.backend == "jaeger" else TempoPull)(where, selection)
+    if where.backend == "mlflow":
+        from otel_replay.sources.mlflow import MlflowPull
+
+        return MlflowPull(where, selection)
+    if where.backend == "langfuse":
+        from otel_replay.sources.langfuse import LangfusePull
+
+        return LangfusePull(where, selection)
     from otel_replay.sources.clickhouse import ClickHousePull
 
     return ClickHousePull(where, selection)

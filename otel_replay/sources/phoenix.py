@@ -16,7 +16,6 @@ import json
 import os
 import re
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
 
@@ -27,6 +26,7 @@ from otel_replay.core import envvars
 from otel_replay.core.errors import SourceError
 from otel_replay.otlp.attributes import dict_to_attributes
 from otel_replay.readers import Selection
+from otel_replay.sources.isotime import iso, ns_of
 from otel_replay.sources.pull import Pull
 from otel_replay.sources.transport import Backend
 from otel_replay.sources.where import Where
@@ -77,9 +77,9 @@ class PhoenixPull(Pull):
         select = self.selection
         query += [("trace_id", t) for t in sorted(select.trace_ids or ())]
         if select.since_ns is not None:
-            query.append(("start_time", _iso(select.since_ns)))
+            query.append(("start_time", iso(select.since_ns)))
         if select.until_ns is not None:
-            query.append(("end_time", _iso(select.until_ns)))
+            query.append(("end_time", iso(select.until_ns)))
         if cursor:
             query.append(("cursor", cursor))
         path = f"/v1/projects/{quote(self.project, safe='')}/spans"
@@ -104,8 +104,8 @@ def otlp_span(doc: dict[str, Any]) -> Span:
         span_id=bytes.fromhex(context.get("span_id") or ""),
         parent_span_id=bytes.fromhex(doc.get("parent_id") or ""),
         name=doc.get("name") or "",
-        start_time_unix_nano=_ns(doc.get("start_time")),
-        end_time_unix_nano=_ns(doc.get("end_time")),
+        start_time_unix_nano=ns_of(doc.get("start_time")),
+        end_time_unix_nano=ns_of(doc.get("end_time")),
     )
     attributes = restore_attributes(doc.get("attributes") or {})
     kind = doc.get("span_kind")
@@ -114,7 +114,7 @@ def otlp_span(doc: dict[str, Any]) -> Span:
     span.attributes.extend(dict_to_attributes(attributes))
     for event in doc.get("events") or ():
         added = span.events.add(
-            name=event.get("name") or "", time_unix_nano=_ns(event.get("timestamp"))
+            name=event.get("name") or "", time_unix_nano=ns_of(event.get("timestamp"))
         )
         added.attributes.extend(dict_to_attributes(event.get("attributes") or {}))
     code = str(doc.get("status_code") or "UNSET").upper()
@@ -170,23 +170,3 @@ def _lists(node: Any) -> Any:
     ):
         return [items[str(i)] for i in range(len(items))]
     return items
-
-
-def _ns(text: Any) -> int:
-    """Nanoseconds since the epoch of an ISO 8601 time (UTC when naive)."""
-    if not isinstance(text, str) or not text:
-        return 0
-    try:
-        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        return 0
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    delta = moment - datetime(1970, 1, 1, tzinfo=UTC)
-    return (delta.days * 86_400 + delta.seconds) * 10**9 + delta.microseconds * 1_000
-
-
-def _iso(ns: int) -> str:
-    return datetime.fromtimestamp(ns // 10**9, UTC).strftime("%Y-%m-%dT%H:%M:%S") + (
-        f".{(ns % 10**9) // 1000:06d}+00:00"
-    )

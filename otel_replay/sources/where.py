@@ -16,7 +16,7 @@ from otel_replay.core.errors import ConfigError
 
 __all__ = ["BACKENDS", "Where", "parse_where"]
 
-BACKENDS = ("phoenix", "jaeger", "tempo", "clickhouse")
+BACKENDS = ("phoenix", "jaeger", "tempo", "clickhouse", "mlflow", "langfuse")
 
 
 @dataclass(frozen=True, slots=True)

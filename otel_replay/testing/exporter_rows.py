@@ -4,15 +4,18 @@ the words ``traceutil`` gives them (``Client``, ``Error``), times as ``DateTime6
 text in UTC, every attribute value as ``pcommon.Value.AsString`` makes it (numbers in
 decimal, booleans ``true``/``false``, arrays and maps as JSON, bytes as base64) and the
 events and links in the ``Events.*`` / ``Links.*`` nested columns. For tests and
-benchmarks that fill the table the way a Collector would.
+benchmarks that fill the table the way a Collector would; :func:`exporter_schema` makes the
+table itself from the exporter's own DDL templates.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import sys
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -21,10 +24,42 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from otel_replay.otlp.attributes import any_value_to_python
 from otel_replay.otlp.codec import iter_spans
 
-__all__ = ["as_string", "exporter_rows", "timestamp"]
+__all__ = ["EXPORTER_SQL", "as_string", "exporter_rows", "exporter_schema", "timestamp"]
 
 _KINDS = ("Unspecified", "Internal", "Server", "Client", "Producer", "Consumer")
 _STATUS = ("Unset", "Ok", "Error")
+
+EXPORTER_SQL = Path(sys.prefix) / "go" / "clickhouseexporter"
+"""The exporter's DDL templates (``internal/sqltemplates/traces_*.sql`` of the release of
+``collector/otelcol/go.mod``), copied there by ``make go`` from Go's module cache."""
+
+
+def exporter_schema(
+    database: str = "otel", table: str = "otel_traces", templates: Path = EXPORTER_SQL
+) -> str:
+    """The statements the exporter runs at start with ``create_schema: true`` (no cluster,
+    its default ``MergeTree()`` engine, no TTL), rendered from its templates as its Go code
+    renders them: the database, the spans table, the trace-time-range table and its
+    materialized view; separated by ``;``."""
+    if not (templates / "traces_table.sql").exists():
+        raise RuntimeError(f"no ClickHouse exporter DDL in {templates}: run `make go`")
+
+    def render(name: str, *args: str) -> str:
+        # Go's fmt: %q quotes a name as a Go string ("otel"), %s puts it as it is
+        return (templates / name).read_text(encoding="utf-8").replace("%q", "%s") % args
+
+    def quoted(name: str) -> str:
+        return json.dumps(name)
+
+    engine, none = "MergeTree()", ""
+    return ";\n".join(
+        [
+            f"CREATE DATABASE IF NOT EXISTS {quoted(database)}",
+            render("traces_table.sql", quoted(database), quoted(table), none, engine, none),
+            render("traces_id_ts_lookup_table.sql", database, table, none, engine, none),
+            render("traces_id_ts_lookup_mv.sql", database, table, none, *(database, table) * 2),
+        ]
+    )
 
 
 def timestamp(ns: int) -> str:
