@@ -89,6 +89,7 @@ backends: $(BACKENDS)
 
 $(GO_BIN)/otelcol: collector/otelcol/go.mod collector/otelcol/go.sum collector/otelcol/*.go
 	rm -rf $(VENV)/go/clickhouseexporter && mkdir -p $(VENV)/go/clickhouseexporter
+	cd collector/otelcol && $(GO_ENV) go mod download $(CLICKHOUSE_EXPORTER)
 	cp "$$(cd collector/otelcol && $(GO_ENV) go list -m -f '{{.Dir}}' $(CLICKHOUSE_EXPORTER))"/internal/sqltemplates/traces_*.sql \
 		$(VENV)/go/clickhouseexporter/
 	cd collector/otelcol && $(GO_ENV) nice -n 10 go build -o $(CURDIR)/$@ .

@@ -32,6 +32,8 @@ BENCHMARKS = (
     "mcp_tools",
     "own_tools",
     "users",
+    "in_process",
+    "websockets",
 )
 
 

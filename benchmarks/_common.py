@@ -97,6 +97,22 @@ def installed_env(folder: Path, environ: dict[str, str]) -> dict[str, str]:
     return env
 
 
+def agent_child(
+    folder: Path, *args: str, under: list[str] | None = None, what: str = "benchmark"
+) -> Any:
+    """Run ``folder/agent.py`` with ``args`` in a fresh process, as a user's agent runs
+    (byte code cached; ``under``: a command it runs under), and return the JSON its last
+    line prints (``{}`` when it prints nothing); its failure raises, naming ``what``."""
+    env = installed_env(folder / "pycache", dict(os.environ))
+    env.pop("CI", None)
+    command = [*(under or []), sys.executable, str(folder / "agent.py"), *args]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    if done.returncode != 0:
+        raise RuntimeError(f"{what}: {done.stderr[-2000:]}")
+    lines = done.stdout.strip().splitlines()
+    return json.loads(lines[-1]) if lines else {}
+
+
 def ms(seconds: float) -> str:
     return f"{seconds * 1000:.3f} ms"
 

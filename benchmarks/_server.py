@@ -3,6 +3,8 @@
 ``python -m benchmarks._server SPEC_JSON`` starts one of:
 ``{"kind": "bare", "body": PATH, "stream": PATH}`` — a bare aiohttp handler answering
 every POST with the bytes of ``body`` (or, for a streamed request, ``stream`` as SSE);
+``{"kind": "ws", "frames": PATH}`` — a bare aiohttp WebSocket server answering the n-th
+text frame of a connection with the n-th list of frames in ``frames`` (JSON);
 ``{"kind": "stub", "event_delay": SECONDS}`` — the project's stub upstream (``event_delay``:
 the pause between two events of a stream, none by default);
 ``{"kind": "proxy", "upstream": URL}`` — a bare aiohttp proxy forwarding every request to
@@ -47,6 +49,25 @@ async def _bare(spec: dict[str, Any]) -> tuple[web.AppRunner, int]:
             await response.write_eof()
             return response
         return web.Response(body=body, content_type="application/json")
+
+    return await _serve(handle)
+
+
+async def _bare_ws(spec: dict[str, Any]) -> tuple[web.AppRunner, int]:
+    """A bare aiohttp WebSocket server: the n-th text frame a connection sends is answered
+    with the n-th list of frames in the JSON file ``frames``, each sent as it is."""
+    answers = json.loads(Path(spec["frames"]).read_text())
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        ws = web.WebSocketResponse(compress=True)
+        await ws.prepare(request)
+        turn = 0
+        async for message in ws:
+            if message.type == web.WSMsgType.TEXT:
+                for frame in answers[turn % len(answers)]:
+                    await ws.send_str(frame)
+                turn += 1
+        return ws
 
     return await _serve(handle)
 
@@ -184,6 +205,12 @@ async def main(spec: dict[str, Any]) -> None:
         await _wait_stdin()
         await runner.cleanup()
         return
+    if kind == "ws":
+        runner, port = await _bare_ws(spec)
+        print(json.dumps({"port": port}), flush=True)
+        await _wait_stdin()
+        await runner.cleanup()
+        return
     if kind == "proxy":
         runner, port, client = await _proxy(spec)
         print(json.dumps({"port": port}), flush=True)
@@ -242,7 +269,7 @@ async def main(spec: dict[str, Any]) -> None:
 
 if __name__ == "__main__":
     SPEC = json.loads(sys.argv[1])
-    if SPEC["kind"] in ("gateway", "proxy", "relay"):  # on the loop the CLI gives the gateway
+    if SPEC["kind"] in ("gateway", "proxy", "relay", "ws"):  # on the gateway's own loop
         from otel_replay.gateway.loop import new_loop
 
         with asyncio.Runner(loop_factory=new_loop) as runner:

@@ -80,7 +80,12 @@ def _turns(ports: tuple[int, ...], body: Any) -> list[float]:
 
 
 def per_call(cassette: Path, folder: Path) -> str:
-    body = load(cassette).interactions[0].raw_request
+    # the first call that asks for output (Codex warms its WebSocket up with one that does not)
+    body = next(
+        i.raw_request
+        for i in load(cassette).interactions
+        if i.request.params.get("generate") is not False
+    )
     with Server(kind="stub") as stub, Server(kind="proxy", upstream=stub.url) as proxy:
         recording = Server(
             kind="gateway", mode="record", cassette=folder / "c.json", upstream=stub.url

@@ -12,15 +12,12 @@ HTTP). The added time per call is the difference of the medians; the goal is at 
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
 import sys
 import tempfile
 import textwrap
 from pathlib import Path
 
-from benchmarks._common import Results, installed_env, ms, sized
+from benchmarks._common import Results, agent_child, ms, sized
 
 CALLS = sized(400, 10)
 ROUNDS = sized(5, 1)
@@ -69,15 +66,8 @@ CHILD = textwrap.dedent(
 
 
 def _child(folder: Path, *args: str, under: list[str] | None = None) -> dict[str, float]:
-    script = folder / "agent.py"
-    env = installed_env(folder / "pycache", dict(os.environ))
-    env.pop("CI", None)
-    command = [*(under or []), sys.executable, str(script), *args]
-    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
-    if done.returncode != 0:
-        raise RuntimeError(f"own tools benchmark: {done.stderr[-2000:]}")
-    lines = done.stdout.strip().splitlines()
-    return json.loads(lines[-1]) if lines else {}
+    found: dict[str, float] = agent_child(folder, *args, under=under, what="own tools benchmark")
+    return found
 
 
 async def run(results: Results) -> None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import ast
 import json
+import re
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -554,6 +555,59 @@ def environment_page() -> str:
     return "\n".join(lines)
 
 
+# -- the Python API ---------------------------------------------------------------------------
+
+PYTHON_API = (
+    ("otel_replay.frontends.api", "record"),
+    ("otel_replay.frontends.api", "replay"),
+    ("otel_replay.frontends.api", "GatewayHandle"),
+    ("otel_replay.frontends.transport", "ReplayTransport"),
+    ("otel_replay.frontends.transport", "AsyncReplayTransport"),
+    ("otel_replay.core.errors", "ReplayMiss"),
+)
+"""The names the Python API page documents, in its order (each is in ``otel_replay``)."""
+
+
+def python_page() -> str:
+    """The Python API: each name's signature and docstring, as the code has them."""
+    import importlib
+    import inspect
+
+    lines = [
+        "# Python API",
+        "",
+        "Everything below is importable from `otel_replay` (its `__all__` is the public "
+        "API). The blocks start the gateway and point the environment at it; the "
+        "transports answer in the caller's process, with no socket "
+        "([In process](../pytest.md#in-process)).",
+        "",
+    ]
+    for module_name, name in PYTHON_API:
+        obj = getattr(importlib.import_module(module_name), name)
+        try:
+            signature = str(inspect.signature(obj))
+        except (TypeError, ValueError):
+            signature = "(...)"
+        kind = "class" if inspect.isclass(obj) else "def"
+        lines += [f"## `{name}`", "", "```python", f"{kind} {name}{signature}", "```", ""]
+        lines += [_markdown(inspect.cleandoc(obj.__doc__ or "")), ""]
+        if inspect.isclass(obj):
+            found = {k: v for c in reversed(obj.__mro__[:-1]) for k, v in vars(c).items()}
+            for member, value in found.items():
+                doc = getattr(value, "__doc__", None) if not member.startswith("_") else None
+                if isinstance(value, property) and doc:
+                    lines += [f"- `{member}`: {_prose(_markdown(inspect.cleandoc(doc)))}"]
+            lines.append("")
+    return "\n".join(lines)
+
+
+def _markdown(doc: str) -> str:
+    """A docstring's reST as Markdown: a role's target by its last name, literals in
+    single backquotes."""
+    doc = re.sub(r":(?:class|func|attr|meth):`~?(?:[\w]+\.)*(\w+)`", r"`\1`", doc)
+    return doc.replace("``", "`")
+
+
 # -- all of them ------------------------------------------------------------------------------
 
 PAGES: dict[str, Callable[[], str]] = {
@@ -562,6 +616,7 @@ PAGES: dict[str, Callable[[], str]] = {
     "reference/rules.md": rules_page,
     "reference/cassette.md": cassette_page,
     "reference/environment.md": environment_page,
+    "reference/python.md": python_page,
 }
 """Each generated page, by its path under ``docs/``."""
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from otel_replay._version import __version__
 
 __all__ = [
+    "AsyncReplayTransport",
     "CanonicalRequest",
     "Cassette",
     "CassetteError",
@@ -22,6 +23,7 @@ __all__ = [
     "Exchange",
     "OtelReplayError",
     "ReplayMiss",
+    "ReplayTransport",
     "Response",
     "SSEEvent",
     "SnapshotMismatch",
@@ -39,6 +41,8 @@ __all__ = [
 
 _LAZY: dict[str, str] = {
     "record": "otel_replay.frontends.api",
+    "ReplayTransport": "otel_replay.frontends.transport",
+    "AsyncReplayTransport": "otel_replay.frontends.transport",
     "replay": "otel_replay.frontends.api",
     "redirect_telemetry": "otel_replay.frontends.telemetry",
     "Cassette": "otel_replay.cassette.model",
@@ -73,6 +77,7 @@ if TYPE_CHECKING:
     from otel_replay.core.exchange import CanonicalRequest, Exchange, Response, SSEEvent
     from otel_replay.frontends.api import record, replay
     from otel_replay.frontends.telemetry import redirect_telemetry
+    from otel_replay.frontends.transport import AsyncReplayTransport, ReplayTransport
     from otel_replay.hooks.decorator import tool
     from otel_replay.pipeline.build import build, build_file
     from otel_replay.session.session import Summary

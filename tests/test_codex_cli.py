@@ -10,6 +10,7 @@ import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from codex_runs import (
@@ -29,31 +30,39 @@ from otel_replay.cassette.model import load
 __all__ = ["codex_recordings"]  # the session fixture, used here
 
 
+def _turns(cassette: Path) -> list[Any]:
+    """The recorded calls that asked for output (Codex first warms its WebSocket up with
+    a ``generate: false`` request)."""
+    return [i for i in load(cassette).interactions if i.request.params.get("generate") is not False]
+
+
 def test_one_command_records_codex_without_touching_its_config(codex_recordings):
     for name, turns in (("plain", 1), ("tool", 2)):
         recording = codex_recordings[name]
         assert recording.run.code == 0, recording.run.stderr
-        assert f"0 replayed · {turns} live · 0 misses" in recording.run.stderr
-        # only model calls reached the upstream, and only they were recorded
-        assert recording.received == [("POST", "/v1/responses")] * turns
         interactions = load(recording.cassette).interactions
-        assert [i.request.endpoint for i in interactions] == ["/v1/responses"] * turns
+        calls = len(interactions)
+        assert f"0 replayed · {calls} live · 0 misses" in recording.run.stderr
+        # one WebSocket, the model calls its frames: only they were recorded
+        assert recording.received == [("GET", "/v1/responses")]
+        assert [i.request.endpoint for i in interactions] == ["/v1/responses"] * calls
+        assert len(_turns(recording.cassette)) == turns
     # the user's CODEX_HOME keeps its own config, untouched
     home = codex_recordings["plain"].cassette.parent / "codex-home"
     assert (home / "config.toml").read_text() == CONFIG
     assert "stub reply to: say hi" in codex_recordings["plain"].run.stdout
 
 
-def test_the_websocket_attempt_is_refused_once_and_costs_no_retry(codex_recordings):
+def test_codex_records_over_its_websocket_without_falling_back(codex_recordings):
     for recording in codex_recordings.values():
         stderr = recording.run.stderr
-        # one refused handshake, then HTTP at once: no reconnect loop, no fallback warning
-        assert stderr.count("failed to connect to Responses WebSocket") == 1, stderr
+        assert "failed to connect to Responses WebSocket" not in stderr, stderr
         assert "Reconnecting" not in stderr and "Falling back" not in stderr
+        assert {i.method for i in load(recording.cassette).interactions} == {"GET"}
 
 
 def test_the_tool_turn_ran_the_shell_command(codex_recordings):
-    (_, second) = load(codex_recordings["tool"].cassette).interactions
+    (_, second) = _turns(codex_recordings["tool"].cassette)
     assert NOTE.strip() in str(second.request.messages)
 
 
@@ -96,13 +105,14 @@ def test_replays_strictly_anywhere(codex_recordings, tmp_path, turn, place):
     project, home, cassette = PLACES[place](tmp_path, recording.cassette)
     report = tmp_path / "report.json"
     run = replay(cassette, project, home, recording.prompt, report)
-    turns = len(load(cassette).interactions)
+    calls = len(load(cassette).interactions)
     assert run.code == 0, run.stderr
-    assert f"{turns} replayed · 0 live · 0 misses" in run.stderr
+    assert f"{calls} replayed · 0 live · 0 misses" in run.stderr
     assert "stub reply to:" in run.stdout
-    # the call after the tool's is the first one with its shell call and output added
-    # (its client_metadata's keys in another order): matched by what it adds
-    assert json.loads(report.read_text())["replayed_by_turn"] == turns - 1
+    # replayed over the WebSocket, as recorded: no fallback to HTTP
+    assert "failed to connect to Responses WebSocket" not in run.stderr
+    assert "Falling back" not in run.stderr
+    assert json.loads(report.read_text())["replayed"] == calls
 
 
 def _why(cassette: Path, cwd: Path) -> str:
@@ -133,7 +143,8 @@ def test_a_changed_prompt_misses(codex_recordings, tmp_path):
     project, home = make_project(tmp_path / "project"), make_home(tmp_path / "home")
     run = replay(recording.cassette, project, home, "say bye")
     assert run.code == 1
-    assert "0 replayed · 0 live · 1 miss" in run.stderr
+    # the WebSocket's warm-up (no prompt in it) replays; the turn misses
+    assert "1 replayed · 0 live · 1 miss" in run.stderr
     assert "replay miss: messages changed" in run.stderr
     assert "say bye" in _why(recording.cassette, project)
 
@@ -144,7 +155,8 @@ def test_a_changed_tool_result_misses_on_the_next_call(codex_recordings, tmp_pat
     (project / "note.txt").write_text("the build is red\n")
     run = replay(recording.cassette, project, home, recording.prompt)
     assert run.code == 1
-    # the first call replays (it asks for the command); its result then differs
-    assert "1 replayed · 0 live · 1 miss" in run.stderr
+    # the warm-up and the first call replay (it asks for the command); its result then
+    # differs
+    assert "2 replayed · 0 live · 1 miss" in run.stderr
     assert "replay miss: messages changed" in run.stderr
     assert "the build is red" in _why(recording.cassette, project)

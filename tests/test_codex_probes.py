@@ -1,6 +1,8 @@
-"""Requests that are not model calls — a Responses API WebSocket upgrade, a connectivity
-probe — are answered at once, reach no upstream and are neither recorded nor counted; and
-the command an agent that reads no base-URL variable is started with."""
+"""Requests that are not model calls — a WebSocket upgrade where no API has a WebSocket
+form, a connectivity probe — are answered at once, reach no upstream and are neither
+recorded nor counted; an upstream that refuses a WebSocket has its refusal passed on (the
+client falls back to HTTP, recorded as ever); and the command an agent that reads no
+base-URL variable is started with."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import pytest
 from otel_replay.cassette.model import Cassette, dump, load
 from otel_replay.gateway.agents import agent_command
 from otel_replay.gateway.runner import GatewayConfig, GatewayThread
+from otel_replay.testing.stub import run_stub
 
 WEBSOCKET = {
     "Upgrade": "websocket",
@@ -32,8 +35,8 @@ def _ask(port: int, method: str, path: str, headers: dict[str, str]) -> tuple[in
 
 
 PROBES = [
-    ("GET", "/v1/responses", WEBSOCKET, 426),
-    ("GET", "/v1/realtime?model=gpt-4o-realtime", WEBSOCKET, 426),
+    ("GET", "/v1/chat/completions", WEBSOCKET, 426),
+    ("GET", "/v1/messages", WEBSOCKET, 426),
     ("HEAD", "/", {}, 200),
     ("HEAD", "/v1/messages", {"anthropic-version": "2023-06-01"}, 200),
     ("GET", "/", {}, 200),
@@ -60,19 +63,35 @@ def test_probes_are_answered_at_once_and_never_counted(tmp_path: Path, stub_thre
         assert load(cassette).interactions == []
 
 
-def test_a_model_call_after_the_refused_upgrade_is_recorded(tmp_path: Path, stub_thread):
+def test_an_upstream_refusing_the_websocket_is_passed_on_and_http_recorded(tmp_path: Path):
     cassette = tmp_path / "c.json"
-    config = GatewayConfig(mode="record", cassette=cassette, upstream_openai=stub_thread.openai_url)
+    with run_stub(websockets=False) as stub:  # an API served over HTTP only
+        config = GatewayConfig(mode="record", cassette=cassette, upstream_openai=stub.openai_url)
+        with GatewayThread(config) as gateway:
+            assert gateway.server is not None
+            port = gateway.server.port
+            assert _ask(port, "GET", "/v1/responses", WEBSOCKET)[0] == 426
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+            body = b'{"model": "m", "input": "hi"}'
+            connection.request("POST", "/v1/responses", body, {"content-type": "application/json"})
+            assert connection.getresponse().status == 200
+            connection.close()
+            summary = gateway.stop()
+        received = [(r.method, r.path) for r in stub.received]
+    assert received == [("GET", "/v1/responses"), ("POST", "/v1/responses")]
+    assert (summary.live, summary.misses) == (1, [])
+    # replayed as recorded: the upgrade refused again, the call answered over HTTP
+    config = GatewayConfig(mode="strict", cassette=cassette)
     with GatewayThread(config) as gateway:
         assert gateway.server is not None
         port = gateway.server.port
         assert _ask(port, "GET", "/v1/responses", WEBSOCKET)[0] == 426
         connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-        body = b'{"model": "m", "input": "hi"}'
         connection.request("POST", "/v1/responses", body, {"content-type": "application/json"})
         assert connection.getresponse().status == 200
         connection.close()
-    assert [(r.method, r.path) for r in stub_thread.received] == [("POST", "/v1/responses")]
+        summary = gateway.stop()
+    assert (summary.replayed, summary.misses) == (1, [])
     (interaction,) = load(cassette).interactions
     assert interaction.request.endpoint == "/v1/responses"
 

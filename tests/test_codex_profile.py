@@ -31,7 +31,11 @@ def _recorded(codex_recordings: Any) -> tuple[CanonicalRequest, tuple[str, str],
     places = recorded_places(cassette.source)
     assert places is not None
     home = codex_recordings["tool"].cassette.parent / "codex-home"
-    return cassette.interactions[1].request, places, home
+    # over its WebSocket Codex sends a turn's new items only, after the last response's id:
+    # the tool result's turn read whole is every item sent so far, with that turn's settings
+    turns = [i.request for i in cassette.interactions if i.request.messages]
+    whole = [message for turn in turns for message in turn.messages]
+    return dataclasses.replace(turns[-1], messages=whole), places, home
 
 
 def _edit(request: CanonicalRequest, pairs: list[tuple[str, str]], **meta: Any) -> CanonicalRequest:

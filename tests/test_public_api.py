@@ -9,6 +9,7 @@ import sys
 import otel_replay
 
 EXPECTED = [
+    "AsyncReplayTransport",
     "CanonicalRequest",
     "Cassette",
     "CassetteError",
@@ -17,6 +18,7 @@ EXPECTED = [
     "Exchange",
     "OtelReplayError",
     "ReplayMiss",
+    "ReplayTransport",
     "Response",
     "SSEEvent",
     "SnapshotMismatch",
@@ -54,6 +56,17 @@ def test_import_is_light() -> None:
         "import sys, otel_replay; "
         "print(sorted(m for m in ('aiohttp', 'grpc', 'openai', 'google.protobuf') "
         "if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_the_transports_import_without_their_http_libraries() -> None:
+    # httpx2 and httpx are imported when a request comes, from the request's own library
+    code = (
+        "import sys; sys.modules['httpx2'] = sys.modules['httpx'] = None; "
+        "import otel_replay; otel_replay.ReplayTransport; otel_replay.AsyncReplayTransport; "
+        "print(sorted(m for m in ('aiohttp', 'httpx', 'httpx2') if sys.modules.get(m)))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

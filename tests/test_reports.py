@@ -86,6 +86,7 @@ class Block:
     cassette: str
     mode: str
     summary: Summary
+    outcome: str = "passed"
 
 
 def test_suite_report_totals_every_block() -> None:
@@ -98,16 +99,21 @@ def test_suite_report_totals_every_block() -> None:
         ["replay miss: x"],
         5,
     )
-    blocks = [Block("t.py::a", "c/a.json", "strict", one), Block("t.py::b", "b.json", "auto", two)]
+    blocks = [
+        Block("t.py::a", "c/a.json", "strict", one),
+        Block("t.py::b", "b.json", "auto", two, "not evaluated"),
+    ]
     report = suite_report(totals, blocks, ["egress blocked: example.com"])
-    assert list(report) == ["totals", "blocked", "blocks"]
+    assert list(report) == ["totals", "outcomes", "blocked", "blocks"]
     assert report["totals"] == totals.to_json()
+    assert report["outcomes"] == {"passed": 1, "failed": 0, "not evaluated": 1}
     assert report["blocked"] == ["egress blocked: example.com"]
     assert report["blocks"][1] == {
         "test": "t.py::b",
         "cassette": "b.json",
         **two.to_json(),
         "mode": "auto",
+        "outcome": "not evaluated",
     }
 
 

@@ -25,7 +25,6 @@ from otel_replay.matching.matcher import Matcher, MatchMiss
 from otel_replay.matching.normalize import Normalizer
 from otel_replay.matching.profiles import (
     PROFILES,
-    RuleSources,
     profiles_seen,
     recorded_places,
     recorded_rules,
@@ -33,6 +32,7 @@ from otel_replay.matching.profiles import (
 from otel_replay.matching.rulefile import RuleFile, RuleFileError, parse_rules, to_toml
 from otel_replay.matching.rules import epoch_rule, integer_range_pattern
 from otel_replay.matching.session_rules import matching_rules
+from otel_replay.matching.sources import RuleSources
 from otel_replay.matching.suggest import generated_pattern, looks_generated, suggest
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -35,10 +35,17 @@ say = builtins.print
 def at_the_line(*args, **kwargs):
     if args and str(args[0]).startswith('{"env"'):
         server = made[0].server
+        import gc
+        import aiohttp.connector as connector
+        from otel_replay.redaction import shapes
+        table = [s for group in shapes.shapes_by_first().values() for s in group]
         state = {
             "modules": sorted(sys.modules),
             "serving": server is not None and server.port > 0,
             "indexed": server is not None and server.session.index.built is not None,
+            "frozen": gc.get_freeze_count(),
+            "shapes": [sum(s.pattern._compiled is not None for s in table), len(table)],
+            "bundle deferred": vars(connector._SSL_CONTEXT_VERIFIED).get("_deferred"),
         }
         say(repr(state), flush=True)
         os._exit(0)
@@ -90,6 +97,19 @@ def test_serve_prints_its_environment_once_the_gateway_serves_its_cassette(tmp_p
     assert state["serving"] and state["indexed"]
     assert "otel_replay.gateway.app" in state["modules"]
     assert [name for name in WHEN_USED if name in state["modules"]] == []
+
+
+def test_the_start_pays_for_what_a_replay_uses(tmp_path):
+    # what the start makes is out of the collector's sight (a first collection would walk
+    # it all), the secret shapes' patterns are compiled as a match is told apart by them
+    # (not all at once), and aiohttp's TLS contexts have not read the certificate bundle
+    cassette = tmp_path / "c.json"
+    cassette.write_text(json.dumps(EMPTY))
+    state = at_the_line(tmp_path, cassette)
+    assert state["frozen"] > 10_000
+    compiled, shapes = state["shapes"]
+    assert 0 < compiled < shapes / 4
+    assert state["bundle deferred"] is True
 
 
 def test_a_rule_file_is_read_before_the_line(tmp_path):

@@ -2,5 +2,5 @@
  * The Vitest helpers are `otel-replay/vitest` and `otel-replay/vitest/setup`. */
 export { applyEnv, callerEnv, findEngine, MODES, OtelReplayError, ReplayMissError, resolveMode, Serve, serveArgs, } from "./engine.js";
 export { cassettePath } from "./cassette.js";
-export { combined, failure, runSection, summaryLine, } from "./summary.js";
+export { combined, failure, notEvaluated, runSection, strictOutcomes, summaryLine, } from "./summary.js";
 //# sourceMappingURL=index.js.map

@@ -7,6 +7,8 @@ export interface Summary {
     replayed_by_turn?: number;
     live: number;
     misses: string[];
+    /** Of `misses`, those in auto mode that could not go live: no key of the provider set. */
+    keyless_misses?: number;
     spans_received: number;
     hits?: number[];
     unused?: number[];
@@ -25,13 +27,22 @@ export interface Summary {
 }
 /** The key of a test's blocks in its task's `meta` (read back at the end of the run). */
 export declare const META_KEY = "otelReplay";
+/** What a block made of its test: replayed cleanly, failed, or *not evaluated* (in auto
+ * mode, its misses could not go live: no key of the provider was set). */
+export type Outcome = "passed" | "failed" | "not evaluated";
 /** One block of a run: the test (or the run itself), its cassette and its summary. */
 export interface Block {
     test: string;
     cassette: string;
     mode: string;
     summary: Summary;
+    outcome?: Outcome;
 }
+/** Whether `OTEL_REPLAY_STRICT` asks a test left not evaluated to fail instead. */
+export declare function strictOutcomes(env?: NodeJS.ProcessEnv): boolean;
+/** Whether each of an auto-mode block's misses could not go live for want of the
+ * provider's key (and nothing else failed): its test is not evaluated, unless strict. */
+export declare function notEvaluated(s: Summary, env?: NodeJS.ProcessEnv): boolean;
 export declare function emptySummary(mode: string): Summary;
 /** The totals of several blocks: replayed, live, misses and spans added up. */
 export declare function combined(summaries: Iterable<Summary>, mode: string): Summary;

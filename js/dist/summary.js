@@ -2,6 +2,20 @@
  * stops, and the summary line the pytest plugin prints, in the same words. */
 /** The key of a test's blocks in its task's `meta` (read back at the end of the run). */
 export const META_KEY = "otelReplay";
+/** Whether `OTEL_REPLAY_STRICT` asks a test left not evaluated to fail instead. */
+export function strictOutcomes(env = process.env) {
+    return ["1", "true", "yes"].includes((env.OTEL_REPLAY_STRICT ?? "").trim().toLowerCase());
+}
+/** Whether each of an auto-mode block's misses could not go live for want of the
+ * provider's key (and nothing else failed): its test is not evaluated, unless strict. */
+export function notEvaluated(s, env = process.env) {
+    const misses = s.misses.length;
+    return (s.mode === "auto" &&
+        misses > 0 &&
+        (s.keyless_misses ?? 0) === misses &&
+        !s.write_errors.length &&
+        !strictOutcomes(env));
+}
 export function emptySummary(mode) {
     return {
         mode,
@@ -23,6 +37,7 @@ export function combined(summaries, mode) {
         total.replayed += s.replayed;
         total.live += s.live;
         total.misses.push(...s.misses);
+        total.keyless_misses = (total.keyless_misses ?? 0) + (s.keyless_misses ?? 0);
         total.spans_received += s.spans_received;
         total.not_saved += s.not_saved;
         total.write_errors.push(...s.write_errors);
@@ -72,7 +87,9 @@ export function failure(s) {
  * blocks, then each miss with the test it failed. */
 export function runSection(blocks, mode) {
     const totals = combined(blocks.map((b) => b.summary), mode);
-    const lines = [`${summaryLine(totals)} · ${blocks.length} blocks`];
+    const unevaluated = blocks.filter((b) => b.outcome === "not evaluated").length;
+    const extra = unevaluated ? ` · ${unevaluated} not evaluated` : "";
+    const lines = [`${summaryLine(totals)} · ${blocks.length} blocks${extra}`];
     for (const block of blocks) {
         for (const miss of block.summary.misses)
             lines.push(`${block.test}: ${miss}`);

@@ -32,5 +32,7 @@ export interface Replay {
 /** Have the worker's engine serve `<fixturesDir>/<name>.json` (the first call in a worker
  * starts it), set its environment until the test ends, then fail the test on a miss — also
  * when the agent swallowed the error its client got, and also in a test marked `it.fails`
- * (a miss is never an expected failure). */
+ * (a miss is never an expected failure). In auto mode, a test whose misses could not go
+ * live because no key of the provider is set is skipped as *not evaluated* instead
+ * (`not evaluated: replay miss: …`), unless `OTEL_REPLAY_STRICT=1`. */
 export declare function useReplay(name: string, options?: ReplayOptions): Promise<Replay>;

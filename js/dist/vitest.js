@@ -15,12 +15,14 @@ import { expect, onTestFinished } from "vitest";
 import { cassettePath } from "./cassette.js";
 import { applyEnv, resolveMode, ReplayMissError } from "./engine.js";
 import { lease } from "./engines.js";
-import { explained, failure, META_KEY } from "./summary.js";
+import { explained, failure, META_KEY, notEvaluated, } from "./summary.js";
 export { OtelReplayError, ReplayMissError } from "./engine.js";
 /** Have the worker's engine serve `<fixturesDir>/<name>.json` (the first call in a worker
  * starts it), set its environment until the test ends, then fail the test on a miss — also
  * when the agent swallowed the error its client got, and also in a test marked `it.fails`
- * (a miss is never an expected failure). */
+ * (a miss is never an expected failure). In auto mode, a test whose misses could not go
+ * live because no key of the provider is set is skipped as *not evaluated* instead
+ * (`not evaluated: replay miss: …`), unless `OTEL_REPLAY_STRICT=1`. */
 export async function useReplay(name, options = {}) {
     const testFile = expect.getState().testPath;
     if (!testFile) {
@@ -37,11 +39,18 @@ export async function useReplay(name, options = {}) {
         restore();
         const summary = await engine.release();
         replay.summary = summary;
-        const task = context.task;
-        const block = { test: testName(task), cassette, mode, summary };
+        const finished = context;
+        const task = finished.task;
+        const unevaluated = notEvaluated(summary);
+        const problem = failure(summary);
+        const outcome = unevaluated ? "not evaluated" : problem !== null ? "failed" : "passed";
+        const block = { test: testName(task), cassette, mode, summary, outcome };
         const blocks = task.meta[META_KEY] ?? [];
         task.meta[META_KEY] = [...blocks, block];
-        const problem = failure(summary);
+        if (unevaluated) {
+            // no key to go live with: neither passed nor failed (whatever the agent made of it)
+            finished.skip(`not evaluated: ${summary.misses[0]}`);
+        }
         if (problem !== null) {
             task.fails = false; // a miss is never an expected failure: it fails under it.fails too
             throw new ReplayMissError(explained(problem, cassette));

@@ -21,8 +21,11 @@ export { cassettePath } from "./cassette.js";
 export {
   combined,
   failure,
+  notEvaluated,
   runSection,
+  strictOutcomes,
   summaryLine,
   type Block,
+  type Outcome,
   type Summary,
 } from "./summary.js";

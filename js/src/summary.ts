@@ -8,6 +8,8 @@ export interface Summary {
   replayed_by_turn?: number;
   live: number;
   misses: string[];
+  /** Of `misses`, those in auto mode that could not go live: no key of the provider set. */
+  keyless_misses?: number;
   spans_received: number;
   hits?: number[];
   unused?: number[];
@@ -24,12 +26,35 @@ export interface Summary {
 /** The key of a test's blocks in its task's `meta` (read back at the end of the run). */
 export const META_KEY = "otelReplay";
 
+/** What a block made of its test: replayed cleanly, failed, or *not evaluated* (in auto
+ * mode, its misses could not go live: no key of the provider was set). */
+export type Outcome = "passed" | "failed" | "not evaluated";
+
 /** One block of a run: the test (or the run itself), its cassette and its summary. */
 export interface Block {
   test: string;
   cassette: string;
   mode: string;
   summary: Summary;
+  outcome?: Outcome;
+}
+
+/** Whether `OTEL_REPLAY_STRICT` asks a test left not evaluated to fail instead. */
+export function strictOutcomes(env: NodeJS.ProcessEnv = process.env): boolean {
+  return ["1", "true", "yes"].includes((env.OTEL_REPLAY_STRICT ?? "").trim().toLowerCase());
+}
+
+/** Whether each of an auto-mode block's misses could not go live for want of the
+ * provider's key (and nothing else failed): its test is not evaluated, unless strict. */
+export function notEvaluated(s: Summary, env: NodeJS.ProcessEnv = process.env): boolean {
+  const misses = s.misses.length;
+  return (
+    s.mode === "auto" &&
+    misses > 0 &&
+    (s.keyless_misses ?? 0) === misses &&
+    !s.write_errors.length &&
+    !strictOutcomes(env)
+  );
 }
 
 export function emptySummary(mode: string): Summary {
@@ -54,6 +79,7 @@ export function combined(summaries: Iterable<Summary>, mode: string): Summary {
     total.replayed += s.replayed;
     total.live += s.live;
     total.misses.push(...s.misses);
+    total.keyless_misses = (total.keyless_misses ?? 0) + (s.keyless_misses ?? 0);
     total.spans_received += s.spans_received;
     total.not_saved += s.not_saved;
     total.write_errors.push(...s.write_errors);
@@ -107,7 +133,9 @@ export function runSection(blocks: readonly Block[], mode: string): string[] {
     blocks.map((b) => b.summary),
     mode,
   );
-  const lines = [`${summaryLine(totals)} · ${blocks.length} blocks`];
+  const unevaluated = blocks.filter((b) => b.outcome === "not evaluated").length;
+  const extra = unevaluated ? ` · ${unevaluated} not evaluated` : "";
+  const lines = [`${summaryLine(totals)} · ${blocks.length} blocks${extra}`];
   for (const block of blocks) {
     for (const miss of block.summary.misses) lines.push(`${block.test}: ${miss}`);
   }

@@ -17,7 +17,14 @@ import { expect, onTestFinished } from "vitest";
 import { cassettePath } from "./cassette.js";
 import { applyEnv, resolveMode, ReplayMissError, type EngineOptions, type Mode } from "./engine.js";
 import { lease } from "./engines.js";
-import { explained, failure, META_KEY, type Block, type Summary } from "./summary.js";
+import {
+  explained,
+  failure,
+  META_KEY,
+  notEvaluated,
+  type Block,
+  type Summary,
+} from "./summary.js";
 
 export { OtelReplayError, ReplayMissError } from "./engine.js";
 export type { EngineOptions, Mode } from "./engine.js";
@@ -40,12 +47,15 @@ export interface Replay {
 
 interface FinishedContext {
   task: { name: string; fails?: boolean; meta: Record<string, unknown>; file?: { name: string } };
+  skip(note: string): never;
 }
 
 /** Have the worker's engine serve `<fixturesDir>/<name>.json` (the first call in a worker
  * starts it), set its environment until the test ends, then fail the test on a miss — also
  * when the agent swallowed the error its client got, and also in a test marked `it.fails`
- * (a miss is never an expected failure). */
+ * (a miss is never an expected failure). In auto mode, a test whose misses could not go
+ * live because no key of the provider is set is skipped as *not evaluated* instead
+ * (`not evaluated: replay miss: …`), unless `OTEL_REPLAY_STRICT=1`. */
 export async function useReplay(name: string, options: ReplayOptions = {}): Promise<Replay> {
   const testFile = expect.getState().testPath;
   if (!testFile) {
@@ -61,11 +71,18 @@ export async function useReplay(name: string, options: ReplayOptions = {}): Prom
     restore();
     const summary = await engine.release();
     replay.summary = summary;
-    const task = (context as unknown as FinishedContext).task;
-    const block: Block = { test: testName(task), cassette, mode, summary };
+    const finished = context as unknown as FinishedContext;
+    const task = finished.task;
+    const unevaluated = notEvaluated(summary);
+    const problem = failure(summary);
+    const outcome = unevaluated ? "not evaluated" : problem !== null ? "failed" : "passed";
+    const block: Block = { test: testName(task), cassette, mode, summary, outcome };
     const blocks = (task.meta[META_KEY] as Block[] | undefined) ?? [];
     task.meta[META_KEY] = [...blocks, block];
-    const problem = failure(summary);
+    if (unevaluated) {
+      // no key to go live with: neither passed nor failed (whatever the agent made of it)
+      finished.skip(`not evaluated: ${summary.misses[0]!}`);
+    }
     if (problem !== null) {
       task.fails = false; // a miss is never an expected failure: it fails under it.fails too
       throw new ReplayMissError(explained(problem, cassette));

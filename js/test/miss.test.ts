@@ -6,18 +6,14 @@ import { join } from "node:path";
 
 import { expect, test } from "vitest";
 
-import { runSuite } from "./nested.js";
+import { recordSuite, runSuite } from "./nested.js";
 import { stubForFile } from "./peers.js";
 
 const folder = stubForFile();
 
 test("a changed prompt fails its test, it.fails included", async () => {
   const stub = folder.stub();
-  const recorded = await runSuite("miss.config.ts", folder.dir, {
-    OTEL_REPLAY_MODE: "record",
-    OPENAI_BASE_URL: stub.openai_url,
-    OPENAI_API_KEY: "sk-test-key-for-the-stub",
-  });
+  const recorded = await recordSuite("miss.config.ts", folder.dir, stub.openai_url);
   expect(recorded.code, recorded.output).toBe(0);
   await stub.stop();
 

@@ -13,15 +13,25 @@ export interface Outcome {
   tests: Map<string, { status: string; failureMessages: string[] }>;
 }
 
+/** Record a suite's cassettes from a stub upstream at `openaiUrl` (a key for it set). */
+export async function recordSuite(config: string, scratchDir: string, openaiUrl: string): Promise<Outcome> {
+  return runSuite(config, scratchDir, {
+    OTEL_REPLAY_MODE: "record",
+    OPENAI_BASE_URL: openaiUrl,
+    OPENAI_API_KEY: "sk-test-key-for-the-stub",
+  });
+}
+
 export async function runSuite(
   config: string,
   scratchDir: string,
   env: Record<string, string>,
+  extra: readonly string[] = [],
 ): Promise<Outcome> {
   const report = join(scratchDir, `report-${Date.now()}.json`);
   const vitest = join(JS, "node_modules/vitest/vitest.mjs");
   const args = [vitest, "run", "--config", join(JS, "test/fixtures", config)];
-  args.push("--reporter=json", `--outputFile=${report}`, "--reporter=default");
+  args.push("--reporter=json", `--outputFile=${report}`, "--reporter=default", ...extra);
   const child = spawn(process.execPath, args, {
     cwd: JS,
     env: { ...pythonEnv(), CASSETTES: scratchDir, ...env },

@@ -1,18 +1,27 @@
 /** The package as users install it: its build (`dist/`, committed) is what `tsc` makes of
  * `src/`, and it installs on a machine with only Node and npm, from a checkout
  * (`npm install <checkout>/js`, with and without `--install-links`) and from the tarball
- * of `npm pack` — offline: the package has no runtime dependency. */
+ * of `npm pack` — offline: the package has no runtime dependency. A user's own Vitest run
+ * records and replays through it linked from a checkout that has no `node_modules`. */
 
-import { execFileSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { execFileSync, spawnSync } from "node:child_process";
+import {
+  cpSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { delimiter, join } from "node:path";
 
-import { afterAll, describe, expect, test } from "vitest";
+import { describe, expect, test } from "vitest";
 
-import { JS, scratch } from "./peers.js";
+import { JS, stubForFile } from "./peers.js";
 
-const folder = scratch();
-afterAll(() => folder.remove());
+const folder = stubForFile();
 
 const NPM = process.platform === "win32" ? "npm.cmd" : "npm";
 
@@ -91,6 +100,50 @@ describe("npm install", () => {
     const dir = project("copied");
     npm(dir, "install", "--save-dev", "--install-links", JS);
     usable(dir);
+  });
+
+  test("a user's Vitest run replays with it, linked from a checkout without node_modules", () => {
+    // the checkout as cloned: the package's files, none of its dev dependencies
+    const checkout = join(folder.dir, "checkout");
+    cpSync(JS, checkout, {
+      recursive: true,
+      filter: (source) => !/[/\\](node_modules|bench|test)$/.test(source),
+    });
+    const dir = project("user-run");
+    npm(dir, "install", "--save-dev", checkout);
+    // the user's own Vitest (this offline test cannot download one)
+    symlinkSync(join(JS, "node_modules/vitest"), join(dir, "node_modules/vitest"));
+    writeFileSync(join(dir, "vitest.config.mjs"), 'export default { test: { include: ["*.test.mjs"], testTimeout: 60_000 } };\n');
+    writeFileSync(
+      join(dir, "call.test.mjs"),
+      `import { expect, test } from "vitest";
+import { useReplay } from "otel-replay/vitest";
+test("one model call", async () => {
+  await useReplay("call", { mode: process.env.CALL_MODE });
+  const answer = await fetch(\`\${process.env.OPENAI_BASE_URL}/chat/completions\`, {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: "Bearer sk-test" },
+    body: JSON.stringify({ model: "gpt-4o-mini", messages: [{ role: "user", content: process.env.CALL_TEXT }] }),
+  });
+  expect(answer.status).toBe(200);
+});
+`,
+    );
+    const run = (mode: string, text: string) =>
+      spawnSync(process.execPath, [join(dir, "node_modules/vitest/vitest.mjs"), "run"], {
+        cwd: dir,
+        env: { ...npmEnv, CALL_MODE: mode, CALL_TEXT: text, OPENAI_BASE_URL: folder.stub().openai_url },
+        encoding: "utf8",
+        timeout: 120_000,
+      });
+    const recorded = run("record", "hello");
+    expect(recorded.status, recorded.stdout + recorded.stderr).toBe(0);
+    expect(JSON.parse(readFileSync(join(dir, "cassettes/call.json"), "utf8")).interactions).toHaveLength(1);
+    const replayed = run("strict", "hello");
+    expect(replayed.status, replayed.stdout + replayed.stderr).toBe(0);
+    const missed = run("strict", "goodbye");
+    expect(missed.status).toBe(1);
+    expect(missed.stdout + missed.stderr).toContain("replay miss: messages changed");
   });
 
   test("from the tarball of npm pack", () => {

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from otel_replay._version import __version__
 from otel_replay.core.exchange import JSON
+from otel_replay.redaction.keyed import FINGERPRINT_FIELD, PlaceholderKey
 from otel_replay.redaction.names import redact_argv
 
 __all__ = [
@@ -54,15 +55,19 @@ def run_source(
     *,
     cwd: str | None = None,
     upstreams: Mapping[str, str] | None = None,
+    key: PlaceholderKey | None = None,
 ) -> dict[str, JSON]:
     """Provenance of a cassette a run records: the time, the version, the agent's command
     (each argument through ``redact``, and the value of an option named like a secret
     hidden) and the trace file the run kept, if any. With a command, also where it ran
     (``cwd``, as :func:`run_directory` gives it) and the upstreams the run was pointed at
-    by name (``upstreams``, the ``--upstream-NAME`` / ``--upstream NAME=URL`` options)."""
+    by name (``upstreams``, the ``--upstream-NAME`` / ``--upstream NAME=URL`` options).
+    ``key``: the placeholders' key, whose fingerprint (never the key) is kept."""
     source: dict[str, JSON] = {"recorded_at": _utc_now(), "otel_replay": __version__}
+    if key is not None:
+        source[FINGERPRINT_FIELD] = key.fingerprint
     if command:
-        source["command"] = list(redact_argv(command, redact))
+        source["command"] = list(redact_argv(command, redact, key))
         if cwd is not None:
             source["cwd"] = cwd
         if upstreams:

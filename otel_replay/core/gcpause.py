@@ -16,9 +16,12 @@ __all__ = ["paused_gc"]
 
 
 @contextlib.contextmanager
-def paused_gc(active: bool = True) -> Iterator[None]:
+def paused_gc(active: bool = True, *, freeze: bool = False) -> Iterator[None]:
     """Pause the cyclic GC for the block when ``active`` and it is enabled; restore it
-    after, also on an exception. Nested pauses leave it to the outermost."""
+    after, also on an exception. Nested pauses leave it to the outermost. ``freeze``: what
+    the process holds at the end of the block lives as long as it (a command's start: its
+    modules, its cassette), so it is moved out of the collector's sight (``gc.freeze``)
+    rather than walked by its next collections, the first of which would walk it all."""
     paused = active and gc.isenabled()
     if paused:
         gc.disable()
@@ -26,4 +29,6 @@ def paused_gc(active: bool = True) -> Iterator[None]:
         yield
     finally:
         if paused:
+            if freeze:
+                gc.freeze()
             gc.enable()

@@ -18,7 +18,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from otel_replay.core.exchange import CanonicalRequest
 
 # --- semantic conventions: the call --------------------------------------------------------
 
@@ -43,6 +46,21 @@ OUTPUT_MESSAGES = "gen_ai.output.messages"
 SYSTEM_INSTRUCTIONS = "gen_ai.system_instructions"
 TOOL_DEFINITIONS = "gen_ai.tool.definitions"
 CONTENT_ATTRIBUTES = (INPUT_MESSAGES, OUTPUT_MESSAGES, SYSTEM_INSTRUCTIONS, TOOL_DEFINITIONS)
+
+
+def request_contents(request: CanonicalRequest) -> list[tuple[str, Any]]:
+    """A request's content attributes and their values, in a span's order (those it holds:
+    input messages, system instructions, tool definitions)."""
+    return [
+        (attribute, value)
+        for attribute, value in (
+            (INPUT_MESSAGES, request.messages),
+            (SYSTEM_INSTRUCTIONS, request.system),
+            (TOOL_DEFINITIONS, request.tools),
+        )
+        if value is not None
+    ]
+
 
 # --- semantic conventions: events ----------------------------------------------------------
 
@@ -130,6 +148,8 @@ OPERATION_OF_EXCHANGE: Mapping[str, str] = {
     "invoke": "chat",
     "embeddings": "embeddings",
     "completions": "text_completion",
+    "realtime": "chat",  # a Realtime API response (WebSocket)
+    "live": "chat",  # a Gemini Live API turn (WebSocket)
 }
 """``gen_ai.operation.name`` for an exchange operation (a semconv value where one fits;
 any other operation is written as it is)."""
@@ -161,6 +181,9 @@ SPAN_NAME_WORDS: tuple[tuple[str, str], ...] = (
 """Words of an instrumentation's span name (``ChatCompletion``, ``Embeddings``,
 ``openai.response``) and the exchange operation each names, first match wins."""
 
+REALTIME_SPAN_NAMES: frozenset[str] = frozenset({"openai.realtime"})
+"""The span names of one Realtime API response (OpenLLMetry's): a ``chat`` span so named is
+a Realtime call (``/v1/realtime``)."""
 RESPONSES_WORD = "response"
 """A ``chat`` span whose name holds this word is a Responses API call."""
 RESPONSES_ID_PREFIX = "resp_"

@@ -19,15 +19,17 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from otel_replay.core.envvars import OTEL_REPLAY_UPDATE_SNAPSHOTS as UPDATE_SNAPSHOTS
-from otel_replay.core.errors import ConfigError, OtelReplayError, ReplayMiss
-from otel_replay.session.session import MODES, Summary, default_mode
+from otel_replay.core.errors import ConfigError
+from otel_replay.frontends.outcome import raise_for_misses as raise_for_misses
+from otel_replay.session.session import MODES, Session, Summary, default_mode
 from otel_replay.session.tools import SETTINGS as TOOLS
 
 if TYPE_CHECKING:
     from otel_replay.frontends.telemetry import Flushed, Telemetry
+    from otel_replay.frontends.transport import AsyncReplayTransport, ReplayTransport
     from otel_replay.otlp.received import LogRecord, MetricPoint, SpanList
     from otel_replay.session.fork import ForkPlan
 
@@ -41,6 +43,7 @@ __all__ = [
 ]
 
 PathLike = str | os.PathLike[str]
+Door = TypeVar("Door", "ReplayTransport", "AsyncReplayTransport")
 
 
 @dataclass(slots=True)
@@ -61,6 +64,36 @@ class GatewayHandle:
     summary: Summary | None = None
     telemetry: Telemetry | None = None
     fork_to: Path | None = None  # a fork (``fork=(N, model)``): the cassette it writes
+    session: Session | None = field(default=None, repr=False)  # the block's run, for its doors
+    upstreams: dict[str, str] = field(default_factory=dict, repr=False)
+    timing: str = "fast"
+    _doors: dict[str, Any] = field(default_factory=dict, repr=False)
+
+    @property
+    def transport(self) -> ReplayTransport:
+        """An ``httpx2`` / ``httpx`` transport answering in this process from the block's
+        run (its cassette, mode, matching, summary), without the gateway's socket:
+        ``httpx2.Client(transport=run.transport)``."""
+        from otel_replay.frontends.transport import ReplayTransport
+
+        return self._door("sync", ReplayTransport)
+
+    @property
+    def async_transport(self) -> AsyncReplayTransport:
+        """:attr:`transport` for ``httpx2.AsyncClient`` / ``httpx.AsyncClient``."""
+        from otel_replay.frontends.transport import AsyncReplayTransport
+
+        return self._door("async", AsyncReplayTransport)
+
+    def _door(self, kind: str, make: type[Door]) -> Door:
+        door = self._doors.get(kind)
+        if door is None:
+            if self.session is None:
+                raise ConfigError("no transport: the block ran in mode off, so nothing replays")
+            door = make._joining(self.session, self.upstreams, self.timing, self.url)
+            self._doors[kind] = door
+        assert isinstance(door, make)
+        return door
 
     def _telemetry(self) -> Telemetry:
         if self.telemetry is None:
@@ -106,25 +139,6 @@ def patched_environ(env: Mapping[str, str]) -> Iterator[None]:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
-
-
-def raise_for_misses(summary: Summary, *, cause: BaseException | None = None) -> None:
-    """Raise the first miss of a finished run as :class:`ReplayMiss` (from ``cause``);
-    else a failure to write what the run recorded, or in strict mode a model call that
-    bypassed the gateway, as :class:`OtelReplayError`."""
-    if not summary.misses:
-        if summary.write_errors:
-            raise OtelReplayError(f"otel-replay: {summary.write_errors[0]}") from cause
-        if summary.failed and summary.bypassed:
-            n, first = len(summary.bypassed), summary.bypassed[0]
-            raise OtelReplayError(
-                f"otel-replay: {n} model call(s) bypassed the gateway, first: {first}"
-            ) from cause
-        return
-    first = summary.misses[0]
-    prefix = "replay miss: "
-    reason = first[len(prefix) :] if first.startswith(prefix) else first
-    raise ReplayMiss(reason) from cause
 
 
 def _path(value: PathLike | None) -> Path | None:
@@ -187,7 +201,7 @@ def _run(
         return
     from otel_replay.frontends.rulefiles import rule_sources
     from otel_replay.frontends.telemetry import Telemetry, shared_received
-    from otel_replay.gateway.runner import GatewayConfig, GatewayThread
+    from otel_replay.gateway.runner import GatewayConfig, GatewayThread, upstream_bases
     from otel_replay.otlp.received import Received
 
     config = GatewayConfig(
@@ -211,6 +225,8 @@ def _run(
     assert gateway.server is not None
     handle.env = dict(gateway.env)
     handle.url = gateway.server.url
+    handle.session, handle.timing = gateway.session, timing
+    handle.upstreams = upstream_bases(config, os.environ)  # the transports' live calls go there
     received = shared_received() or Received()
     gateway.session.store.observers.append(received.tap)
     update = os.environ.get(UPDATE_SNAPSHOTS, "") not in ("", "0", "false", "no")

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from otel_replay.core.envvars import OTEL_REPLAY_TLS
 from otel_replay.core.errors import OtelReplayError
 from otel_replay.core.gcpause import paused_gc
 from otel_replay.frontends.buildcmd import (
@@ -31,6 +32,7 @@ from otel_replay.frontends.emittest import add_emit_options
 from otel_replay.frontends.forkopts import add_fork_options
 from otel_replay.frontends.runcmd import run_command
 from otel_replay.frontends.servecmd import PROTOCOL, serve_command
+from otel_replay.gateway.tls import defer_bundles
 from otel_replay.session.modes import MODES
 
 if TYPE_CHECKING:
@@ -82,6 +84,14 @@ def _gateway_options(parser: argparse.ArgumentParser) -> None:
         default="replay",
         help="the agent's own tools (functions of pydantic-ai, openai-agents, LangChain, "
         "LlamaIndex, @otel_replay.tool): recorded and replayed (default), or run live",
+    )
+    parser.add_argument(
+        "--tls",
+        action="store_true",
+        default=os.environ.get(OTEL_REPLAY_TLS) == "1",
+        help="give the agent NODE_EXTRA_CA_CERTS and SSL_CERT_FILE trusting the gateway's "
+        "certificate, for clients that dial only wss:// (Node's OpenAIRealtimeWS, "
+        "google-genai's Live API); OTEL_REPLAY_TLS=1",
     )
     _rules_option(parser)
 
@@ -222,6 +232,7 @@ def _report_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     own, command = _split_command(args_list)
+    defer_bundles()  # the gateway reads the certificate bundle only if it forwards over TLS
     with paused_gc():
         args = _parser().parse_args(own)
     try:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import pytest
 
@@ -17,10 +17,7 @@ from otel_replay.frontends.api import GatewayHandle, patched_environ
 from otel_replay.frontends.telemetry import TelemetryGateway
 from otel_replay.session.session import Session, Summary
 
-if TYPE_CHECKING:
-    from otel_replay.frontends.pytest_plugin import OtelReplayPlugin
-
-__all__ = ["ReplayBlock", "SharedGateway", "add_failure", "take_failures"]
+__all__ = ["BlockHost", "ReplayBlock", "SharedGateway", "add_failure", "take_failures"]
 
 _FAILURES = pytest.StashKey[list[str]]()
 
@@ -80,11 +77,24 @@ class SharedGateway:
         self.telemetry.stop()
 
 
+class BlockHost(Protocol):
+    """What a block asks of the pytest plugin that opened it (``pytest_plugin``'s
+    ``OtelReplayPlugin``, named here so that this module needs nothing of the plugin's)."""
+
+    config: pytest.Config
+
+    def begin(self, block: ReplayBlock) -> tuple[dict[str, str], str]: ...
+
+    def end(self, block: ReplayBlock, clean: bool) -> Summary: ...
+
+    def not_evaluated(self, summary: Summary) -> bool: ...
+
+
 class ReplayBlock:
     """One ``with otel_replay(...)`` block."""
 
     def __init__(
-        self, plugin: OtelReplayPlugin, item: Any, cassette: Path, mode: str, fork: Any = None
+        self, plugin: BlockHost, item: Any, cassette: Path, mode: str, fork: Any = None
     ) -> None:
         self.plugin = plugin
         self.item = item
@@ -94,6 +104,7 @@ class ReplayBlock:
         self.handle = GatewayHandle(mode=mode, cassette=cassette)
         self.handle.fork_to = None if fork is None else fork.target
         self.loaded = 0  # recordings in the cassette when the block began
+        self.notice: str | None = None  # why its secrets miss (another placeholder key)
         self._env: Any = None
 
     def __enter__(self) -> GatewayHandle:
@@ -116,7 +127,10 @@ class ReplayBlock:
             add_failure(self.item, problem)
         if summary.misses:
             first = summary.misses[0]
-            add_failure(self.item, _miss_message(first, self.cassette))
+            if self.plugin.not_evaluated(summary):  # no key to go live with: not a failure
+                # reported at the test, as a skip marker's reason is
+                raise pytest.skip.Exception(f"not evaluated: {first}", _use_item_location=True)
+            add_failure(self.item, _miss_message(first, self.cassette, self.notice))
             raise ReplayMiss(first.removeprefix("replay miss: ")) from exc
         if self.fork is not None and summary.write_errors:  # the fork was not written
             add_failure(self.item, f"otel-replay: {summary.write_errors[0]}")
@@ -134,5 +148,6 @@ class ReplayBlock:
         self.__exit__(kind, exc, tb)
 
 
-def _miss_message(miss: str, cassette: Path) -> str:
-    return f"{miss}\n(cassette {cassette}; explain: otel-replay why --cassette {cassette})"
+def _miss_message(miss: str, cassette: Path, notice: str | None = None) -> str:
+    said = f"{miss}\n(cassette {cassette}; explain: otel-replay why --cassette {cassette})"
+    return said if notice is None else f"{said}\n{notice}"

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from otel_replay.core import envvars as ev
 from otel_replay.core.errors import ConfigError
 from otel_replay.frontends import pytest_telemetry
 from otel_replay.providers import PROVIDERS
@@ -32,6 +33,25 @@ def add_options(parser: pytest.Parser) -> None:
         choices=MODES,
         default=None,
         help="mode for every block, overriding markers (default: strict when CI is set, else auto)",
+    )
+    group.addoption(
+        "--otel-replay-strict",
+        dest="otel_replay_strict",
+        action="store_true",
+        default=False,
+        help="a test an auto-mode miss leaves not evaluated (no provider key to go live "
+        f"with) fails instead of being skipped (also {ev.OTEL_REPLAY_STRICT}=1)",
+    )
+    group.addoption(
+        "--otel-replay-changed",
+        dest="otel_replay_changed",
+        nargs="?",
+        const="HEAD",
+        default=None,
+        metavar="REF",
+        help="run only the tests whose cassettes differ from git REF (default: the working "
+        "tree against HEAD), by the map the last runs wrote to .otel-replay/tests.json; "
+        "a test the map does not know runs. Write it --otel-replay-changed=REF",
     )
     group.addoption(
         "--otel-replay-egress",
@@ -109,6 +129,8 @@ class PluginOptions:
     cassette_dir: str
     egress: bool
     tools: str = "replay"
+    strict: bool = False
+    changed: str | None = None
 
     @classmethod
     def read(cls, config: pytest.Config) -> PluginOptions:
@@ -127,6 +149,8 @@ class PluginOptions:
             cassette_dir=str(config.getini("otel_replay_cassette_dir") or "cassettes"),
             egress=config.getoption("otel_replay_egress") == "block",
             tools=config.getoption("otel_replay_tools"),
+            strict=bool(config.getoption("otel_replay_strict")) or _strict_env(),
+            changed=config.getoption("otel_replay_changed"),
         )
 
     def cassette_for(self, item: Any, name: str | os.PathLike[str] | None) -> Path:
@@ -163,6 +187,11 @@ class PluginOptions:
         if chosen not in MODES:
             raise ConfigError(f"unknown otel-replay mode {chosen!r}; use one of {', '.join(MODES)}")
         return str(chosen)
+
+
+def _strict_env() -> bool:
+    """Whether ``OTEL_REPLAY_STRICT`` asks for strict outcomes (``1``, ``true``, ``yes``)."""
+    return os.environ.get(ev.OTEL_REPLAY_STRICT, "").strip().lower() in ("1", "true", "yes")
 
 
 def _safe_name(name: str) -> str:

@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 
 from otel_replay.core.errors import CassetteError, ConfigError, EgressBlocked
-from otel_replay.frontends import pytest_telemetry
+from otel_replay.frontends import pytest_changed, pytest_telemetry
 from otel_replay.frontends.api import fork_plan
 from otel_replay.frontends.pytest_block import (
     ReplayBlock,
@@ -159,6 +159,8 @@ class OtelReplayPlugin:
         env = self.gateway.begin(session, bases, self.options.mcp)
         self._active = block
         block.loaded = len(session.cassette.interactions)
+        block.notice = session.key_notice
+        block.handle.session, block.handle.upstreams = session, bases  # run.transport
         return env, self.gateway.url
 
     def end(self, block: ReplayBlock, clean: bool) -> Summary:
@@ -168,10 +170,24 @@ class OtelReplayPlugin:
         summary = self.gateway.end()
         clean = clean and not summary.misses
         mode = "fork" if block.fork is not None else block.mode  # a fork uses a prefix only
+        evaluated = not self.not_evaluated(summary)
         self.results.append(
-            BlockResult(block.item.nodeid, str(block.cassette), mode, summary, block.loaded, clean)
+            BlockResult(
+                block.item.nodeid,
+                str(block.cassette),
+                mode,
+                summary,
+                block.loaded,
+                clean,
+                evaluated,
+            )
         )
         return summary
+
+    def not_evaluated(self, summary: Summary) -> bool:
+        """Whether a block's test is *not evaluated*: its auto-mode misses could not go
+        live, no key of the provider being set (``--otel-replay-strict``: it fails)."""
+        return summary.not_evaluated and not self.options.strict
 
     def _on_egress_blocked(self, error: EgressBlocked) -> None:
         self.blocked.append(str(error))
@@ -203,11 +219,31 @@ class OtelReplayPlugin:
     def totals(self) -> Summary:
         return combined((r.summary for r in self.results), self.options.forced_mode or "mixed")
 
+    def pytest_collection_modifyitems(
+        self, config: pytest.Config, items: list[pytest.Item]
+    ) -> None:
+        """``--otel-replay-changed``: only the tests whose cassettes changed, and those the
+        map of tests to cassettes does not know (on each pytest-xdist worker alike)."""
+        ref = self.options.changed
+        if ref is None:
+            return
+        root = config.rootpath
+        kept, deselected = pytest_changed.select(
+            items, pytest_changed.load_map(root), pytest_changed.changed_cassettes(root, ref)
+        )
+        if deselected:
+            config.hook.pytest_deselected(items=deselected)
+            items[:] = kept
+
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         self.outcome = outcome = self.suite.finish(session, self.results, self.blocked)
         if outcome is None:  # a pytest-xdist worker: the controller reports the run
             return
         self.config.stash[_SESSION] = session
+        used = ((r.nodeid, r.cassette) for r in self.results)
+        unsaved = pytest_changed.update_map(self.config.rootpath, used)
+        if unsaved is not None:
+            outcome.errors.append(unsaved)
         if outcome.errors or (outcome.unused and self.options.unused == "error"):
             fail_run(session)
         if self.options.report is not None:
@@ -220,7 +256,9 @@ class OtelReplayPlugin:
             return
         write = terminalreporter.write_line
         terminalreporter.section("otel-replay")
-        write(self.totals().line() + f" · {len(self.results)} blocks")
+        unevaluated = sum(r.outcome == "not evaluated" for r in self.results)
+        extra = f" · {unevaluated} not evaluated" if unevaluated else ""
+        write(self.totals().line() + f" · {len(self.results)} blocks{extra}")
         for result in self.results:
             for miss in result.summary.misses:
                 write(f"{result.nodeid}: {miss}")

@@ -55,6 +55,15 @@ def gateway_config(
     )
 
 
+def agent_tls(args: argparse.Namespace) -> dict[str, str]:
+    """With ``--tls``, the variables that have the agent trust the gateway's TLS."""
+    if not getattr(args, "tls", False):
+        return {}
+    from otel_replay.gateway.local_tls import tls_environment
+
+    return tls_environment(os.environ)
+
+
 def run_command(args: argparse.Namespace, command: list[str]) -> int:
     mode = "record" if args.command == "record" else (args.mode or default_mode())
     fork = fork_plan(args) if args.command == "replay" else None
@@ -62,15 +71,20 @@ def run_command(args: argparse.Namespace, command: list[str]) -> int:
         mode = "strict"  # up to the fork point; live from it
     if mode == "off":
         return _child(command, dict(os.environ))
-    with paused_gc():
+    if args.tls:
+        from otel_replay.gateway.local_tls import authority
+
+        authority().prepare()  # what the agent trusts for TLS on the gateway's port
+    with paused_gc(freeze=True):  # the cassette lives as long as the run
         from otel_replay.gateway.runner import GatewayThread
 
         gateway = GatewayThread(gateway_config(args, mode, command, fork)).start(early=True)
     from otel_replay.gateway.agents import agent_command
 
     try:
+        env = {**gateway.env, **agent_tls(args)}
         # an agent that reads no base-URL variable gets the gateway's on its command line
-        code = _child(agent_command(command, gateway.env), {**os.environ, **gateway.env})
+        code = _child(agent_command(command, env), {**os.environ, **env})
     finally:
         summary = gateway.stop()
     print(summary.line(), file=sys.stderr)

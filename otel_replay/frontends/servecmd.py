@@ -50,10 +50,14 @@ def serve_command(args: argparse.Namespace) -> int:
     if mode == "off":
         print(json.dumps({"env": {}}), flush=True)
         return 0
-    from otel_replay.frontends.runcmd import gateway_config
+    from otel_replay.frontends.runcmd import agent_tls, gateway_config
 
     config = gateway_config(args, mode, [])
-    with paused_gc():
+    if args.tls:
+        from otel_replay.gateway.local_tls import authority
+
+        authority().prepare()  # what the agent trusts for TLS on the gateway's port
+    with paused_gc(freeze=True):
         from otel_replay.gateway.runner import GatewayThread
 
         # the line means ready: a request sent right after it is served as a warm one is
@@ -76,7 +80,7 @@ def serve_command(args: argparse.Namespace) -> int:
             return
         done.set()
 
-    say({"env": gateway.env})
+    say({"env": {**gateway.env, **agent_tls(args)}})
     if sys.stdin is not None and not sys.stdin.closed:
         threading.Thread(target=watch_stdin, daemon=True).start()
     try:
@@ -117,7 +121,7 @@ def _use(
 ) -> dict[str, Any]:
     """Point ``gateway`` at the block ``use`` asks for; the previous block's summary and
     the new block's environment."""
-    from otel_replay.frontends.runcmd import gateway_config
+    from otel_replay.frontends.runcmd import agent_tls, gateway_config
     from otel_replay.gateway.environment import run_environment
     from otel_replay.gateway.runner import open_session
 
@@ -143,4 +147,5 @@ def _use(
     previous = gateway.use_session(session)
     summary = summary or previous.finish()
     env = run_environment(config, session, server.port, server.grpc_port)
+    env.update(agent_tls(args))
     return {"summary": summary.to_json(), "env": env}

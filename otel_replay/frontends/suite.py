@@ -60,8 +60,9 @@ def fail_run(session: pytest.Session) -> None:
 
 @dataclass(slots=True)
 class BlockResult:
-    """One block: its test, cassette and mode, its summary, how many recordings it loaded
-    and whether it ended cleanly (no exception, no miss)."""
+    """One block: its test, cassette and mode, its summary, how many recordings it loaded,
+    whether it ended cleanly (no exception, no miss) and whether it was evaluated (not an
+    auto-mode run whose misses could not go live for want of a key)."""
 
     nodeid: str
     cassette: str
@@ -69,6 +70,14 @@ class BlockResult:
     summary: Summary
     loaded: int = 0
     clean: bool = True
+    evaluated: bool = True
+
+    @property
+    def outcome(self) -> str:
+        """``passed``, ``failed`` or ``not evaluated`` (``reports.run.OUTCOMES``)."""
+        if not self.evaluated:
+            return "not evaluated"
+        return "passed" if self.clean and not self.summary.failed else "failed"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -78,6 +87,7 @@ class BlockResult:
             "summary": self.summary.to_json(),
             "loaded": self.loaded,
             "clean": self.clean,
+            "evaluated": self.evaluated,
         }
 
     @classmethod
@@ -89,6 +99,7 @@ class BlockResult:
             summary_from_json(doc["summary"]),
             doc["loaded"],
             doc["clean"],
+            doc.get("evaluated", True),
         )
 
 

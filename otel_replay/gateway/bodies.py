@@ -92,7 +92,8 @@ class Bodies:
                     first.append(exchange.raw_request)
                 yield exchange.raw_request
 
-        if bodies.prime(requests()) >= _COLLECT_AFTER:
+        # a paused collector is left to whoever paused it (the CLI's start freezes it all)
+        if bodies.prime(requests()) >= _COLLECT_AFTER and gc.isenabled():
             gc.collect()
         if first and isinstance(first[0], dict):
             bodies.prime_last(first[0])

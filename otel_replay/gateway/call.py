@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
-from aiohttp import web
+from multidict import MultiMapping
 
 from otel_replay.core import lazy
 from otel_replay.core.errors import OtelReplayError
@@ -32,6 +32,7 @@ if TYPE_CHECKING:  # the span draft imports protobuf: loaded when a run records
 __all__ = [
     "BodyTooDeep",
     "Call",
+    "Incoming",
     "nests_deeper",
     "parse_body",
     "parse_traceparent",
@@ -139,6 +140,29 @@ def parse_traceparent(value: str | None) -> tuple[str | None, str | None]:
     return trace_id, span_id
 
 
+class Incoming(Protocol):
+    """One provider request as a door hands it in: aiohttp's request (the gateway), or the
+    in-process transports' (``frontends/transport.py``)."""
+
+    @property
+    def method(self) -> str: ...
+
+    @property
+    def path(self) -> str: ...
+
+    @property
+    def raw_path(self) -> str: ...
+
+    @property
+    def query(self) -> MultiMapping[str]: ...
+
+    @property
+    def query_string(self) -> str: ...
+
+    @property
+    def headers(self) -> MultiMapping[str]: ...
+
+
 class Reading(Protocol):
     """A body's reading (``gateway.bodies``), which knows the cheaper way to redact it."""
 
@@ -153,7 +177,7 @@ class Reading(Protocol):
 class Call:
     """What the gateway knows about one incoming provider request."""
 
-    request: web.Request
+    request: Incoming
     route: Route
     provider: Provider
     path: str  # the path the provider reads: as received, with Azure's api-version

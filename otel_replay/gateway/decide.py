@@ -109,7 +109,23 @@ class OwnKeys:
         if row.minted_credentials:  # a token its SDK minted: the caller's unless ours
             offered = offered_credential(headers, row.credential_headers)
             return bool(offered) and offered != ev.PLACEHOLDER_KEY
-        if upstream not in self._keys:
-            own = [self._env.get(name, "") for name in row.credential_env]
-            self._keys[upstream] = tuple(k.encode() for k in own if k and k != ev.PLACEHOLDER_KEY)
-        return carries_own_key(headers, row.credential_headers, self._keys[upstream])
+        return carries_own_key(headers, row.credential_headers, self._own(upstream))
+
+    def missing(self, upstream: str) -> bool:
+        """Whether the caller holds no key of ``upstream``: an auto-mode miss then cannot
+        go live (a test is *not evaluated*). A token an SDK mints is missing when the
+        request offered none but ours, which is when such a call misses in auto mode."""
+        row = providers.upstream_spec(upstream)
+        if row is None:
+            return False
+        return bool(row.minted_credentials) or not self._own(upstream)
+
+    def _own(self, upstream: str) -> tuple[bytes, ...]:
+        keys = self._keys.get(upstream)
+        if keys is None:
+            row = providers.upstream_spec(upstream)
+            names = row.credential_env if row is not None else ()
+            own = [self._env.get(name, "") for name in names]
+            keys = tuple(k.encode() for k in own if k and k != ev.PLACEHOLDER_KEY)
+            self._keys[upstream] = keys
+        return keys

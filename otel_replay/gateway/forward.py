@@ -36,10 +36,10 @@ from otel_replay.gateway.upstream import (
     send_meanwhile,
     take_steps,
 )
-from otel_replay.gateway.writers import abort, deliver, not_saved, passthrough
+from otel_replay.gateway.writers import abort, deliver, not_saved, passthrough, served
 from otel_replay.spans.pieces import holds_no_piece
 
-__all__ = ["Forwarder"]
+__all__ = ["Forwarder", "record", "record_stream"]
 
 log = logging.getLogger("otel_replay.gateway")
 
@@ -67,7 +67,7 @@ class Forwarder:
             return await self._forward(call)
 
     async def _forward(self, call: Call) -> web.StreamResponse:
-        request = call.request
+        request = served(call.request)
         headers = {k: v for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP}
         outgoing = UpstreamRequest(
             provider=call.upstream,
@@ -143,7 +143,7 @@ class Forwarder:
         kept: dict[str, str],
         chunks: Any,
     ) -> web.StreamResponse:
-        request = call.request
+        request = served(call.request)
         stream = web.StreamResponse(status=status, headers=passthrough(upstream_headers))
         await stream.prepare(request)
         relay = StreamRelay(call.codec.decoder(), self.limits.max_event_bytes)
@@ -196,27 +196,41 @@ class Forwarder:
         events: list[SSEEvent],
         fault: str | None,
     ) -> bool:
-        events, assembled = call.redacted_stream(events)
-        response = Response(status=status, headers=kept, events=events, fault=fault)
-        return self._record(call, response, assembled)
+        return record_stream(call, status, kept, events, fault)
 
     def _record(
         self, call: Call, response: Response, assembled: JSON = None, *, short: bool = False
     ) -> bool:
-        """Record the call's exchange; False when it could not be saved."""
-        try:
-            take_steps(call.preparing(), math.inf)  # what is left (a fault's exchange)
-            exchange = call.exchange(response)
-            return call.session.recorded(
-                exchange,
-                assembled,
-                short=short,
-                draft=call.draft,
-                trace_id=call.trace_id,
-            )
-        except Exception:  # recording must never break the agent's call
-            log.exception("otel-replay could not record an exchange")
-            return True
+        return record(call, response, assembled, short=short)
+
+
+def record_stream(
+    call: Call, status: int, kept: dict[str, str], events: list[SSEEvent], fault: str | None
+) -> bool:
+    """Record a streamed live exchange (its events redacted, ``kept``: the headers kept);
+    False when it could not be saved."""
+    events, assembled = call.redacted_stream(events)
+    response = Response(status=status, headers=kept, events=events, fault=fault)
+    return record(call, response, assembled)
+
+
+def record(call: Call, response: Response, assembled: JSON = None, *, short: bool = False) -> bool:
+    """Record the call's live exchange (``assembled``: a stream's message, when put
+    together; ``short``: no string of it long enough to be a piece); False when it could
+    not be saved. The gateway and the in-process transports record with it."""
+    try:
+        take_steps(call.preparing(), math.inf)  # what is left (a fault's exchange)
+        exchange = call.exchange(response)
+        return call.session.recorded(
+            exchange,
+            assembled,
+            short=short,
+            draft=call.draft,
+            trace_id=call.trace_id,
+        )
+    except Exception:  # recording must never break the agent's call
+        log.exception("otel-replay could not record an exchange")
+        return True
 
 
 async def _prepared(call: Call) -> None:

@@ -8,16 +8,17 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Iterable
+from dataclasses import dataclass
 
 from aiohttp import web
 
 from otel_replay.core.exchange import Exchange, Response, SSEEvent
 from otel_replay.gateway.call import Call
-from otel_replay.gateway.writers import abort, as_recorded, body_response, replayed_headers
+from otel_replay.gateway.writers import abort, as_recorded, body_response, replayed_headers, served
 from otel_replay.streams.codec import StreamCodec, encode_all
 from otel_replay.streams.sse import SSE
 
-__all__ = ["REPLAYED_HANG_SECONDS", "play", "prime_streams"]
+__all__ = ["REPLAYED_HANG_SECONDS", "Paced", "play", "prime_streams", "replayed"]
 
 _ENCODED: dict[tuple[int, int], tuple[object, list[SSEEvent], bytes, int]] = {}
 _ENCODED_MAX = 256
@@ -29,12 +30,48 @@ REPLAYED_HANG_SECONDS = 600.0
 async def play(call: Call, response: Response, timing: str = "fast") -> web.StreamResponse:
     """Answers ``call`` with the recorded ``response``; ``timing="recorded"`` paces a
     stream's events as they were recorded."""
-    request = call.request
+    request = served(call.request)
     if response.fault in ("reset", "timeout"):
         if response.fault == "timeout":
             await asyncio.sleep(REPLAYED_HANG_SECONDS)
         abort(request)
         return web.Response(status=499)
+    answer = replayed(call, response, timing)
+    if isinstance(answer, web.Response):
+        return answer
+    stream = web.StreamResponse(status=response.status, headers=answer.headers)
+    await stream.prepare(request)
+    started = time.monotonic()
+    codec = call.codec
+    if timing != "recorded":
+        await stream.write(encode_all(codec, answer.events))
+    else:
+        for event in answer.events:
+            delay = event.t - (time.monotonic() - started)
+            if delay > 0:
+                await asyncio.sleep(delay)
+            await stream.write(codec.encode(event))
+    if response.fault == "reset_mid_stream":
+        abort(request)
+        return stream
+    await stream.write_eof()
+    return stream
+
+
+@dataclass(frozen=True, slots=True)
+class Paced:
+    """A replayed stream written event by event (at its recorded pace, or cut short as
+    recorded): its headers and events."""
+
+    headers: dict[str, str]
+    events: list[SSEEvent]
+
+
+def replayed(call: Call, response: Response, timing: str = "fast") -> web.Response | Paced:
+    """The answer replaying ``response`` for ``call`` (a fault's reset or hang aside), in
+    the form the call asks for (a stream from a plain answer, a plain answer from a
+    stream): whole, when it goes in one write; else the stream to write event by event.
+    The gateway and the in-process transports both answer with it."""
     plain = as_recorded(response, call.stream)
     if plain is not None:
         return plain
@@ -62,22 +99,7 @@ async def play(call: Call, response: Response, timing: str = "fast") -> web.Stre
         for name in ("content-length", "transfer-encoding"):
             headers.pop(name, None)
         return web.Response(status=response.status, headers=headers, body=wire)
-    stream = web.StreamResponse(status=response.status, headers=headers)
-    await stream.prepare(request)
-    started = time.monotonic()
-    if timing != "recorded":
-        await stream.write(encode_all(codec, events))
-    else:
-        for event in events:
-            delay = event.t - (time.monotonic() - started)
-            if delay > 0:
-                await asyncio.sleep(delay)
-            await stream.write(codec.encode(event))
-    if response.fault == "reset_mid_stream":
-        abort(request)
-        return stream
-    await stream.write_eof()
-    return stream
+    return Paced(headers, events)
 
 
 def _encoded(codec: StreamCodec, events: list[SSEEvent]) -> bytes:

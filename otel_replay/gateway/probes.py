@@ -1,9 +1,11 @@
 """Requests that are not model calls, answered at once and never recorded or counted.
 
-- A WebSocket upgrade (Codex first asks for the Responses API over a WebSocket,
-  ``GET /v1/responses`` with ``Upgrade: websocket``) gets ``426 Upgrade Required``: the
-  client's signal that the server speaks only plain HTTP, on which Codex falls back to
-  HTTP streaming for the rest of the session instead of retrying the socket.
+- A WebSocket upgrade on a path no API serves over a WebSocket gets ``426 Upgrade
+  Required``: the client's signal that the server speaks only plain HTTP there, on which
+  Codex falls back to HTTP streaming for the rest of the session. (The Responses API's
+  WebSocket mode, the Realtime API and the Gemini Live API are served: the gateway hands
+  those upgrades to ``websocket``, which answers the same ``426`` in a replay of calls
+  the provider had made over HTTP by refusing the upgrade.)
 - A connectivity probe (Claude Code's ``HEAD /``; any ``HEAD``, which carries no model
   call; a ``GET /``) gets ``200`` with nothing in it. Other paths no provider owns are
   still answered 404 by the gateway, uncounted.

@@ -194,14 +194,33 @@ class GatewayServer:
 
     async def primed(self) -> None:
         """Once what the start does ahead that a first request would wait for is done: the
-        live rules' work on the recordings (``_match_ahead``). The index and the body
-        reader are built with the gateway; what a recording run loads meanwhile (the span
-        encoder) and its connections ahead are not waited for: its first call waits for
-        the provider anyway."""
+        live rules' work on the recordings (``_match_ahead``), a first connection served.
+        The index and the body reader are built with the gateway; what a recording run
+        loads meanwhile (the span encoder) and its connections ahead are not waited for:
+        its first call waits for the provider anyway."""
         import asyncio
 
         if self._matching is not None and not self._matching.done():
             await asyncio.wait([self._matching])
+        await self._first_connection()
+
+    async def _first_connection(self) -> None:
+        """A connection made to the HTTP port and a connectivity probe (``HEAD /``, never
+        recorded or counted) answered on it: the caller's first connection then takes a
+        path run once already (the sniffing site, aiohttp's protocol, the host guard).
+        A failure is only logged: the caller's own connection will say what is wrong."""
+        import asyncio
+
+        host = loopback(self.config.host)
+        try:
+            reader, writer = await asyncio.open_connection(host, self.port)
+            netloc = gateway_url(host, self.port).removeprefix("http://")
+            writer.write(f"HEAD / HTTP/1.1\r\nHost: {netloc}\r\nConnection: close\r\n\r\n".encode())
+            await asyncio.wait_for(reader.read(), 10)  # until the gateway closes it
+            writer.close()
+            await writer.wait_closed()
+        except (TimeoutError, OSError):
+            log.debug("the gateway's first connection to itself failed", exc_info=True)
 
     async def _warm(self, later: list[str]) -> None:
         """Load ``later`` and, when recording, build the automaton of the first call's

@@ -2,10 +2,12 @@
 
 Exporters read the same variables whatever protocol they speak: an OTLP/gRPC exporter
 built in code (without ``OTEL_EXPORTER_OTLP_PROTOCOL=grpc``) connects to the endpoint the
-HTTP variables name. :class:`SniffingSite` is the aiohttp TCP site with one difference: a
+HTTP variables name. :class:`SniffingSite` is the aiohttp TCP site with two differences: a
 connection that opens with the HTTP/2 client preface (gRPC) is piped to the gRPC
-receiver's port; every other connection is handed, with the bytes read so far, to
-aiohttp's own protocol, which then owns it as if it had accepted it.
+receiver's port, and one that opens with a TLS handshake (a client that dials only
+``wss://``) is served TLS with the gateway's certificate (``local_tls.py``); every other
+connection is handed, with the bytes read so far, to aiohttp's own protocol, which then
+owns it as if it had accepted it (the TLS one once its handshake is done).
 """
 
 from __future__ import annotations
@@ -26,6 +28,9 @@ log = logging.getLogger("otel_replay")
 
 PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
 """What every HTTP/2 client (gRPC) sends first."""
+
+TLS_RECORD = 0x16
+"""The first byte of a TLS client's first record (its handshake)."""
 
 _TASKS: set[asyncio.Task[None]] = set()
 
@@ -182,6 +187,10 @@ class _Sniffer(asyncio.Protocol):
         if port is not None:
             protocol = _Pipe(transport, port, self.host)
             transport.set_protocol(protocol)
+        elif seen[0] == TLS_RECORD:
+            transport.pause_reading()  # until the handshake's protocol reads it
+            _spawn(_serve_tls(transport, seen, self.http, self.host))
+            return
         else:
             protocol = self.http()
             transport.set_protocol(protocol)
@@ -190,6 +199,80 @@ class _Sniffer(asyncio.Protocol):
 
     def eof_received(self) -> bool | None:
         return None  # closes the transport: it ended before saying anything
+
+
+async def _serve_tls(
+    transport: asyncio.Transport, seen: bytes, http: Callable[[], asyncio.Protocol], host: str
+) -> None:
+    """Serve TLS on ``transport`` (``seen``: what it has read, the handshake's start), then
+    aiohttp's protocol on it; the certificate is made at the first such connection."""
+    from otel_replay.gateway.local_tls import authority
+
+    loop = asyncio.get_running_loop()
+    try:
+        context = await loop.run_in_executor(None, authority().server_context, host)
+    except Exception as exc:  # cryptography missing or broken: say why, once per connection
+        log.warning("otel-replay: cannot serve TLS on the gateway's port: %s", exc)
+        transport.close()
+        return
+    waiting = _Handshaking()
+    handshake = loop.create_task(loop.start_tls(transport, waiting, context, server_side=True))
+    await asyncio.sleep(0)  # start_tls has put its protocol on the transport: give it `seen`
+    tls: Any = transport.get_protocol()
+    if isinstance(tls, _Sniffer):  # start_tls failed at once (the client left)
+        pass
+    elif hasattr(tls, "get_buffer"):  # asyncio's and uvloop's are buffered protocols
+        rest = memoryview(seen)
+        while rest:
+            buffer = tls.get_buffer(len(rest))
+            size = min(len(buffer), len(rest))
+            buffer[:size] = rest[:size]
+            tls.buffer_updated(size)
+            rest = rest[size:]
+    else:
+        tls.data_received(seen)
+    try:
+        secure = await handshake
+    except Exception as exc:  # a client that does not trust the certificate, or left
+        if authority().handed_out:
+            log.debug("otel-replay: a TLS handshake on the gateway's port failed: %s", exc)
+        else:
+            _untrusted(exc)
+        transport.close()
+        return
+    if secure is None:  # closed meanwhile
+        transport.close()
+        return
+    waiting.hand_to(http(), secure)
+
+
+class _Handshaking(asyncio.Protocol):
+    """The TLS connection's protocol until aiohttp's takes it: keeps what comes meanwhile."""
+
+    def __init__(self) -> None:
+        self.received: list[bytes] = []
+        self.eof = False
+        self.lost: tuple[Exception | None] | None = None
+
+    def data_received(self, data: bytes) -> None:
+        self.received.append(data)
+
+    def eof_received(self) -> bool | None:
+        self.eof = True
+        return True  # aiohttp's protocol decides, once it has the connection
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.lost = (exc,)
+
+    def hand_to(self, protocol: asyncio.Protocol, transport: asyncio.Transport) -> None:
+        transport.set_protocol(protocol)
+        protocol.connection_made(transport)
+        for data in self.received:
+            protocol.data_received(data)
+        if self.eof and not protocol.eof_received():
+            transport.close()
+        if self.lost is not None:
+            protocol.connection_lost(self.lost[0])
 
 
 class SniffingSite(web.TCPSite):
@@ -227,3 +310,19 @@ class SniffingSite(web.TCPSite):
                 sniffer, self._host, self._port, backlog=self._backlog
             )
         self._bound_port = self._server.sockets[0].getsockname()[1]
+
+
+_TOLD: list[bool] = []
+
+
+def _untrusted(exc: BaseException) -> None:
+    """Say once why a client's TLS handshake failed when no agent was told to trust the
+    gateway's certificate."""
+    if not _TOLD:
+        _TOLD.append(True)
+        log.warning(
+            "otel-replay: a client dialled TLS (wss:// or https://) on the gateway's port and "
+            "did not trust its certificate (%s): start the run with --tls or "
+            "OTEL_REPLAY_TLS=1, which give the agent NODE_EXTRA_CA_CERTS and SSL_CERT_FILE",
+            exc,
+        )

@@ -291,6 +291,33 @@ class HttpUpstream:
             close=response,
         )
 
+    async def websocket(
+        self, request: UpstreamRequest, protocols: tuple[str, ...] = ()
+    ) -> aiohttp.ClientWebSocketResponse:
+        """A WebSocket to ``request``'s upstream at its path (the upgrade's own headers
+        are aiohttp's; raises ``aiohttp.WSServerHandshakeError`` with the status of an
+        upstream that refuses it, ``NoUpstream`` when there is none)."""
+        row = providers.upstream_spec(request.provider)
+        base = self.bases.get(request.provider) or (row.default_base if row else None)
+        if row is not None and row.regional is not None and base == row.default_base:
+            base = row.regional(request.path)
+        if not base or (row is not None and row.signing_name):
+            raise NoUpstream(request.provider)
+        headers = {
+            k: v
+            for k, v in request.headers.items()
+            if k.lower() not in HOP_BY_HOP and not k.lower().startswith("sec-websocket-")
+        }
+        return await self._client().ws_connect(
+            self._url(base, request),
+            headers=headers,
+            protocols=protocols,
+            compress=15,
+            max_msg_size=0,
+            autoping=True,
+            proxy=self._proxy(base),
+        )
+
     async def connect_ahead(self, names: Iterable[str]) -> None:
         """Open a connection to the host of each of the upstreams ``names`` (its TCP and TLS
         handshakes) and leave it in the pool, where the first call to it finds it: that

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Iterable
+from typing import cast
 
 from aiohttp import web
 from multidict import CIMultiDict
@@ -24,6 +25,7 @@ __all__ = [
     "passthrough",
     "prime_answers",
     "replayed_headers",
+    "served",
 ]
 
 
@@ -91,6 +93,12 @@ def prime_answers(bodies: Iterable[JSON]) -> None:
             made += len(_encoded(body))
             if made >= _ANSWERS_BUDGET // 2:
                 return
+
+
+def served(request: object) -> web.Request:
+    """The aiohttp request a gateway call came in as (``Call.request``, typed as any
+    door's request by the engine)."""
+    return cast(web.Request, request)
 
 
 def abort(request: web.Request) -> None:

@@ -42,11 +42,11 @@ from otel_replay.matching.rules import (
     Rule,
     Subject,
     VolatileRule,
-    current_places,
     detect,
     place_rules,
 )
 from otel_replay.matching.ruleset import RuleSet
+from otel_replay.matching.sources import current_places
 
 __all__ = [
     "Normalizer",

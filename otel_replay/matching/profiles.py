@@ -20,12 +20,10 @@ from otel_replay.core.exchange import CanonicalRequest
 from otel_replay.matching.projection import canonical_json
 from otel_replay.matching.rulefile import RuleFile, parse_rules
 from otel_replay.matching.rules import Profile, detect
-from otel_replay.matching.sources import RuleSources as RuleSources
 
 __all__ = [
     "PROFILES",
     "PROFILE_TABLES",
-    "RuleSources",
     "profiles_seen",
     "recorded_places",
     "recorded_rules",

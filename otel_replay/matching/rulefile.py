@@ -54,10 +54,8 @@ from otel_replay.matching.rules import (
     Scope,
     VolatileRule,
 )
-from otel_replay.matching.sources import PYPROJECT_TABLE as PYPROJECT_TABLE
 
 __all__ = [
-    "PYPROJECT_TABLE",
     "SCOPE_KEYS",
     "TOOL_KEYS",
     "RuleFile",

@@ -34,7 +34,6 @@ from fnmatch import fnmatchcase
 
 from otel_replay.core.exchange import CanonicalRequest
 from otel_replay.matching.ignore import has_path, parse_path
-from otel_replay.matching.sources import current_places as current_places
 
 __all__ = [
     "ANY",
@@ -50,7 +49,6 @@ __all__ = [
     "Scope",
     "Subject",
     "VolatileRule",
-    "current_places",
     "detect",
     "epoch_rule",
     "integer_range_pattern",

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import zlib
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -28,7 +28,6 @@ from opentelemetry.proto.collector.trace.v1 import trace_service_pb2 as trace_pb
 from otel_replay.core import jsontext
 from otel_replay.core.errors import TraceFormatError, root_cause
 from otel_replay.otlp import codec
-from otel_replay.otlp.routes import PATHS, Handler
 from otel_replay.otlp.store import (
     StoreSource,
     TraceStore,
@@ -40,7 +39,7 @@ from otel_replay.otlp.store import (
 
 logger = logging.getLogger(__name__)
 
-TRACES, LOGS, METRICS = PATHS
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
@@ -67,7 +66,6 @@ _M = TypeVar("_M", bound=Message)
 class _Route:
     """How one signal is decoded, checked, stored and answered."""
 
-    path: str
     from_proto: Callable[[bytes], Any]
     from_json: Callable[[bytes], Any]
     store: Callable[[TraceStore, Any], tuple[int, str]]
@@ -98,16 +96,9 @@ def metrics_response(rejected: int, message: str) -> metrics_pb.ExportMetricsSer
 
 
 ROUTES = (
+    _Route(codec.traces_from_proto, codec.traces_from_json, ingest_traces, trace_response),
+    _Route(codec.logs_from_proto, codec.logs_from_json, ingest_logs, logs_response),
     _Route(
-        TRACES,
-        codec.traces_from_proto,
-        codec.traces_from_json,
-        ingest_traces,
-        trace_response,
-    ),
-    _Route(LOGS, codec.logs_from_proto, codec.logs_from_json, ingest_logs, logs_response),
-    _Route(
-        METRICS,
         codec.metrics_from_proto,
         codec.metrics_from_json,
         ingest_metrics,
@@ -116,12 +107,20 @@ ROUTES = (
 )
 
 
-def handlers(store: StoreSource, max_body: int, read_timeout: float) -> dict[str, Handler]:
-    """Each endpoint's handler by path (``routes.add_otlp_routes`` registers them)."""
-    return {route.path: _handler(route, store, max_body, read_timeout) for route in ROUTES}
+def handlers(
+    paths: Sequence[str], store: StoreSource, max_body: int, read_timeout: float
+) -> dict[str, Handler]:
+    """Each endpoint's handler by path; ``paths``: the traces', logs' and metrics' paths,
+    in that order (``routes.add_otlp_routes`` registers the handlers at them)."""
+    return {
+        path: _handler(path, route, store, max_body, read_timeout)
+        for path, route in zip(paths, ROUTES, strict=True)
+    }
 
 
-def _handler(route: _Route, store: StoreSource, max_body: int, read_timeout: float) -> Handler:
+def _handler(
+    path: str, route: _Route, store: StoreSource, max_body: int, read_timeout: float
+) -> Handler:
     async def handle(request: web.Request) -> web.Response:
         as_json = request.content_type == JSON
         try:
@@ -145,17 +144,17 @@ def _handler(route: _Route, store: StoreSource, max_body: int, read_timeout: flo
                 raise _Refused(400, code_pb2.INVALID_ARGUMENT, exc.problem) from exc
             rejected, why = route.store(current_store(store), message)
             if rejected:
-                logger.warning("OTLP %s: rejected %d: %s", route.path, rejected, why)
+                logger.warning("OTLP %s: rejected %d: %s", path, rejected, why)
             return _encode(route.response(rejected, why), 200, as_json)
         except _Refused as exc:
-            logger.warning("OTLP %s: %d %s", route.path, exc.http_status, exc.message)
+            logger.warning("OTLP %s: %d %s", path, exc.http_status, exc.message)
             status = status_pb2.Status(code=exc.code, message=exc.message)
             response = _encode(status, exc.http_status, as_json)
             if exc.close:
                 response.force_close()
             return response
         except Exception as exc:  # the receiver answers; it never raises into the agent
-            logger.exception("OTLP %s: failed to store a batch", route.path)
+            logger.exception("OTLP %s: failed to store a batch", path)
             status = status_pb2.Status(code=code_pb2.INTERNAL, message=f"{type(exc).__name__}")
             return _encode(status, 500, as_json)
 

@@ -1,9 +1,9 @@
 """The OTLP/HTTP endpoints on an aiohttp app, registered before their receiver is loaded.
 
-The receiver (``otlp/http.py``) needs protobuf and the OTLP messages, tens of milliseconds
-to import. A gateway started for an agent serves the agent's model calls first: each
-endpoint loads the receiver, on a worker thread, at the first export it is sent
-(``core/lazy.py``).
+The receiver (``otlp/http.py``, given the paths: it imports nothing from here) needs
+protobuf and the OTLP messages, tens of milliseconds to import. A gateway started for an
+agent serves the agent's model calls first: each endpoint loads the receiver, on a worker
+thread, at the first export it is sent (``core/lazy.py``).
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def add_otlp_routes(
                 await import_meanwhile("otel_replay.otlp.http")
                 from otel_replay.otlp.http import handlers
 
-                loaded.update(handlers(store, max_body, read_timeout))
+                loaded.update(handlers(PATHS, store, max_body, read_timeout))
             return await loaded[path](request)
 
         return handle

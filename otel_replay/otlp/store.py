@@ -27,6 +27,7 @@ from otel_replay.otlp import clean_parts
 from otel_replay.otlp.clean_parts import CleanParts
 from otel_replay.redaction.attributes import names_a_secret, scrub_secret_attributes
 from otel_replay.redaction.headers import HEADER_ATTRIBUTE_PREFIXES, scrub_header_attributes
+from otel_replay.redaction.keyed import PlaceholderKey
 
 if TYPE_CHECKING:  # protobuf is imported with the first line written, not at start-up
     from google.protobuf.message import Message
@@ -157,6 +158,7 @@ class TraceStore:
         redact_text: RedactText | None = None,
         by_parts: bool = False,
         might_hold: Callable[[str], bool] | None = None,
+        placeholder_key: PlaceholderKey | None = None,
     ) -> None:
         """``redact`` walks a JSON value replacing secrets. ``redact_text`` does the same
         on JSON text: one regex pass over the whole line, several times faster than the
@@ -165,8 +167,10 @@ class TraceStore:
         part, each distinct part once (``otlp.clean_parts``: true when no literal secret
         value holds a character of ``JOINT_CHARS``); received telemetry is always
         redacted whole. ``might_hold``: the redactor's cheap test, which clears most
-        lines of a middling size at once."""
+        lines of a middling size at once. ``placeholder_key``: the key of the placeholders
+        written for attributes named like a secret (``redaction.keyed``)."""
         self._redact_text = redact_text
+        self._key = placeholder_key
         self._parts = (
             CleanParts(redact_text, might_hold) if by_parts and redact_text is not None else None
         )
@@ -191,6 +195,7 @@ class TraceStore:
         redact_text: RedactText | None = None,
         by_parts: bool = False,
         might_hold: Callable[[str], bool] | None = None,
+        placeholder_key: PlaceholderKey | None = None,
     ) -> TraceStore:
         """A store writing traces to ``X.jsonl``, logs and metrics to ``X.logs.jsonl`` and
         ``X.metrics.jsonl`` beside it."""
@@ -204,6 +209,7 @@ class TraceStore:
             redact_text=redact_text,
             by_parts=by_parts,
             might_hold=might_hold,
+            placeholder_key=placeholder_key,
         )
 
     @property
@@ -342,10 +348,10 @@ class TraceStore:
             return (text + "\n").encode("utf-8"), True
         intact = True
         if any(marker in text for marker in _HEADER_MARKERS):
-            doc = scrub_header_attributes(doc)
+            doc = scrub_header_attributes(doc, self._key)
             text, intact = codec.otlp_line(doc), False
         if names_a_secret(text):
-            doc = scrub_secret_attributes(doc)
+            doc = scrub_secret_attributes(doc, self._key)
             text, intact = codec.otlp_line(doc), False
         if intact and parts is not None and parts.clean(text):
             return (text + "\n").encode("utf-8"), True  # what the pass below would return

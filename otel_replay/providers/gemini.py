@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from otel_replay.core.exchange import JSON, CanonicalRequest, SSEEvent
+from otel_replay.providers import gemini_live as live
 from otel_replay.providers import gemini_request as req
 from otel_replay.providers import gemini_response as res
 from otel_replay.providers.base import OutputView
@@ -61,6 +62,8 @@ class GeminiProvider:
     name = "gcp.gemini"
 
     def operation(self, path: str) -> str:
+        if live.is_live_path(path):
+            return "live"
         method = req.method_of(path.partition("?")[0])
         if method is not None:
             return req.METHOD_OPERATIONS.get(method, "other")
@@ -74,6 +77,8 @@ class GeminiProvider:
         return f"/{_DEFAULT_VERSION}/models/{model or 'unknown'}:{method}"
 
     def canonical(self, path: str, body: JSON) -> CanonicalRequest:
+        if live.is_live_path(path):
+            return live.canonical(path, body)
         return req.canonical(path, body)
 
     def parameters(self, operation: str) -> frozenset[str]:
@@ -92,9 +97,13 @@ class GeminiProvider:
         return {"error": {"code": status, "message": message, "status": code, "details": [info]}}
 
     def stream_from_body(self, operation: str, body: JSON) -> list[SSEEvent]:
+        if operation == "live":
+            return live.events_from_body(body)
         return res.stream_from_body(operation, body)
 
     def body_from_stream(self, operation: str, events: list[SSEEvent]) -> JSON:
+        if operation == "live":
+            return live.body_from_events(events)
         return res.body_from_stream(operation, events)
 
     def stream_done(self, events: list[SSEEvent]) -> bool:
@@ -104,7 +113,7 @@ class GeminiProvider:
         return res.response_from_view(operation, view)
 
     def view_from_response(self, operation: str, body: JSON) -> OutputView:
-        return res.view_from_response(operation, body)
+        return res.view_from_response("chat" if operation == "live" else operation, body)
 
 
 GEMINI = GeminiProvider()

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from otel_replay.core.exchange import JSON, CanonicalRequest, SSEEvent
+from otel_replay.providers import openai_realtime as realtime
 from otel_replay.providers import openai_request as req
 from otel_replay.providers import openai_view as views
 from otel_replay.providers.azure import canonical_endpoint, route
@@ -32,13 +33,16 @@ _ENDPOINTS: dict[str, str] = {
     "embeddings": "/v1/embeddings",
     "completions": "/v1/completions",
     "models": "/v1/models",
+    "realtime": realtime.REALTIME_PATH,
 }
 _OPERATIONS = {path: op for op, path in _ENDPOINTS.items()}
 # The Responses API's last event (it sends no [DONE]).
 _RESPONSES_CLOSING = frozenset(
     {"response.completed", "response.failed", "response.incomplete", "error"}
 )
-_TRANSPORT = frozenset({"stream", "stream_options"})
+# ``stream_id``: the Responses API's WebSocket mode's own envelope field
+_REALTIME_DONE = "response.done"
+_TRANSPORT = frozenset({"stream", "stream_options", "stream_id"})
 
 PARAMETERS: Mapping[str, frozenset[str]] = {
     # openai.types.chat.completion_create_params.CompletionCreateParamsBase
@@ -102,6 +106,8 @@ class OpenAIProvider:
         if not isinstance(body, dict):
             return CanonicalRequest(endpoint=endpoint, model=deployment, params={"body": body})
         model = deployment or _model(body)
+        if operation == "realtime":
+            return realtime.canonical(endpoint, body)
         if operation == "chat":
             system, messages = req.chat_system_and_messages(body.get("messages"))
             consumed = frozenset({"model", "messages", "tools", "functions"})
@@ -143,6 +149,8 @@ class OpenAIProvider:
             return responses_stream(body)
         if operation == "completions":
             return completions_stream(body)
+        if operation == "realtime":
+            return realtime.events_from_body(body)
         return [SSEEvent(data=dumps(body)), SSEEvent(data="[DONE]")]
 
     def body_from_stream(self, operation: str, events: list[SSEEvent]) -> JSON:
@@ -152,6 +160,8 @@ class OpenAIProvider:
             return responses_body(events)
         if operation == "completions":
             return completions_body(events)
+        if operation == "realtime":
+            return realtime.body_from_events(events)
         payloads = event_payloads(events)
         return payloads[-1] if payloads else None
 
@@ -159,10 +169,11 @@ class OpenAIProvider:
         if not events:
             return False
         last = events[-1]
-        return last.data == "[DONE]" or last.event in _RESPONSES_CLOSING
+        closing = last.event in _RESPONSES_CLOSING or last.event == _REALTIME_DONE
+        return last.data == "[DONE]" or closing
 
     def response_from_view(self, operation: str, view: OutputView) -> JSON:
-        if operation == "responses":
+        if operation in ("responses", "realtime"):
             return views.response_body(view)
         if operation == "embeddings":
             return views.embeddings_body(view)
@@ -174,7 +185,7 @@ class OpenAIProvider:
 
     def view_from_response(self, operation: str, body: JSON) -> OutputView:
         data = as_dict(body)
-        if operation == "responses":
+        if operation in ("responses", "realtime"):
             return views.view_of_response(data)
         if operation == "embeddings":
             return views.view_of_embeddings(data)

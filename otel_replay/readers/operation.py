@@ -1,5 +1,6 @@
 """The exchange operation a model-call span stands for (``chat``, ``responses``,
-``messages``, ``embeddings``, ``completions``), read the same way for every reader."""
+``messages``, ``embeddings``, ``completions``, ``realtime``), read the same way for every
+reader."""
 
 from __future__ import annotations
 
@@ -40,6 +41,8 @@ def operation_of(
         return None
     if operation == "chat":
         operation = _CHAT_OPERATION.get(provider, operation)
+    if operation == "chat" and span_name in genai.REALTIME_SPAN_NAMES:
+        return "realtime"
     if operation == "chat" and (
         genai.RESPONSES_WORD in span_name.lower() or _responses_id(attrs.get(genai.RESPONSE_ID))
     ):

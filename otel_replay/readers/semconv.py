@@ -107,6 +107,8 @@ def read(span: Span, attrs: Mapping[str, Any], events: Sequence[Event]) -> Excha
         known.add("model")
     if messages is not None or system is not None:
         known |= {"system", "messages"}
+    if operation == "realtime" and system is None:
+        known.discard("system")  # a Realtime response's span: its session's carries that
     if tools is not None and not _schemas_missing(tools):
         known.add("tools")
     finish = merged.get(genai.FINISH_REASONS)

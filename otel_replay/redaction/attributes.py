@@ -17,6 +17,7 @@ import re
 
 from otel_replay.core.exchange import JSON
 from otel_replay.redaction.headers import scrub_attributes
+from otel_replay.redaction.keyed import PlaceholderKey
 from otel_replay.redaction.names import credential_like, is_secret_field
 
 __all__ = ["names_a_secret", "scrub_secret_attributes"]
@@ -46,12 +47,12 @@ def names_a_secret(text: str) -> bool:
     return False
 
 
-def scrub_secret_attributes(node: JSON) -> JSON:
+def scrub_secret_attributes(node: JSON, key: PlaceholderKey | None = None) -> JSON:
     """An OTLP JSON document (or part of one) whose attributes named like a secret hold
-    ``[REDACTED:attribute:NAME]`` in place of each string value that looks like a
-    credential (8 characters or more, no spaces)."""
-    return scrub_attributes(node, _placeholder, credential_like)
+    ``[REDACTED:attribute:NAME]`` (keyed with ``key``) in place of each string value that
+    looks like a credential (8 characters or more, no spaces)."""
+    return scrub_attributes(node, _kind, credential_like, key)
 
 
-def _placeholder(key: str) -> str | None:
-    return f"[REDACTED:attribute:{_UNSAFE.sub('_', key)}]" if _secret(key) else None
+def _kind(name: str) -> str | None:
+    return f"attribute:{_UNSAFE.sub('_', name)}" if _secret(name) else None

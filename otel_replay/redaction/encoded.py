@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import re
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -55,6 +56,15 @@ def _cores(anchor: str) -> Iterable[str]:
             yield core.replace("+", "-").replace("/", "_")
 
 
+@functools.lru_cache(maxsize=16)
+def _cores_re(anchors: frozenset[str]) -> Any:
+    """One RE2 alternation of every core of ``anchors``, longest first: remembered, as a
+    redactor is made for each session (a serve's ``use`` line, a pytest block) from the
+    same shapes and mostly the same variables."""
+    cores = sorted({c for a in anchors for c in _cores(a)}, key=lambda c: (-len(c), c))
+    return re2.compile("|".join(re2.escape(c) for c in cores))
+
+
 def _unescape(run: str) -> str:
     text = _ESCAPE_ONE.sub(lambda m: chr(int(m.group(1), 16)), run)
     return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
@@ -83,8 +93,7 @@ class EncodedSecrets:
     __slots__ = ("_cores_re", "_redact")
 
     def __init__(self, anchors: Iterable[str], redact: Callable[[str], str]) -> None:
-        cores = sorted({c for a in anchors for c in _cores(a)}, key=lambda c: (-len(c), c))
-        self._cores_re: Any = re2.compile("|".join(re2.escape(c) for c in cores))
+        self._cores_re: Any = _cores_re(frozenset(anchors))
         self._redact = redact
 
     def hints(self) -> list[str]:

@@ -14,6 +14,7 @@ from otel_replay.core.envvars import (
     SECRET_NAME_WORDS,
     SECRET_WORDS,
 )
+from otel_replay.redaction.keyed import PlaceholderKey, placeholder
 
 __all__ = [
     "credential_like",
@@ -163,15 +164,17 @@ _SECRET_OPTION = re.compile(
 )
 
 
-def redact_argv(argv: Sequence[str], redact: Callable[[str], str]) -> list[str]:
+def redact_argv(
+    argv: Sequence[str], redact: Callable[[str], str], key: PlaceholderKey | None = None
+) -> list[str]:
     """A command line as it may be written down: every argument through ``redact``, and
     the value after an option named like a secret (``--api-key VALUE``,
-    ``--db-password VALUE``) replaced whatever it looks like."""
+    ``--db-password VALUE``) replaced whatever it looks like (keyed with ``key``)."""
     out: list[str] = []
     hide_next = False
     for arg in argv:
         if hide_next and not arg.startswith("-"):
-            out.append("[REDACTED:argument]")
+            out.append(placeholder("argument", arg, key))
         else:
             out.append(redact(arg))
         hide_next = _SECRET_OPTION.fullmatch(arg) is not None

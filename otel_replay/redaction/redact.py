@@ -4,7 +4,8 @@ Placeholders are ``[REDACTED:kind]`` — ``[REDACTED:openai-key]``, ``[REDACTED:
 ``[REDACTED:env:MY_SERVICE_TOKEN]`` — and depend only on the kind of secret (or the name
 of the variable that held it), never on its value. A recording made on one machine and a
 live request made on another therefore redact to the same text, so matching stays stable
-without the two machines sharing a secret.
+without the two machines sharing a secret. With ``OTEL_REPLAY_HMAC_KEY`` set they also
+carry a keyed hash of the secret (``keyed.py``), so another secret reads differently.
 
 Two passes, each one compiled alternation: first the shapes of known secrets, then the
 literal values of secret-named environment variables and of the working directory's
@@ -29,6 +30,7 @@ from otel_replay.core.exchange import JSON
 from otel_replay.core.jsontext import orjson_text
 from otel_replay.redaction.encoded import EncodedSecrets
 from otel_replay.redaction.headers import is_sensitive_header
+from otel_replay.redaction.keyed import PlaceholderKey, key_from_environment, placeholder
 from otel_replay.redaction.names import (
     credential_like,
     is_secret_field,
@@ -42,6 +44,7 @@ from otel_replay.redaction.shapes import (
     ENCODED_ANCHORS,
     PLACEHOLDER,
     PLACEHOLDER_RE,
+    replacement,
     shape_replacement,
     shapes_by_first,
     shapes_re,
@@ -96,7 +99,8 @@ class Redactor:
     """Replaces secrets in text and JSON with typed placeholders. Stateless once built.
 
     ``secrets`` maps a variable name to its value; values shorter than
-    ``MIN_SECRET_LENGTH`` are ignored. Its repr names the variables, never the values.
+    ``MIN_SECRET_LENGTH`` are ignored. ``key``: placeholders carry a keyed hash of the
+    secret (``keyed.py``). Its repr names the variables, never the values.
     """
 
     __slots__ = (
@@ -109,17 +113,29 @@ class Redactor:
         "_memo_chars",
         "_names",
         "_prefilter_re",
+        "_raw_values",
+        "_replacement",
         "_value_names",
         "_values_re",
+        "key",
     )
 
-    def __init__(self, secrets: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self, secrets: Mapping[str, str] | None = None, key: PlaceholderKey | None = None
+    ) -> None:
         by_value: dict[str, str] = {}
+        raw: dict[str, str] = {}  # each form of a value (as JSON text too): the value
         for name, value in sorted((secrets or {}).items()):
             if len(value) >= MIN_SECRET_LENGTH and not PLACEHOLDER_RE.fullmatch(value):
                 by_value.setdefault(value, name)
                 # As it appears inside JSON text (a raw body, an SSE data line).
-                by_value.setdefault(_json.dumps(value, ensure_ascii=False)[1:-1], name)
+                escaped = _json.dumps(value, ensure_ascii=False)[1:-1]
+                by_value.setdefault(escaped, name)
+                raw.setdefault(value, value)
+                raw.setdefault(escaped, value)
+        self.key = key
+        self._replacement = replacement(key)
+        self._raw_values = raw
         self._names = tuple(sorted(set(by_value.values())))
         ordered = sorted(by_value, key=lambda v: (-len(v), v))
         self._values_re: Any = None
@@ -154,7 +170,7 @@ class Redactor:
         for name, value in parse_dotenv(text).items():
             if is_secret_name(name) or not looks_like_settings(name, value):
                 secrets.setdefault(name, value)
-        return cls(secrets)
+        return cls(secrets, key_from_environment(env))
 
     def __repr__(self) -> str:
         return f"Redactor(names={list(self._names)!r})"
@@ -214,7 +230,7 @@ class Redactor:
 
     def _plain_text(self, s: str) -> str:
         """``s`` with every secret written as itself replaced (no decoding)."""
-        out: str = shapes_re().sub(shape_replacement, s)
+        out: str = shapes_re().sub(self._replacement, s)
         if self._values_re is not None:
             out = self._values_re.sub(self._value_replacement, out)
         return out
@@ -223,7 +239,7 @@ class Redactor:
         found: str = m.group()
         if m.lastgroup == "keep":
             return found
-        return f"[REDACTED:env:{self._value_names[found]}]"
+        return placeholder(f"env:{self._value_names[found]}", self._raw_values[found], self.key)
 
     def json(self, value: JSON, *, size: int | None = None) -> JSON:
         """A copy of a JSON value with every string (dict keys too) redacted.
@@ -310,7 +326,7 @@ class Redactor:
         under a name the shapes do not read, whenever it looks like a credential)."""
         if self._field_kind(key) == _BY_WORD:
             if credential_like(value):
-                return "[REDACTED:secret-field]"
+                return placeholder("secret-field", value, self.key)
             return self._clean_text(value)
         text = _json.dumps({key: value}, ensure_ascii=False)
         clean = self.text(text)
@@ -324,7 +340,7 @@ class Redactor:
             (found,) = parsed.values()
             if isinstance(found, str):
                 return found
-        return "[REDACTED:secret-field]"
+        return placeholder("secret-field", value, self.key)
 
     def _walk(self, value: JSON) -> JSON:
         if isinstance(value, str):

@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 
 import re2
 
+from otel_replay.redaction.keyed import PlaceholderKey, placeholder
 from otel_replay.redaction.labelled import (
     LABELLED_ANCHOR,
     LABELLED_SHAPES,
@@ -34,6 +35,7 @@ __all__ = [
     "PLACEHOLDER",
     "PLACEHOLDER_RE",
     "key_kind",
+    "replacement",
     "shape_replacement",
     "shapes_by_first",
     "shapes_re",
@@ -190,6 +192,23 @@ ENCODED_ANCHORS = (
 )
 
 
+class _Pattern:
+    """A shape's pattern for the backtracking engine, compiled when first used: a start
+    compiles none of them, and a run compiles those its matches are told apart by."""
+
+    __slots__ = ("_compiled", "_source")
+
+    def __init__(self, source: str) -> None:
+        self._source = source
+        self._compiled: re.Pattern[str] | None = None
+
+    def get(self) -> re.Pattern[str]:
+        compiled = self._compiled
+        if compiled is None:
+            compiled = self._compiled = re.compile(self._source)
+        return compiled
+
+
 class _Shape(NamedTuple):
     """One shape as the replacement sees it: its placeholder, its pattern for the
     backtracking engine (run only on a match RE2 already found, anchored there, so its
@@ -199,7 +218,7 @@ class _Shape(NamedTuple):
     A named tuple: made at every start, where a dataclass costs a compile of its methods."""
 
     placeholder: str
-    pattern: re.Pattern[str]
+    pattern: _Pattern
     check: Callable[[str], bool] | None
     named: bool
     labelled: bool
@@ -265,12 +284,12 @@ def _unnamed_re() -> Any:
 
 @functools.cache
 def shapes_by_first() -> dict[str, tuple[_Shape, ...]]:
-    """The shapes by first character, in order, to tell which one matched: compiled for
-    the backtracking engine when a match is first told apart (most runs never are)."""
+    """The shapes by first character, in order, to tell which one matched: each compiled
+    for the backtracking engine when a match is first told apart by it (most never are)."""
     by_first: dict[str, list[_Shape]] = {}
     for kind, pattern, check, labelled in _table():
         first = pattern[1] if pattern[0] == "\\" else pattern[0]
-        local = re.compile(pattern.replace("\\z", "\\Z"))
+        local = _Pattern(pattern.replace("\\z", "\\Z"))
         named = labelled or kind == LABELLED_KIND
         by_first.setdefault(first, []).append(
             _Shape(f"[REDACTED:{kind}]", local, check, named, labelled)
@@ -278,51 +297,71 @@ def shapes_by_first() -> dict[str, tuple[_Shape, ...]]:
     return {first: tuple(shapes) for first, shapes in by_first.items()}
 
 
-def shape_replacement(m: Any) -> str:
+def shape_replacement(m: Any, key: PlaceholderKey | None = None) -> str:
+    """What a match of ``shapes_re`` becomes (its placeholders keyed with ``key``)."""
     whole: str = m.group()
     for shape in shapes_by_first().get(whole[:1], ()):
-        found = shape.pattern.match(whole)
+        found = shape.pattern.get().match(whole)
         if found is not None and found.end() == len(whole):
-            return _replaced(shape, whole, found, m)
+            return _replaced(shape, whole, found, m, key)
     return whole  # a placeholder, kept as it is
 
 
-def _unnamed_replacement(m: Any) -> str:
+def replacement(key: PlaceholderKey | None) -> Callable[[Any], str]:
+    """``shape_replacement`` with its placeholders keyed with ``key`` (itself for none)."""
+    return shape_replacement if key is None else functools.partial(shape_replacement, key=key)
+
+
+def _unnamed_replacement(m: Any, key: PlaceholderKey | None = None) -> str:
     whole: str = m.group()
     for shape in shapes_by_first().get(whole[:1], ()):
         if shape.named:
             continue
-        found = shape.pattern.match(whole)
+        found = shape.pattern.get().match(whole)
         if found is not None and found.end() == len(whole):
-            return _replaced(shape, whole, found, m)
+            return _replaced(shape, whole, found, m, key)
     return whole
 
 
-def _within(value: str) -> str:
+def _within(value: str, key: PlaceholderKey | None) -> str:
     """A value under a secret's name with the known shapes in it redacted (looked for in
     its UTF-8 bytes first, which RE2's binding reads at a third of the cost of ``str``)."""
     if _unnamed_re().search(value.encode()) is None:
         return value
-    out: str = _unnamed_re().sub(_unnamed_replacement, value)
+    unnamed = _unnamed_replacement
+    if key is not None:
+        unnamed = functools.partial(_unnamed_replacement, key=key)
+    out: str = _unnamed_re().sub(unnamed, value)
     return out
 
 
-def _replaced(shape: _Shape, whole: str, found: re.Match[str], m: Any) -> str:
-    if "secret" not in shape.pattern.groupindex:  # the whole match is the secret
+def _placeholder(shape: _Shape, secret: str, key: PlaceholderKey | None) -> str:
+    """A shape's placeholder for ``secret`` (``keyed.placeholder``, made once unkeyed)."""
+    if key is None:
         return shape.placeholder
+    return placeholder(shape.placeholder[len("[REDACTED:") : -1], secret, key)
+
+
+def _replaced(
+    shape: _Shape, whole: str, found: re.Match[str], m: Any, key: PlaceholderKey | None
+) -> str:
+    if "secret" not in shape.pattern.get().groupindex:  # the whole match is the secret
+        return _placeholder(shape, whole, key)
     start, end = found.span("secret")
     secret = whole[start:end]
     if shape.labelled:
-        return _labelled(shape, whole, found, m)
+        return _labelled(shape, whole, found, m, key)
     if secret.startswith(_NOT_OURS) or (shape.check is not None and not shape.check(secret)):
         # not this shape's secret (a placeholder, a PEM block, a word after "Bearer"), but
         # it may hold another's: ``Bearer -----BEGINsk-proj-...`` keeps only what is clean
-        kept = _within(secret) if shape.named else shapes_re().sub(shape_replacement, secret)
+        kept = _within(secret, key) if shape.named else shapes_re().sub(replacement(key), secret)
         return whole if kept == secret else whole[:start] + kept + whole[end:]
-    return whole[:start] + shape.placeholder + whole[end:]
+    return whole[:start] + _placeholder(shape, secret, key) + whole[end:]
 
 
-def _labelled(shape: _Shape, whole: str, found: re.Match[str], m: Any) -> str:
+def _labelled(
+    shape: _Shape, whole: str, found: re.Match[str], m: Any, key: PlaceholderKey | None
+) -> str:
     """A value after a label: a known shape in it is named as such (``GITHUB_TOKEN:
     ghp_...`` reads ``[REDACTED:github-token]``); else it is a secret field's when the
     label names a secret and the value looks like a credential. After two labels
@@ -341,10 +380,11 @@ def _labelled(shape: _Shape, whole: str, found: re.Match[str], m: Any) -> str:
         elif shape.check is None or shape.check(second):
             start, end = found.span("chain")
     secret = whole[start:end]
-    kept = _within(secret)
+    kept = _within(secret, key)
     if kept == secret and (not marked or (shape.check is not None and not shape.check(secret))):
         return whole
-    return whole[:start] + (kept if kept != secret else shape.placeholder) + whole[end:]
+    made = kept if kept != secret else _placeholder(shape, secret, key)
+    return whole[:start] + made + whole[end:]
 
 
 def key_kind(value: str) -> str | None:
@@ -353,6 +393,6 @@ def key_kind(value: str) -> str | None:
     if not value or shapes_re().fullmatch(value) is None:
         return None
     for shape in shapes_by_first().get(value[:1], ()):
-        if shape.pattern.fullmatch(value) is not None:
+        if shape.pattern.get().fullmatch(value) is not None:
             return shape.placeholder[len("[REDACTED:") : -1]
     return None

@@ -35,6 +35,8 @@ class Miss:
     path: str
     body: Any
     used: list[int]
+    keyless: bool = False
+    """An auto-mode miss that could not go live: the caller holds no key of its provider."""
 
     def brief(self) -> dict[str, Any]:
         """The miss without its request body: what a run report lists."""

@@ -135,10 +135,17 @@ def suite_page(doc: dict[str, Any], diffs: Mapping[int, TrajectoryDiff] | None =
     body = f"""<header><h1>otel-replay · test session</h1>
 <p id="summary">{totals["replayed"]} replayed · {totals["live"]} live ·
 {len(totals["misses"])} misses · {totals["spans_received"]} spans received
-{_e(_cost(totals.get("live_cost")))}</p></header>
+{_e(_cost(totals.get("live_cost")))}{_e(_not_evaluated(doc))}</p></header>
 <table class="blocks"><thead><tr><th>test</th><th>cassette</th><th>mode</th><th>replayed</th>
 <th>live</th><th>misses</th></tr></thead><tbody>{"".join(rows)}</tbody></table>"""
     return page("otel-replay · test session", body)
+
+
+def _not_evaluated(doc: dict[str, Any]) -> str:
+    """`` · 2 not evaluated`` after a session's totals (blocks whose auto-mode misses could
+    not go live for want of a key); nothing when there are none."""
+    count = int((doc.get("outcomes") or {}).get("not evaluated", 0))
+    return f" · {count} not evaluated" if count else ""
 
 
 def suite_markdown(doc: dict[str, Any], diffs: Mapping[int, TrajectoryDiff] | None = None) -> str:
@@ -147,7 +154,9 @@ def suite_markdown(doc: dict[str, Any], diffs: Mapping[int, TrajectoryDiff] | No
         "### otel-replay test session",
         "",
         f"{totals['replayed']} replayed · {totals['live']} live · {len(totals['misses'])} "
-        f"misses · {totals['spans_received']} spans received" + _cost(totals.get("live_cost")),
+        f"misses · {totals['spans_received']} spans received"
+        + _cost(totals.get("live_cost"))
+        + _not_evaluated(doc),
         "",
         "| test | cassette | mode | replayed | live | misses |",
         "|---|---|---|---|---|---|",

@@ -11,7 +11,15 @@ from typing import Any, Protocol
 from otel_replay.reports.misses import Miss
 from otel_replay.reports.prices import money
 
-__all__ = ["Block", "Summary", "combined", "run_report", "suite_report", "summary_from_json"]
+__all__ = [
+    "OUTCOMES",
+    "Block",
+    "Summary",
+    "combined",
+    "run_report",
+    "suite_report",
+    "summary_from_json",
+]
 
 
 @dataclass(slots=True)
@@ -22,6 +30,9 @@ class Summary:
     replayed: int = 0
     live: int = 0
     misses: list[str] = field(default_factory=list)
+    keyless: int = 0
+    """Of ``misses``, those in auto mode that could not go live: no key of the provider
+    was set (a test whose every miss is one is *not evaluated*, not failed)."""
     spans_received: int = 0
     unused: list[int] = field(default_factory=list)
     hits: list[int] = field(default_factory=list)
@@ -72,6 +83,16 @@ class Summary:
         return line
 
     @property
+    def not_evaluated(self) -> bool:
+        """Whether each of an auto-mode run's misses could not go live for want of the
+        provider's key (and nothing else failed): its test is *not evaluated* rather than
+        failed, unless the run asks to be strict about it."""
+        misses = len(self.misses)
+        return (
+            self.mode == "auto" and misses > 0 and self.keyless == misses and not self.write_errors
+        )
+
+    @property
     def failed(self) -> bool:
         """Whether the run failed: a miss, a write that failed, or (strict) a model call
         that bypassed the gateway."""
@@ -85,6 +106,7 @@ class Summary:
             "replayed_by_turn": self.by_turn,
             "live": self.live,
             "misses": list(self.misses),
+            "keyless_misses": self.keyless,
             "spans_received": self.spans_received,
             "hits": list(self.hits),
             "unused": list(self.unused),
@@ -109,8 +131,10 @@ def summary_from_json(doc: dict[str, Any]) -> Summary:
     fields = dict(doc)
     tools = fields.pop("tools", None) or {}
     by_turn = fields.pop("replayed_by_turn", 0)
+    keyless = fields.pop("keyless_misses", 0)
     return Summary(
         **fields,
+        keyless=keyless,
         by_turn=by_turn,
         tools_replayed=tools.get("replayed", 0),
         tools_live=tools.get("live", 0),
@@ -126,6 +150,7 @@ def combined(summaries: Iterable[Summary], mode: str) -> Summary:
         total.by_turn += summary.by_turn
         total.live += summary.live
         total.misses.extend(summary.misses)
+        total.keyless += summary.keyless
         total.spans_received += summary.spans_received
         total.not_saved += summary.not_saved
         total.write_errors.extend(summary.write_errors)
@@ -164,17 +189,35 @@ class Block(Protocol):
     def mode(self) -> str: ...
     @property
     def summary(self) -> Summary: ...
+    @property
+    def outcome(self) -> str: ...
+
+
+OUTCOMES = ("passed", "failed", "not evaluated")
+"""A block's outcome: replayed (or recorded) cleanly; failed (a miss, an error); or *not
+evaluated*: in auto mode its misses could not go live, no key of the provider being set."""
 
 
 def suite_report(
     totals: Summary, blocks: Sequence[Block], blocked: Sequence[str]
 ) -> dict[str, Any]:
-    """A test session's report: the totals, the egress attempts blocked, and each block."""
+    """A test session's report: the totals, the blocks by outcome, the egress attempts
+    blocked, and each block."""
+    outcomes = dict.fromkeys(OUTCOMES, 0)
+    for b in blocks:
+        outcomes[b.outcome] += 1
     return {
         "totals": totals.to_json(),
+        "outcomes": outcomes,
         "blocked": list(blocked),
         "blocks": [
-            {"test": b.nodeid, "cassette": b.cassette, "mode": b.mode, **b.summary.to_json()}
+            {
+                "test": b.nodeid,
+                "cassette": b.cassette,
+                "mode": b.mode,
+                "outcome": b.outcome,
+                **b.summary.to_json(),
+            }
             for b in blocks
         ],
     }

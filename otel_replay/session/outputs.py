@@ -7,24 +7,73 @@ from __future__ import annotations
 import logging
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from otel_replay.cassette.model import Cassette, dump, locked
 from otel_replay.cassette.provenance import run_directory, run_source
 from otel_replay.core.exchange import Exchange
-from otel_replay.reports.misses import write_misses
+from otel_replay.reports.misses import Miss, write_misses
 from otel_replay.reports.prices import priced_total
 from otel_replay.reports.run import Summary
-from otel_replay.session.suite import append_or_start
-from otel_replay.session.tools import TOOLS_RECORDED
+from otel_replay.session.suite import SuiteWrites, append_or_start
+from otel_replay.session.tools import TOOLS_RECORDED, ToolCalls
 
 if TYPE_CHECKING:
+    from otel_replay.matching.sources import RuleSources
+    from otel_replay.otlp.store import TraceStore
+    from otel_replay.redaction.redact import Redactor
+    from otel_replay.session.bypass import BypassWatch
     from otel_replay.session.fork import Fork
-    from otel_replay.session.session import Session
+    from otel_replay.session.index import CassetteIndex
+    from otel_replay.session.places import PlacesSeen
+    from otel_replay.session.trace_file import RunTraceFile
 
-__all__ = ["provenance", "run_summary", "transport_fault", "write_cassette", "write_run_misses"]
+__all__ = [
+    "Run",
+    "provenance",
+    "run_summary",
+    "transport_fault",
+    "write_cassette",
+    "write_run_misses",
+]
 
 log = logging.getLogger("otel_replay")
+
+
+class Run(Protocol):
+    """What a run's outputs are made from: the state ``session.Session`` keeps (named
+    here, so that this module needs nothing of the session's)."""
+
+    mode: str
+    cassette: Cassette
+    cassette_path: Path | None
+    command: list[str]
+    run_cwd: str | None
+    upstreams: dict[str, str]
+    user_traces: Path | None
+    suite: SuiteWrites | None
+    redactor: Redactor
+    rules: RuleSources
+    index: CassetteIndex
+    fork: Fork | None
+    store: TraceStore
+    bypass: BypassWatch
+    trace_file: RunTraceFile
+    places: PlacesSeen
+    tools: ToolCalls
+    live: list[Exchange]
+    misses: list[Miss]
+    hits: list[int]
+    trace_ids: set[str]
+    replayed: int
+    by_turn: int
+    unsaved: int
+    refused: int
+
+    @property
+    def records(self) -> bool: ...
+
+    def recording(self, index: int) -> Exchange: ...
 
 
 def transport_fault(exchange: Exchange) -> bool:
@@ -33,7 +82,7 @@ def transport_fault(exchange: Exchange) -> bool:
     return exchange.response.status == 0 and exchange.response.fault is not None
 
 
-def write_cassette(session: Session) -> None:
+def write_cassette(session: Run) -> None:
     """The run's cassette: a fork's; in record mode the run's exchanges (an empty
     cassette when nothing was recorded and none was there); in auto mode those recorded
     appended; nothing when none of the run's exchanges could be saved."""
@@ -63,7 +112,7 @@ def write_cassette(session: Session) -> None:
         append_or_start(path, session.suite, None, lambda: derived, source)
 
 
-def _write_fork(session: Session, fork: Fork) -> None:
+def _write_fork(session: Run, fork: Fork) -> None:
     """The fork's cassette: the recordings replayed, then the live exchanges."""
     if fork.writable(len(session.misses)):
         replayed = [session.recording(i) for i in session.hits]
@@ -71,17 +120,17 @@ def _write_fork(session: Session, fork: Fork) -> None:
         fork.write(replayed, session.live, _derive(session), provenance(session, target))
 
 
-def _derive(session: Session) -> list[Exchange]:
+def _derive(session: Run) -> list[Exchange]:
     """The exchanges recorded in the run (the live exchanges select its traces)."""
     return session.trace_file.derive(session.trace_ids, len(session.live))
 
 
-def _derive_into(session: Session, path: Path) -> None:
+def _derive_into(session: Run, path: Path) -> None:
     trace_ids, recorded = session.trace_ids, len(session.live)
     session.trace_file.derive_into(path, trace_ids, recorded, provenance(session))
 
 
-def provenance(session: Session, target: Path | None = None) -> dict[str, Any]:
+def provenance(session: Run, target: Path | None = None) -> dict[str, Any]:
     """The provenance of the cassette written to ``target`` (default: the session's)."""
     written = target or session.cassette_path
     cwd = session.run_cwd
@@ -92,6 +141,7 @@ def provenance(session: Session, target: Path | None = None) -> dict[str, Any]:
         session.redactor.text,
         cwd=where,
         upstreams=session.upstreams,
+        key=session.redactor.key,
     )
     requests = [ex.request for ex in session.live]
     places = session.places
@@ -103,7 +153,7 @@ def provenance(session: Session, target: Path | None = None) -> dict[str, Any]:
     return source
 
 
-def write_run_misses(session: Session) -> None:
+def write_run_misses(session: Run) -> None:
     """The misses file beside the cassette (added to, when an earlier part of the suite
     wrote it)."""
     if session.cassette_path is not None:
@@ -111,7 +161,7 @@ def write_run_misses(session: Session) -> None:
         write_misses(session.cassette_path, session.misses, session.redactor.text, earlier)
 
 
-def run_summary(session: Session) -> Summary:
+def run_summary(session: Run) -> Summary:
     """The summary of the run so far."""
     cost, unpriced = priced_total(session.live)
     index = session.index.built  # never built: no request came, nothing was used
@@ -125,6 +175,7 @@ def run_summary(session: Session) -> Summary:
         by_turn=session.by_turn,
         live=len(session.live),
         misses=[m.message for m in session.misses],
+        keyless=sum(m.keyless for m in session.misses),
         spans_received=session.store.spans_received,
         unused=unused,
         hits=list(session.hits),
@@ -142,7 +193,7 @@ def run_summary(session: Session) -> Summary:
     )
 
 
-def _write_errors(session: Session) -> list[str]:
+def _write_errors(session: Run) -> list[str]:
     failure = session.store.failure
     if failure is None:
         fork = session.fork

@@ -22,6 +22,7 @@ from otel_replay.core.exchange import CanonicalRequest, Exchange
 from otel_replay.matching.sources import DEFAULT_SOURCES, RuleSources
 from otel_replay.otlp.clean_parts import JOINT_CHARS
 from otel_replay.otlp.store import TraceStore
+from otel_replay.redaction.keyed import FINGERPRINT_FIELD, key_notice
 from otel_replay.redaction.redact import Redactor
 from otel_replay.reports.formats import SPAN_REPORTS, write_run_report
 from otel_replay.reports.misses import Miss as Miss
@@ -91,6 +92,7 @@ class Session:
         self.redactor = redactor or Redactor.from_environment()
         self.user_traces = traces
         self.cassette = self._load_cassette()  # first: a bad cassette leaves nothing behind
+        self.key_notice = self._key_notice()
         self.fork: Fork | None = None  # strict up to the fork point, live from it
         if fork is not None and cassette is not None:
             from otel_replay.session.fork import Fork
@@ -104,12 +106,18 @@ class Session:
         redact, redact_text = self.redactor.json, self.redactor.text
         by_parts = self.redactor.values_avoid(JOINT_CHARS)
         might_hold = self.redactor.might_hold_secret
+        key = self.redactor.key
         self.store = (
             TraceStore.beside(
-                trace_file, redact, redact_text, by_parts=by_parts, might_hold=might_hold
+                trace_file,
+                redact,
+                redact_text,
+                by_parts=by_parts,
+                might_hold=might_hold,
+                placeholder_key=key,
             )
             if trace_file
-            else TraceStore(None, redact=redact, redact_text=redact_text)
+            else TraceStore(None, redact=redact, redact_text=redact_text, placeholder_key=key)
         )
         self.pieces = Ledger()  # long strings (system prompt, tools...) once per trace file
         self.bypass = BypassWatch(self.store)  # model calls the agent's spans show
@@ -156,6 +164,18 @@ class Session:
                 return Cassette(interactions=[], source={})
             raise CassetteError(path, "", "no such cassette; record it first (--mode record)")
         return load(path)
+
+    def _key_notice(self) -> str | None:
+        """One line, logged once, when the cassette's placeholders were made with another
+        ``OTEL_REPLAY_HMAC_KEY`` than this run's (or one had none): its secrets then
+        miss, and the run says why."""
+        if not self.cassette.interactions or self.mode == "record":
+            return None
+        recorded = self.cassette.source.get(FINGERPRINT_FIELD)
+        notice = key_notice(recorded, self.redactor.key, self.cassette_path)
+        if notice is not None:
+            log.warning("%s", notice)
+        return notice
 
     @property
     def normalizer(self) -> Normalizer:
@@ -228,12 +248,15 @@ class Session:
         has its answer."""
         from otel_replay.spans.encode import exchange_to_trace_json  # protobuf: when used
 
-        # a run that records refers only to lists of the calls it recorded, whose lines
-        # tell it whether its requests name its directories (``places``)
-        with self.pieces.storing(lists=not self.records) as kept:
+        kept = False
+        try:
             doc = exchange_to_trace_json(exchange, replayed=True, ledger=self.pieces)
             line, intact = self.store.own_line(doc)
-            kept.append(self.store.append_traces(line) and intact)
+            kept = self.store.append_traces(line) and intact
+        finally:
+            # a run that records refers only to lists of the calls it recorded, whose
+            # lines tell it whether its requests name its directories (``places``)
+            self.pieces.settle(kept, lists=not self.records)
 
     def span_drafting(
         self, request: CanonicalRequest, body: Any
@@ -276,7 +299,8 @@ class Session:
         trace in the session either."""
         from otel_replay.spans.encode import exchange_to_trace_json
 
-        with self.pieces.storing() as kept:
+        kept = False
+        try:  # the span (its request half placed against the ledger), its line, the file
             ledger = None if short else self.pieces
             doc = exchange_to_trace_json(exchange, assembled=assembled, ledger=ledger, draft=draft)
             line, intact = self.store.own_line(doc)
@@ -284,17 +308,21 @@ class Session:
             # a recording run's bypass lines fail nothing: its calls account for spans by
             # their window and trace, without keeping every body it records
             self.bypass.reached(exchange.provider, exchange.start_ns, trace_id=trace_id)
-            kept.append(saved and intact)
+            kept = saved and intact
             trace_id = doc["resourceSpans"][0]["scopeSpans"][0]["spans"][0].get("traceId", "")
             with self._lock:
                 self.trace_ids.add(trace_id)
+        finally:  # then the ledger: its pieces stored only once on disk as encoded
+            self.pieces.settle(kept)
         if not saved:
             with self._lock:
                 self.unsaved += 1
         return saved
 
     def _record_line(self, exchange: Exchange, line: bytes | None) -> bool:
-        """Account for a live exchange whose span line is ``line``; False if not appended."""
+        """Append a live exchange's span line ``line`` (False if it could not be), then
+        account for the exchange: the line goes to the file first."""
+        saved = self.store.append_traces(line)
         self.places.learn(exchange.request, line, self.pieces.reused)
         with self._lock:
             self.live.append(exchange)
@@ -304,7 +332,7 @@ class Session:
                 index = self.matcher.append(exchange.request)
                 self.matcher.used.add(index)
                 self.hits.append(index)
-        return self.store.append_traces(line)
+        return saved
 
     @property
     def write_failure(self) -> str | None:
@@ -329,12 +357,15 @@ class Session:
         *,
         request: CanonicalRequest | None = None,
         place: tuple[str | None, str | None, int] = (None, None, 0),
+        keyless: bool = False,
     ) -> None:
-        """A miss; ``place``: its traceparent's trace and span ids, and its start time."""
+        """A miss; ``place``: its traceparent's trace and span ids, and its start time;
+        ``keyless``: in auto mode, it could not go live for want of the provider's key."""
         self.bypass.reached(provider, sent=body, trace_id=place[0])
         with self._lock:
             used = sorted(self.matcher.used)
-            self.misses.append(Miss(str(miss), miss.component, provider, path, body, used))
+            found = Miss(str(miss), miss.component, provider, path, body, used, keyless)
+            self.misses.append(found)
         if self.writes_replayed_spans:
             # the first misses explain themselves; an agent looping on misses costs no more
             explained = request is not None and len(self.misses) <= _WHY_SPANS

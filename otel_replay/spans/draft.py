@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from otel_replay.core import genai, jsontext
-from otel_replay.core.exchange import JSON, CanonicalRequest, Exchange
+from otel_replay.core.exchange import JSON, CanonicalRequest
 from otel_replay.core.jsontext import orjson_text
 from otel_replay.core.memo import IdentityMemo
 from otel_replay.spans.attributes import PIECE_MARKER
@@ -35,20 +35,7 @@ from otel_replay.spans.pieces import (
     templated,
 )
 
-__all__ = ["RequestDraft", "contents", "marked_text"]
-
-
-def contents(request: CanonicalRequest) -> list[tuple[str, JSON]]:
-    """The request's GenAI content attributes and their values, in the span's order."""
-    return [
-        (attribute, value)
-        for attribute, value in (
-            (genai.INPUT_MESSAGES, request.messages),
-            (genai.SYSTEM_INSTRUCTIONS, request.system),
-            (genai.TOOL_DEFINITIONS, request.tools),
-        )
-        if value is not None
-    ]
+__all__ = ["RequestDraft", "marked_text"]
 
 
 class RequestDraft:
@@ -77,7 +64,7 @@ class RequestDraft:
         self.contents: dict[str, tuple[Found, list[str | None], str]] = {}
         self.ids: dict[str, str] = {}
         self.tools_short = False
-        for attribute, value in contents(request):
+        for attribute, value in genai.request_contents(request):
             if attribute == genai.TOOL_DEFINITIONS:
                 value, self.tools_short = fork.lists.tool_view(value)
             found = long_strings(value)
@@ -101,10 +88,6 @@ class RequestDraft:
         """The texts drafted, as the span's attributes will hold them."""
         drafted = [text for _, _, text in self.contents.values()]
         return [*drafted, self.template, self.refs, self.lists, self.body_text or ""]
-
-    def of(self, ex: Exchange) -> RequestDraft | None:
-        """This draft, when it is of ``ex``'s request."""
-        return self if ex.request is self.request and ex.raw_request is self.body else None
 
 
 def marked_text(value: JSON, found: Found, known: list[str | None]) -> str:

@@ -45,11 +45,11 @@ from otel_replay.spans.draft import RequestDraft
 from otel_replay.spans.lists import ListPlan
 from otel_replay.spans.pieces import Ledger
 from otel_replay.spans.request_half import (
-    add_body,
-    add_contents,
+    begin_span,
+    body_attributes,
     content,
+    contents_attributes,
     format_version,
-    plan_lists,
 )
 from otel_replay.spans.sinks import JsonAttrs, Sink, SpanAttrs, Unusual, nanos
 
@@ -99,7 +99,8 @@ def _add_request(
             continue
         seen.add(param.attribute)
         _add_param(attrs, param, value)
-    add_contents(attrs, request, ledger, draft)
+    for key, text in contents_attributes(request, ledger, draft):
+        attrs.text(key, text)
 
 
 def _add_output(attrs: Sink, ex: Exchange, assembled: JSON, ledger: Ledger | None) -> None:
@@ -164,7 +165,8 @@ def _add_project(
     if ex.source != own.OWN_SOURCE:
         attrs.text(own.SOURCE, ex.source)
     if ex.raw_request is not None:
-        add_body(attrs, ex.raw_request, ledger, plan, draft)
+        for key, text in body_attributes(ex.raw_request, ledger, plan, draft):
+            attrs.text(key, text)
     else:
         attrs.text(own.REQUEST_CANONICAL, _dumps(_canonical_dict(request)))
     if request.known != ALL_KNOWN:
@@ -211,10 +213,9 @@ def _fill(
 ) -> str | None:
     """Every attribute of the exchange's span; returns the error status message, if any."""
     request, response = ex.request, ex.response
-    if ledger is not None:
-        ledger.begin()
-    draft = None if draft is None else draft.of(ex)
-    plan = plan_lists(ex.raw_request, ledger, draft)
+    if draft is not None and (draft.request is not ex.request or draft.body is not ex.raw_request):
+        draft = None  # a draft of another request
+    plan = begin_span(ex.raw_request, ledger)
     attrs.text(genai.PROVIDER_NAME, providers.semconv_name(ex.provider, request.endpoint))
     attrs.text(genai.OPERATION_NAME, op_name)
     _add_request(attrs, request, ledger, draft)

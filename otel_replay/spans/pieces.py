@@ -210,23 +210,28 @@ class Ledger:
     def begin(self) -> None:
         self.drop()
 
+    def settle(self, kept: bool, lists: bool = True) -> None:
+        """Once one span line was made and appended: its pieces count as stored only when
+        the line is on disk as encoded (``kept``), else they are dropped (a line the
+        store's redaction changed may hold a piece changed with it, so later spans store
+        their pieces again rather than refer to it). ``lists``: whether later spans may
+        refer to its lists (``spans.lists``) too."""
+        if kept:
+            if not lists:
+                self.lists.drop()
+            self.commit()
+        else:
+            self.drop()
+
     @contextlib.contextmanager
     def storing(self, lists: bool = True) -> Iterator[list[bool]]:
-        """Around making and appending one span line: the block appends whether the line
-        is on disk as encoded; only then do its pieces count as stored (a line the store's
-        redaction changed may hold a piece changed with it, so later spans store their
-        pieces again rather than refer to it). ``lists``: whether later spans may refer
-        to its lists (``spans.lists``) too."""
+        """``settle`` around a block making and appending one span line, which appends
+        whether the line is on disk as encoded."""
         kept: list[bool] = []
         try:
             yield kept
         finally:
-            if kept and kept[0]:
-                if not lists:
-                    self.lists.drop()
-                self.commit()
-            else:
-                self.drop()
+            self.settle(bool(kept and kept[0]), lists)
 
     def drop(self) -> None:
         self.lists.drop()

@@ -43,7 +43,7 @@ from typing import Any
 
 from aiohttp import web
 
-from otel_replay.testing import stub_anthropic, stub_bedrock, stub_gemini, stub_openai
+from otel_replay.testing import stub_anthropic, stub_bedrock, stub_gemini, stub_openai, stub_ws
 from otel_replay.testing.stub_turns import VOICE, Reply, digest, tokens
 
 __all__ = ["STS_PATH", "Fault", "StubUpstream", "main", "run_stub"]
@@ -84,8 +84,11 @@ class StubUpstream:
     """The fake provider server. Use ``async with StubUpstream() as stub`` or
     :func:`run_stub` from synchronous code."""
 
-    def __init__(self, *, event_delay: float = 0.0, voice: str = "stub") -> None:
+    def __init__(
+        self, *, event_delay: float = 0.0, voice: str = "stub", websockets: bool = True
+    ) -> None:
         self.event_delay = event_delay
+        self.websockets = websockets  # False: every upgrade refused (426), as an HTTP-only API
         self.voice = voice  # text answers read "<voice> reply to: ..."
         self.received: list[Received] = []
         self.faults: deque[Fault] = deque()
@@ -147,6 +150,14 @@ class StubUpstream:
         self.scripted.extend(outputs)
 
     # -- dispatch ----------------------------------------------------------------------
+    def _cut(self) -> int | None:
+        """After how many events the next Responses answer over a WebSocket breaks off."""
+        for fault in list(self.faults):
+            if fault.kind == "reset_mid_stream" and "/v1/responses".endswith(fault.path):
+                self.faults.remove(fault)
+                return fault.after_events
+        return None
+
     def _take_fault(self, path: str) -> Fault | None:
         for fault in list(self.faults):
             if path.endswith(fault.path):
@@ -174,7 +185,12 @@ class StubUpstream:
             )
         )
         if "websocket" in headers.get("upgrade", "").lower():
-            # no WebSocket mode here: the client's cue to stream over HTTP instead
+            served = (
+                await stub_ws.serve(request, self.scripted, self._cut) if self.websockets else None
+            )
+            if served is not None:
+                return served
+            # no WebSocket form here: the client's cue to stream over HTTP instead
             return web.json_response({"error": {"message": "stub: no WebSockets"}}, status=426)
         fault = self._take_fault(request.path)
         if fault is not None and fault.kind not in ("reset_mid_stream", "stream_exception"):
