@@ -35,7 +35,7 @@ JS_EXAMPLE := examples/typescript/node_modules/.installed
 # AI SDK 7 and its OpenTelemetry integration, pinned apart from js/'s AI SDK 6 (npm ci, cached)
 JS_AI7 := js/test-ai7/node_modules/.installed
 
-.PHONY: demo test test-py test-js docs lint typecheck bench soak clients browser backends \
+.PHONY: demo test bytecode test-py test-js docs lint typecheck bench soak clients browser backends \
 	frameworks js go clean
 
 $(BIN)/python:
@@ -112,8 +112,13 @@ demo: $(STAMP)
 
 # Vitest and pytest side by side (independent; pytest's two workers leave room while Vitest
 # waits on the engines it starts): the whole run in about the time of pytest's
-test:
+test: bytecode
 	$(MAKE) -j2 test-js test-py
+
+# the package compiled once before the tests: every engine, CLI and agent they start reads
+# it (where PYTHONDONTWRITEBYTECODE is set, each would otherwise compile it at its start)
+bytecode: $(STAMP)
+	PYTHONDONTWRITEBYTECODE= $(BIN)/python -m compileall -q otel_replay
 
 test-py: lint typecheck docs $(CLIENTS) $(BROWSER) $(BACKENDS) $(FRAMEWORKS) $(GO_PROGRAMS)
 	$(BIN)/python -m pytest -q -n 2

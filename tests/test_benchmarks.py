@@ -34,7 +34,7 @@ EXPECTED_ROWS = {
     "16 as users run it": 5,
     "17 own tools": 2,
     "18 in process": 3,
-    "19 websockets": 1,
+    "19 websockets": 3,
 }
 
 

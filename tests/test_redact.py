@@ -19,10 +19,10 @@ from secrets_corpus import (
     fake,
 )
 
-from otel_replay.redaction.attributes import names_a_secret, scrub_secret_attributes
 from otel_replay.redaction.headers import is_sensitive_header
 from otel_replay.redaction.names import is_secret_field, is_secret_name, parse_dotenv, redact_argv
 from otel_replay.redaction.redact import PATTERNS_ONLY, Redactor
+from otel_replay.redaction.trace_line import names_a_secret, scrub_secret_attributes
 
 NO_DOTENV = Path("/nonexistent-otel-replay-test-dir")
 

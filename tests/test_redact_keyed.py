@@ -82,9 +82,9 @@ def test_the_corpus_keyed_alike_in_another_process_and_unkeyed_as_before() -> No
 def test_every_placeholder_writer_is_keyed() -> None:
     """Values of secret variables, secret fields, attributes and headers named like a
     secret, and a command line's secret option: keyed too."""
-    from otel_replay.redaction.attributes import scrub_secret_attributes
     from otel_replay.redaction.headers import scrub_header_attributes
     from otel_replay.redaction.names import redact_argv
+    from otel_replay.redaction.trace_line import scrub_secret_attributes
 
     key = PlaceholderKey(HMAC_KEY)
     env = Redactor({"BILLING_SERVICE_TOKEN": "svc-1234567890"}, key=key)

@@ -2,8 +2,9 @@
 and then sends its first request at once): the line means ready. The cassette is loaded
 and indexed, the rule files read and the server serves, so a request sent right after the
 line is answered as a warm one is; what a replay may never need (gRPC and protobuf, the
-OTLP receivers, the span encoder, the build pipeline and the readers, ``why``) is loaded
-when first used. A rule file that cannot be read stops the run before the line."""
+OTLP receivers, the span encoder, the build pipeline and the readers, ``why`` and the
+differences it shows, the WebSocket APIs, a fork) is loaded when first used. A rule file
+that cannot be read stops the run before the line."""
 
 from __future__ import annotations
 
@@ -66,7 +67,14 @@ WHEN_USED = (
     "otel_replay.pipeline.build",
     "otel_replay.readers",
     "otel_replay.matching.why",
+    "otel_replay.matching.diff",
     "difflib",
+    # the WebSocket APIs (their frames, their replay), a fork's plan: when first used
+    "otel_replay.gateway.websocket",
+    "otel_replay.gateway.frames",
+    "otel_replay.gateway.ws_replay",
+    "otel_replay.gateway.fork",
+    "otel_replay.session.fork",
 )
 
 

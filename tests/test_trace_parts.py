@@ -1,4 +1,4 @@
-"""The store checks otel-replay's own lines part by part (``otlp.clean_parts``), each
+"""The store checks otel-replay's own lines part by part (``redaction.trace_line``), each
 distinct part once: what it writes is exactly what the whole-line redaction writes."""
 
 from __future__ import annotations
@@ -15,13 +15,14 @@ from hypothesis import strategies as st
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from otel_replay.core.exchange import Exchange, Response, SSEEvent
-from otel_replay.otlp import clean_parts, codec
+from otel_replay.otlp import codec
 from otel_replay.otlp.attributes import dict_to_attributes
-from otel_replay.otlp.clean_parts import JOINT_CHARS, CleanParts
 from otel_replay.otlp.store import TraceStore
 from otel_replay.pipeline.build import redact_exchange
 from otel_replay.providers import get
+from otel_replay.redaction import trace_line
 from otel_replay.redaction.redact import Redactor
+from otel_replay.redaction.trace_line import JOINT_CHARS, CleanParts
 from otel_replay.session.session import Session
 from otel_replay.spans.encode import exchange_to_trace_json, export_request
 
@@ -42,7 +43,7 @@ VALUES = {"A_TOKEN": "tok-z9z9", "B_SECRET": "plain secret", "C_KEY": "a:b=c d"}
 REDACTORS = [Redactor(), Redactor(VALUES)]
 
 
-LENGTHS = [1, clean_parts._MIN_LENGTH]  # every part remembered (the strictest), as shipped
+LENGTHS = [1, trace_line._MIN_LENGTH]  # every part remembered (the strictest), as shipped
 UNWRITTEN = Path("never-written.jsonl")  # making a line writes nothing
 
 
@@ -50,18 +51,18 @@ UNWRITTEN = Path("never-written.jsonl")  # making a line writes nothing
 def remembered_from(length: int) -> Iterator[None]:
     """Parts of ``length`` or more remembered, in lines of any length (shipped, only long
     lines are cut into parts: a short one is redacted whole)."""
-    saved = clean_parts._MIN_LENGTH, clean_parts.CUT_LINE, clean_parts.LONG_LINE
-    clean_parts._MIN_LENGTH, clean_parts.CUT_LINE, clean_parts.LONG_LINE = length, 0, 0
+    saved = trace_line._MIN_LENGTH, trace_line.CUT_LINE, trace_line.LONG_LINE
+    trace_line._MIN_LENGTH, trace_line.CUT_LINE, trace_line.LONG_LINE = length, 0, 0
     try:
         yield
     finally:
-        clean_parts._MIN_LENGTH, clean_parts.CUT_LINE, clean_parts.LONG_LINE = saved
+        trace_line._MIN_LENGTH, trace_line.CUT_LINE, trace_line.LONG_LINE = saved
 
 
 def test_short_lines_are_redacted_whole() -> None:
     parts = CleanParts(Redactor().text)
-    assert not parts.clean("x" * (clean_parts.CUT_LINE - 1))
-    assert parts.clean("x" * clean_parts.CUT_LINE)
+    assert not parts.clean("x" * (trace_line.CUT_LINE - 1))
+    assert parts.clean("x" * trace_line.CUT_LINE)
 
 
 def test_a_middling_line_the_cheap_test_clears_is_not_cut() -> None:
@@ -125,7 +126,7 @@ def test_values_holding_a_joint_character_turn_it_off(tmp_path: Path) -> None:
         redactor=Redactor({"A_TOKEN": 'ab"cd1234'}),
     )
     plain = Session(mode="record", cassette=None, traces=tmp_path / "u.jsonl")
-    assert plain.store._parts is not None and quoted.store._parts is None
+    assert plain.store.check.parts is not None and quoted.store.check.parts is None
     plain.discard()
     quoted.discard()
 
@@ -187,7 +188,7 @@ def test_line_is_the_whole_pass_line(length: int, calls: list[Exchange], redacte
             kwargs: dict[str, Any] = {"redact": redactor.json, "redact_text": redactor.text}
             by_parts = TraceStore(UNWRITTEN, by_parts=True, **kwargs)
             whole = TraceStore(UNWRITTEN, **kwargs)
-            assert by_parts._parts is not None and whole._parts is None
+            assert by_parts.check.parts is not None and whole.check.parts is None
             for ex in calls:
                 doc = exchange_to_trace_json(redact_exchange(ex, redactor) if redacted else ex)
                 expected = _line(whole, doc)
@@ -218,13 +219,13 @@ def test_received_telemetry_is_redacted_whole(tmp_path: Path) -> None:
     store = TraceStore(
         tmp_path / "t.jsonl", redact=redactor.json, redact_text=redactor.text, by_parts=True
     )
-    assert store._parts is not None
+    assert store.check.parts is not None
 
     class Trusting(CleanParts):
         def clean(self, text: str) -> bool:
             return True  # were it asked, the secret would pass
 
-    store._parts = Trusting(redactor.text)
+    store.check.parts = Trusting(redactor.text)
     span = Span(trace_id=b"\x01" * 16, span_id=b"\x02" * 8, name="agent")
     span.attributes.extend(dict_to_attributes({"prompt": f"use {SECRET}"}))
     store.write_traces(export_request([span]))

@@ -87,6 +87,25 @@ async def responses_session(url: str, prompts: tuple[str, str] = ("hello", "and 
     return texts
 
 
+TURNS = ("hello", "and again", "once more")
+
+
+async def conversation_session(url: str, prompts: tuple[str, ...] = TURNS) -> Any:
+    """An agent that keeps its conversation itself: each turn sends it whole, the last
+    answer and the new prompt added (no ``previous_response_id``)."""
+    client = openai.AsyncOpenAI(api_key=KEY, base_url=f"{url}/v1", max_retries=0)
+    history: list[Any] = []
+    async with client.responses.connect() as connection:
+        for prompt in prompts:
+            history.append({"role": "user", "content": prompt})
+            await connection.response.create(model=MODEL, store=False, input=history)
+            async for event in connection:
+                if event.type == "response.completed":
+                    history.append({"role": "assistant", "content": event.response.output_text})
+                    break
+    return history
+
+
 async def realtime_session(url: str, prompt: str = "what is the weather?") -> Any:
     client = openai.AsyncOpenAI(api_key=KEY, base_url=f"{url}/v1", max_retries=0)
     seen: list[Any] = []
@@ -112,6 +131,27 @@ async def realtime_session(url: str, prompt: str = "what is the weather?") -> An
             elif event.type == "response.done":
                 break
     return (text, [kind for kind in seen if not kind.startswith("response.output_text")])
+
+
+async def realtime_audio_session(url: str) -> list[bytes]:
+    """A spoken answer: the server's frames as received, up to ``response.done``."""
+    client = openai.AsyncOpenAI(api_key=KEY, base_url=f"{url}/v1", max_retries=0)
+    frames: list[bytes] = []
+    async with client.realtime.connect(model="gpt-realtime") as connection:
+        await connection.session.update(
+            session={"type": "realtime", "output_modalities": ["audio"]}
+        )
+        await connection.conversation.item.create(
+            item={"type": "message", "role": "user", "content": [_said("hello hello")]}
+        )
+        await connection.response.create()
+        while not frames or connection.parse_event(frames[-1]).type != "response.done":
+            frames.append(await connection.recv_bytes())
+    return frames
+
+
+def _said(text: str) -> dict[str, str]:
+    return {"type": "input_text", "text": text}
 
 
 LIVE_PATH = "/ws/google.ai.generativelanguage.v1beta.GenerativeService.BidiGenerateContent"
@@ -166,7 +206,9 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, tup
     root = tmp_path_factory.mktemp("websockets")
     sessions = {
         "responses": responses_session,
+        "conversation": conversation_session,
         "realtime": realtime_session,
+        "audio": realtime_audio_session,
         "live": live_session,
         "vertex": vertex_live_session,
     }
@@ -184,6 +226,8 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, tup
         upgrades = [(r.method, r.path) for r in stub.received]
     assert upgrades == [
         ("GET", "/v1/responses"),
+        ("GET", "/v1/responses"),
+        ("GET", "/v1/realtime"),
         ("GET", "/v1/realtime"),
         ("GET", LIVE_PATH),
         ("GET", VERTEX_PATH),
@@ -222,6 +266,15 @@ def test_a_changed_prompt_misses_over_the_responses_websocket(recorded):
     assert message == miss
 
 
+def test_a_conversation_sent_whole_replays_turn_by_turn_as_over_http(recorded):
+    cassette, live = recorded["conversation"]
+    assert [m["content"] for m in live.output[1::2]] == [f"stub reply to: {p}" for p in TURNS]
+    again = _replay(cassette, conversation_session)
+    assert again.output == live.output
+    # after the first, each turn is matched by what it adds, as an HTTP turn is
+    assert (again.summary.replayed, again.summary.by_turn, again.summary.misses) == (3, 2, [])
+
+
 def test_realtime_text_session_records_and_replays(recorded):
     cassette, live = recorded["realtime"]
     text, kinds = live.output
@@ -239,6 +292,23 @@ def test_realtime_text_session_records_and_replays(recorded):
     assert missed.output[0] == "error" and "replay miss" in missed.output[1]
     (miss,) = missed.summary.misses
     assert miss.startswith("replay miss: messages changed"), miss
+
+
+def test_realtime_audio_is_kept_once_by_reference_and_replays_byte_for_byte(recorded):
+    cassette, live = recorded["audio"]
+    events = [json.loads(frame) for frame in live.output]
+    audio = [e["delta"] for e in events if e["type"] == "response.output_audio.delta"]
+    assert len(audio) == 5 and len(set(audio)) == 4  # "hello" said twice, the same audio
+    text = cassette.read_text()
+    table = json.loads(text)["table"]
+    for chunk in set(audio):  # each payload once, in the table; the frames refer to it
+        assert text.count(chunk) == 1
+        assert chunk in table.values()
+    (interaction,) = load(cassette).interactions
+    assert [e.data.encode() for e in interaction.response.events] == live.output
+    again = _replay(cassette, realtime_audio_session)
+    assert again.output == live.output  # the same frames, byte for byte
+    assert (again.summary.replayed, again.summary.misses) == (1, [])
 
 
 def test_gemini_live_text_session_records_and_replays(recorded):

@@ -35,7 +35,9 @@ async def beta_session(url: str) -> Any:
     )
     text = ""
     async with client.beta.realtime.connect(model="gpt-realtime") as connection:
-        await connection.session.update(session={"instructions": "Be brief."})
+        await connection.session.update(
+            session={"instructions": "Be brief.", "modalities": ["text"]}
+        )
         await connection.conversation.item.create(
             item={
                 "type": "message",

@@ -71,6 +71,13 @@ export declare class Serve {
     private constructor();
     /** Start the engine; resolves once its gateway is ready (its first line). */
     static start(options: ServeOptions): Promise<Serve>;
+    /** Start the engine without waiting: its process id at once (undefined when it could
+     * not be spawned), and the engine once its gateway is ready. */
+    static launch(options: ServeOptions): {
+        pid: number | undefined;
+        ready: Promise<Serve>;
+    };
+    private static started;
     private static failedToStart;
     /** Whether the engine has ended (or is ending): it takes no more `use` lines. */
     get ended(): boolean;
@@ -86,6 +93,11 @@ export declare class Serve {
     stop(timeoutMs?: number): Promise<Summary>;
     private finish;
 }
+/** The protocol's `use` line for `cassette` in `mode` (none: no cassette). */
+export declare function useLine(cassette?: string, mode?: Mode): string;
+/** Where the run-wide setup hands the test workers the engines it started for them
+ * (`pool.ts`): never passed on to an engine. */
+export declare const ENGINES = "OTEL_REPLAY_ENGINES";
 /** Set `env` in `process.env`; returns what puts the previous values back. */
 export declare function applyEnv(env: Record<string, string>): () => void;
 /** Hand the values `env` replaced on to processes started from here (the test workers):

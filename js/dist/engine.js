@@ -106,7 +106,12 @@ export class Serve {
         this.stderr = stderr;
     }
     /** Start the engine; resolves once its gateway is ready (its first line). */
-    static async start(options) {
+    static start(options) {
+        return Serve.launch(options).ready;
+    }
+    /** Start the engine without waiting: its process id at once (undefined when it could
+     * not be spawned), and the engine once its gateway is ready. */
+    static launch(options) {
         const { engine, mode } = options;
         const args = [...engine.args, "serve", "--mode", mode];
         if (options.cassette !== undefined)
@@ -117,6 +122,9 @@ export class Serve {
             env: options.env ?? callerEnv(),
             stdio: ["pipe", "pipe", "pipe"],
         });
+        return { pid: child.pid, ready: Serve.started(child, engine) };
+    }
+    static async started(child, engine) {
         const stderr = [];
         child.stderr.setEncoding("utf8");
         child.stderr.on("data", (chunk) => {
@@ -188,8 +196,7 @@ export class Serve {
     async ask(cassette, mode) {
         if (this.ended)
             throw new OtelReplayError("otel-replay: the engine has ended");
-        const use = cassette === undefined ? {} : { cassette, ...(mode ? { mode } : {}) };
-        this.child.stdin.write(`${JSON.stringify({ use })}\n`);
+        this.child.stdin.write(`${useLine(cassette, mode)}\n`);
         for (;;) {
             const next = await this.lines.next();
             if (next.done) {
@@ -243,6 +250,10 @@ export class Serve {
         return summary;
     }
 }
+/** The protocol's `use` line for `cassette` in `mode` (none: no cassette). */
+export function useLine(cassette, mode) {
+    return JSON.stringify({ use: cassette === undefined ? {} : { cassette, ...(mode ? { mode } : {}) } });
+}
 function parse(line) {
     if (!line.startsWith("{"))
         return null;
@@ -258,6 +269,9 @@ const layers = [];
 /** Where the run-wide setup leaves the values its environment replaced, for the test
  * workers (which inherit its environment, not its memory). */
 const OUTER = "OTEL_REPLAY_OUTER_ENV";
+/** Where the run-wide setup hands the test workers the engines it started for them
+ * (`pool.ts`): never passed on to an engine. */
+export const ENGINES = "OTEL_REPLAY_ENGINES";
 /** Set `env` in `process.env`; returns what puts the previous values back. */
 export function applyEnv(env) {
     const previous = new Map();
@@ -299,6 +313,7 @@ export function callerEnv() {
         undo(layer);
     const outer = env[OUTER];
     delete env[OUTER];
+    delete env[ENGINES];
     if (outer) {
         try {
             undo(Object.entries(JSON.parse(outer)));

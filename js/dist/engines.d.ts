@@ -1,6 +1,7 @@
 /** The engines of this process (a Vitest worker): one `otel-replay serve` serves test
  * after test, switched to each test's cassette by the protocol's `use` line, instead of a
- * new engine for each. The first test starts it (with its cassette: no switch); each
+ * new engine for each. The first test takes the engine the run's setup started for this
+ * worker's slot (`pool.ts`), else starts one (with its cassette: no switch); each
  * test's end switches it to no cassette, which answers that test's own summary. An engine
  * whose settings differ (another engine command, other upstreams or options), or a test
  * that overlaps one in progress (`test.concurrent`), gets an engine of its own. Engines

@@ -1,11 +1,13 @@
 /** The engines of this process (a Vitest worker): one `otel-replay serve` serves test
  * after test, switched to each test's cassette by the protocol's `use` line, instead of a
- * new engine for each. The first test starts it (with its cassette: no switch); each
+ * new engine for each. The first test takes the engine the run's setup started for this
+ * worker's slot (`pool.ts`), else starts one (with its cassette: no switch); each
  * test's end switches it to no cassette, which answers that test's own summary. An engine
  * whose settings differ (another engine command, other upstreams or options), or a test
  * that overlaps one in progress (`test.concurrent`), gets an engine of its own. Engines
  * do not keep the process alive: they end with it (their standard input then ends). */
 import { callerEnv, findEngine, Serve, serveArgs, } from "./engine.js";
+import { claim, settingsKey } from "./pool.js";
 /** Idle engines, kept on the global object: a module evaluated again in the same worker
  * (Vitest without isolation re-imports test files' modules) finds the same ones. */
 const IDLE = Symbol.for("otel-replay.engines");
@@ -16,12 +18,13 @@ const idle = (globals[IDLE] ??= []);
 export async function lease(cassette, mode, options) {
     const engine = findEngine(options.enginePath);
     const args = serveArgs(options);
-    const key = JSON.stringify([engine.command, engine.args, args, callerEnv()]);
+    const key = settingsKey(engine, args, callerEnv());
     for (;;) {
         const at = idle.findIndex((entry) => entry.key === key);
-        if (at < 0)
+        // an idle engine of this worker, else the one the run's setup started for its slot
+        const serve = at >= 0 ? idle.splice(at, 1)[0].serve : claim(key);
+        if (serve === null)
             break;
-        const [{ serve }] = idle.splice(at, 1);
         if (serve.ended)
             continue;
         try {

@@ -1,6 +1,7 @@
 /** `otel-replay/vitest/setup`: a Vitest `globalSetup` that runs one `otel-replay serve`
  * for the whole run, for clients built when a module is imported (the AI SDK's default
- * providers read their base URL then), and prints the run's summary at its end.
+ * providers read their base URL then), starts the test workers' engines (`pool.ts`), and
+ * prints the run's summary at its end.
  *
  * ```ts
  * // vitest.config.ts
@@ -17,6 +18,10 @@ export interface SetupOptions extends EngineOptions {
      * `OTEL_REPLAY_CASSETTE`, else `cassettes/run.json`. `null`: no engine for the run, only
      * the summary of the tests' own (`otel-replay/vitest/summary`). */
     cassette?: string | null;
+    /** Start an engine for each test worker with the run, without waiting for it (`true`,
+     * the default): a worker's first `useReplay` then switches it instead of starting one,
+     * and the files a worker runs in turn share it. `false`: each worker starts its own. */
+    workerEngines?: boolean;
 }
 export interface Task {
     name: string;
@@ -27,10 +32,14 @@ export interface Task {
 export interface Project {
     config: {
         root: string;
+        maxWorkers?: number | string;
+        fileParallelism?: boolean;
+        watch?: boolean;
     };
     vitest?: {
         state?: {
             getFiles(): Task[];
+            getPaths?(): string[];
         };
     };
 }

@@ -1,6 +1,7 @@
 /** `otel-replay/vitest/setup`: a Vitest `globalSetup` that runs one `otel-replay serve`
  * for the whole run, for clients built when a module is imported (the AI SDK's default
- * providers read their base URL then), and prints the run's summary at its end.
+ * providers read their base URL then), starts the test workers' engines (`pool.ts`), and
+ * prints the run's summary at its end.
  *
  * ```ts
  * // vitest.config.ts
@@ -13,6 +14,7 @@
  */
 import { resolve } from "node:path";
 import { applyEnv, findEngine, passOuterEnv, ReplayMissError, resolveMode, Serve, serveArgs, } from "./engine.js";
+import { startPool, workerCount } from "./pool.js";
 import { explained, failure, META_KEY, runSection } from "./summary.js";
 function testBlocks(project) {
     const blocks = [];
@@ -27,6 +29,19 @@ function testBlocks(project) {
         visit(file);
     return blocks;
 }
+/** The engines for the run's workers (`pool.ts`); none when the engine cannot be found
+ * (each `useReplay` then says so). */
+async function workers(project, options) {
+    let engine;
+    try {
+        engine = findEngine(options.enginePath);
+    }
+    catch {
+        return null;
+    }
+    const count = workerCount(project.config, project.vitest?.state?.getPaths?.().length ?? 0);
+    return startPool(count, engine, serveArgs(options), "strict");
+}
 /** A `globalSetup` function with these settings. */
 export function replaySetup(options = {}) {
     return async function setup(project) {
@@ -34,6 +49,8 @@ export function replaySetup(options = {}) {
         const mode = resolveMode(options.mode);
         const cassette = resolve(root, options.cassette ?? process.env.OTEL_REPLAY_CASSETTE ?? "cassettes/run.json");
         const args = serveArgs(options);
+        const withWorkers = mode !== "off" && options.workerEngines !== false;
+        const pool = withWorkers ? await workers(project, options) : null;
         const serve = mode === "off" || options.cassette === null
             ? null
             : await Serve.start({ engine: findEngine(options.enginePath), cassette, mode, args });
@@ -47,6 +64,13 @@ export function replaySetup(options = {}) {
             delete process.env.OTEL_REPLAY_OUTER_ENV;
             const blocks = testBlocks(project);
             let problem = null;
+            for (const left of (await pool?.stop()) ?? []) {
+                // a block a worker left open (it ended mid-test, failing the run): shown all the same
+                if (left.replayed || left.live || left.misses.length || left.write_errors.length) {
+                    const where = left.cassette ?? "(none)";
+                    blocks.push({ test: "(a worker's engine)", cassette: where, mode: left.mode, summary: left });
+                }
+            }
             if (serve !== null) {
                 const summary = await serve.stop();
                 if (summary.spans_received || summary.replayed || summary.live || summary.misses.length) {

@@ -27,6 +27,11 @@ export interface Replay {
     readonly mode: Mode;
     /** The variables set for the test: the gateway's URLs and the OTLP endpoints. */
     readonly env: Readonly<Record<string, string>>;
+    /** The certificate authority (PEM) the gateway's TLS is signed by, when it serves TLS
+     * (`OTEL_REPLAY_TLS=1`). Node reads `NODE_EXTRA_CA_CERTS` only as a process starts, so a
+     * `wss://` client made in a worker already running takes it as its `ca`:
+     * `new OpenAIRealtimeWS({ model, options: { ca: replay.ca } })`. */
+    readonly ca?: string;
     summary?: Summary;
 }
 /** Have the worker's engine serve `<fixturesDir>/<name>.json` (the first call in a worker

@@ -11,6 +11,7 @@
  * });
  * ```
  */
+import { readFileSync } from "node:fs";
 import { expect, onTestFinished } from "vitest";
 import { cassettePath } from "./cassette.js";
 import { applyEnv, resolveMode, ReplayMissError } from "./engine.js";
@@ -34,7 +35,13 @@ export async function useReplay(name, options = {}) {
         return { cassette, mode, env: {} };
     const engine = await lease(cassette, mode, options);
     const restore = applyEnv(engine.env);
-    const replay = { cassette, mode, env: engine.env };
+    const authority = engine.env.NODE_EXTRA_CA_CERTS;
+    const replay = {
+        cassette,
+        mode,
+        env: engine.env,
+        ...(authority ? { ca: readFileSync(authority, "utf8") } : {}),
+    };
     onTestFinished(async (context) => {
         restore();
         const summary = await engine.release();

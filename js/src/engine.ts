@@ -163,7 +163,13 @@ export class Serve {
   }
 
   /** Start the engine; resolves once its gateway is ready (its first line). */
-  static async start(options: ServeOptions): Promise<Serve> {
+  static start(options: ServeOptions): Promise<Serve> {
+    return Serve.launch(options).ready;
+  }
+
+  /** Start the engine without waiting: its process id at once (undefined when it could
+   * not be spawned), and the engine once its gateway is ready. */
+  static launch(options: ServeOptions): { pid: number | undefined; ready: Promise<Serve> } {
     const { engine, mode } = options;
     const args = [...engine.args, "serve", "--mode", mode];
     if (options.cassette !== undefined) args.push("--cassette", options.cassette);
@@ -173,6 +179,10 @@ export class Serve {
       env: options.env ?? callerEnv(),
       stdio: ["pipe", "pipe", "pipe"],
     });
+    return { pid: child.pid, ready: Serve.started(child, engine) };
+  }
+
+  private static async started(child: ChildProcess, engine: Engine): Promise<Serve> {
     const stderr: string[] = [];
     child.stderr!.setEncoding("utf8");
     child.stderr!.on("data", (chunk: string) => {
@@ -253,8 +263,7 @@ export class Serve {
 
   private async ask(cassette?: string, mode?: Mode): Promise<Used> {
     if (this.ended) throw new OtelReplayError("otel-replay: the engine has ended");
-    const use = cassette === undefined ? {} : { cassette, ...(mode ? { mode } : {}) };
-    this.child.stdin!.write(`${JSON.stringify({ use })}\n`);
+    this.child.stdin!.write(`${useLine(cassette, mode)}\n`);
     for (;;) {
       const next = await this.lines.next();
       if (next.done) {
@@ -307,6 +316,11 @@ export class Serve {
   }
 }
 
+/** The protocol's `use` line for `cassette` in `mode` (none: no cassette). */
+export function useLine(cassette?: string, mode?: Mode): string {
+  return JSON.stringify({ use: cassette === undefined ? {} : { cassette, ...(mode ? { mode } : {}) } });
+}
+
 function parse(line: string): Record<string, unknown> | null {
   if (!line.startsWith("{")) return null;
   try {
@@ -325,6 +339,10 @@ const layers: Layer[] = [];
 /** Where the run-wide setup leaves the values its environment replaced, for the test
  * workers (which inherit its environment, not its memory). */
 const OUTER = "OTEL_REPLAY_OUTER_ENV";
+
+/** Where the run-wide setup hands the test workers the engines it started for them
+ * (`pool.ts`): never passed on to an engine. */
+export const ENGINES = "OTEL_REPLAY_ENGINES";
 
 /** Set `env` in `process.env`; returns what puts the previous values back. */
 export function applyEnv(env: Record<string, string>): () => void {
@@ -364,6 +382,7 @@ export function callerEnv(): NodeJS.ProcessEnv {
   for (const layer of [...layers].reverse()) undo(layer);
   const outer = env[OUTER];
   delete env[OUTER];
+  delete env[ENGINES];
   if (outer) {
     try {
       undo(Object.entries(JSON.parse(outer) as Record<string, string | null>));

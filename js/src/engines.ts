@@ -1,6 +1,7 @@
 /** The engines of this process (a Vitest worker): one `otel-replay serve` serves test
  * after test, switched to each test's cassette by the protocol's `use` line, instead of a
- * new engine for each. The first test starts it (with its cassette: no switch); each
+ * new engine for each. The first test takes the engine the run's setup started for this
+ * worker's slot (`pool.ts`), else starts one (with its cassette: no switch); each
  * test's end switches it to no cassette, which answers that test's own summary. An engine
  * whose settings differ (another engine command, other upstreams or options), or a test
  * that overlaps one in progress (`test.concurrent`), gets an engine of its own. Engines
@@ -14,11 +15,12 @@ import {
   type EngineOptions,
   type Mode,
 } from "./engine.js";
+import { claim, settingsKey, type Switchable } from "./pool.js";
 import type { Summary } from "./summary.js";
 
 interface Idle {
   key: string;
-  serve: Serve;
+  serve: Switchable;
 }
 
 /** Idle engines, kept on the global object: a module evaluated again in the same worker
@@ -40,11 +42,12 @@ export interface Lease {
 export async function lease(cassette: string, mode: Mode, options: EngineOptions): Promise<Lease> {
   const engine = findEngine(options.enginePath);
   const args = serveArgs(options);
-  const key = JSON.stringify([engine.command, engine.args, args, callerEnv()]);
+  const key = settingsKey(engine, args, callerEnv());
   for (;;) {
     const at = idle.findIndex((entry) => entry.key === key);
-    if (at < 0) break;
-    const [{ serve }] = idle.splice(at, 1) as [Idle];
+    // an idle engine of this worker, else the one the run's setup started for its slot
+    const serve = at >= 0 ? idle.splice(at, 1)[0]!.serve : claim(key);
+    if (serve === null) break;
     if (serve.ended) continue;
     try {
       await serve.use(cassette, mode);
@@ -60,7 +63,7 @@ export async function lease(cassette: string, mode: Mode, options: EngineOptions
   return leased(key, serve);
 }
 
-function leased(key: string, serve: Serve): Lease {
+function leased(key: string, serve: Switchable): Lease {
   return {
     env: serve.env,
     async release(): Promise<Summary> {

@@ -1,6 +1,7 @@
 /** `otel-replay/vitest/setup`: a Vitest `globalSetup` that runs one `otel-replay serve`
  * for the whole run, for clients built when a module is imported (the AI SDK's default
- * providers read their base URL then), and prints the run's summary at its end.
+ * providers read their base URL then), starts the test workers' engines (`pool.ts`), and
+ * prints the run's summary at its end.
  *
  * ```ts
  * // vitest.config.ts
@@ -24,6 +25,7 @@ import {
   serveArgs,
   type EngineOptions,
 } from "./engine.js";
+import { startPool, workerCount, type Pool } from "./pool.js";
 import { explained, failure, META_KEY, runSection, type Block } from "./summary.js";
 
 export interface SetupOptions extends EngineOptions {
@@ -31,6 +33,10 @@ export interface SetupOptions extends EngineOptions {
    * `OTEL_REPLAY_CASSETTE`, else `cassettes/run.json`. `null`: no engine for the run, only
    * the summary of the tests' own (`otel-replay/vitest/summary`). */
   cassette?: string | null;
+  /** Start an engine for each test worker with the run, without waiting for it (`true`,
+   * the default): a worker's first `useReplay` then switches it instead of starting one,
+   * and the files a worker runs in turn share it. `false`: each worker starts its own. */
+  workerEngines?: boolean;
 }
 
 export interface Task {
@@ -41,8 +47,8 @@ export interface Task {
 
 /** The part of Vitest's `TestProject` the setup reads. */
 export interface Project {
-  config: { root: string };
-  vitest?: { state?: { getFiles(): Task[] } };
+  config: { root: string; maxWorkers?: number | string; fileParallelism?: boolean; watch?: boolean };
+  vitest?: { state?: { getFiles(): Task[]; getPaths?(): string[] } };
 }
 
 function testBlocks(project: Project): Block[] {
@@ -56,6 +62,19 @@ function testBlocks(project: Project): Block[] {
   return blocks;
 }
 
+/** The engines for the run's workers (`pool.ts`); none when the engine cannot be found
+ * (each `useReplay` then says so). */
+async function workers(project: Project, options: SetupOptions): Promise<Pool | null> {
+  let engine;
+  try {
+    engine = findEngine(options.enginePath);
+  } catch {
+    return null;
+  }
+  const count = workerCount(project.config, project.vitest?.state?.getPaths?.().length ?? 0);
+  return startPool(count, engine, serveArgs(options), "strict");
+}
+
 /** A `globalSetup` function with these settings. */
 export function replaySetup(options: SetupOptions = {}) {
   return async function setup(project: Project): Promise<() => Promise<void>> {
@@ -66,6 +85,8 @@ export function replaySetup(options: SetupOptions = {}) {
       options.cassette ?? process.env.OTEL_REPLAY_CASSETTE ?? "cassettes/run.json",
     );
     const args = serveArgs(options);
+    const withWorkers = mode !== "off" && options.workerEngines !== false;
+    const pool = withWorkers ? await workers(project, options) : null;
     const serve =
       mode === "off" || options.cassette === null
         ? null
@@ -80,6 +101,13 @@ export function replaySetup(options: SetupOptions = {}) {
       delete process.env.OTEL_REPLAY_OUTER_ENV;
       const blocks = testBlocks(project);
       let problem: string | null = null;
+      for (const left of (await pool?.stop()) ?? []) {
+        // a block a worker left open (it ended mid-test, failing the run): shown all the same
+        if (left.replayed || left.live || left.misses.length || left.write_errors.length) {
+          const where = left.cassette ?? "(none)";
+          blocks.push({ test: "(a worker's engine)", cassette: where, mode: left.mode, summary: left });
+        }
+      }
       if (serve !== null) {
         const summary = await serve.stop();
         if (summary.spans_received || summary.replayed || summary.live || summary.misses.length) {

@@ -12,6 +12,8 @@
  * ```
  */
 
+import { readFileSync } from "node:fs";
+
 import { expect, onTestFinished } from "vitest";
 
 import { cassettePath } from "./cassette.js";
@@ -42,6 +44,11 @@ export interface Replay {
   readonly mode: Mode;
   /** The variables set for the test: the gateway's URLs and the OTLP endpoints. */
   readonly env: Readonly<Record<string, string>>;
+  /** The certificate authority (PEM) the gateway's TLS is signed by, when it serves TLS
+   * (`OTEL_REPLAY_TLS=1`). Node reads `NODE_EXTRA_CA_CERTS` only as a process starts, so a
+   * `wss://` client made in a worker already running takes it as its `ca`:
+   * `new OpenAIRealtimeWS({ model, options: { ca: replay.ca } })`. */
+  readonly ca?: string;
   summary?: Summary;
 }
 
@@ -66,7 +73,13 @@ export async function useReplay(name: string, options: ReplayOptions = {}): Prom
   if (mode === "off") return { cassette, mode, env: {} };
   const engine = await lease(cassette, mode, options);
   const restore = applyEnv(engine.env);
-  const replay: Replay = { cassette, mode, env: engine.env };
+  const authority = engine.env.NODE_EXTRA_CA_CERTS;
+  const replay: Replay = {
+    cassette,
+    mode,
+    env: engine.env,
+    ...(authority ? { ca: readFileSync(authority, "utf8") } : {}),
+  };
   onTestFinished(async (context) => {
     restore();
     const summary = await engine.release();

@@ -3,17 +3,21 @@
  * `previous_response_id`; and a changed prompt, which misses as the API's error event
  * and fails its test. Its Realtime client (`OpenAIRealtimeWS`), which dials wss:// only,
  * is served TLS on the gateway's port, its certificate trusted through
- * NODE_EXTRA_CA_CERTS. */
+ * NODE_EXTRA_CA_CERTS (workers started after the run-wide setup's engine), or handed to
+ * the client as `replay.ca` (a test's own `useReplay`, in a worker already running). */
 
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 
 import OpenAI from "openai";
 import { ResponsesWS } from "openai/resources/responses/ws";
-import { describe, expect, test } from "vitest";
+import { afterAll, beforeAll, describe, expect, test } from "vitest";
+
+import { useReplay } from "otel-replay/vitest";
 
 import { recordSuite, runSuite } from "./nested.js";
-import { stubForFile } from "./peers.js";
+import { stubForFile, upstreams } from "./peers.js";
+import { talk } from "./realtime.js";
 import { recordThenReplay } from "./roundtrip.js";
 
 process.env.OPENAI_API_KEY = "sk-test-key-for-the-stub";
@@ -73,6 +77,33 @@ test("a changed prompt over the websocket misses, as the API's error, and fails 
   expect(answers[0]).toBe("stub reply to: Paris");
   expect(answers[1]).toBe(answers[0]); // replayed
   expect(answers[2]).toMatch(/^error: .*replay miss: messages changed/);
+});
+
+describe("openai-node realtime over wss:// from a test's own useReplay", () => {
+  const own = stubForFile();
+  let recorded = "";
+  // this worker started before the engine these tests start: the client is handed its CA
+  beforeAll(() => {
+    process.env.OTEL_REPLAY_TLS = "1";
+  });
+  afterAll(() => {
+    delete process.env.OTEL_REPLAY_TLS;
+  });
+
+  test("records, the client given replay.ca", async () => {
+    const upstream = upstreams(own.stub());
+    const replay = await useReplay("realtime-own", { mode: "record", fixturesDir: own.dir, upstreams: upstream });
+    expect(replay.ca).toContain("-----BEGIN CERTIFICATE-----");
+    recorded = await talk("Paris", replay.ca);
+    expect(recorded).toBe("stub reply to: Paris");
+  });
+
+  test("replays strictly with the provider stopped", async () => {
+    await own.stub().stop();
+    const replay = await useReplay("realtime-own", { mode: "strict", fixturesDir: own.dir });
+    expect(await talk("Paris")).toMatch(/^error: .*certificate/); // not trusted as it started
+    expect(await talk("Paris", replay.ca)).toBe(recorded);
+  });
 });
 
 describe("openai-node realtime over wss://", () => {

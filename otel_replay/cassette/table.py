@@ -25,6 +25,7 @@ __all__ = [
     "REFERENCE",
     "SharedTable",
     "is_reference",
+    "resolved_inside",
     "resolved_table",
     "same_text",
 ]
@@ -165,20 +166,21 @@ class SharedTable:
             size += 4
         name = f"@{hexed[:size]}"
         self._names[digest] = name
-        written = self._inside(value) if type(value) is not str else value
+        written = self.inside(value) if type(value) is not str else value
         self.texts[name] = item_text(written)
         if self._keep:
             self.values[name] = written
         return name
 
-    def _inside(self, value: JSON) -> JSON:
-        """A shared object or array as its entry holds it: each string in it that goes
-        to the table (see ``_shared_text``) a reference to a string entry."""
+    def inside(self, value: JSON) -> JSON:
+        """``value`` with each string in it that goes to the table (see ``_shared_text``)
+        a reference to a string entry: a shared object or array as its entry holds it, a
+        WebSocket frame as the interaction holds it (see ``v2``)."""
         kind = type(value)
         if kind is dict:
-            return {k: self._inside(v) for k, v in value.items()}
+            return {k: self.inside(v) for k, v in value.items()}
         if kind is list:
-            return [self._inside(v) for v in value]
+            return [self.inside(v) for v in value]
         if kind is str and _shared_text(value):
             return self.place(value)
         return value
@@ -208,7 +210,7 @@ def _inside(value: Any, strings: dict[str, JSON]) -> Any:
         return value if all(a is b for a, b in zip(items, value, strict=True)) else items
     if kind is str and value[:1] == "@" and REFERENCE.fullmatch(value):
         found = strings.get(value)
-        if found is None:
+        if type(found) is not str:
             raise _Inside(f"unknown reference {value!r} (no string entry of that name)")
         return found
     return value
@@ -220,6 +222,15 @@ def _step(item: Any, strings: dict[str, JSON], key: str | int) -> Any:
     except _Inside as bad:
         bad.steps.append(f"[{key}]" if type(key) is int else f".{key}")
         raise
+
+
+def resolved_inside(value: JSON, table: dict[str, JSON], where: str) -> JSON:
+    """``value`` (written by ``SharedTable.inside``) with each reference in it replaced by
+    its string entry of ``table``; a Problem naming the place of an unknown one."""
+    try:
+        return _inside(value, table)
+    except _Inside as bad:
+        raise Problem(where + "".join(reversed(bad.steps)), bad.problem) from None
 
 
 def resolved_table(doc: dict[str, Any]) -> dict[str, JSON]:

@@ -18,7 +18,12 @@ interaction. Interactions read as in version 1 except at the *shared places*:
 - the elements of each top-level array of ``raw_request`` (``messages``, ``input``,
   ``contents``, ``tools``, ``system``, ...) and each of its other top-level values;
 - the elements of the canonical request's ``system``, ``messages`` and ``tools``, when
-  the request is written out.
+  the request is written out;
+- the ``json`` or ``data`` of each server frame of a model call made over a WebSocket
+  (``method`` ``GET``, its frames the response's ``events``), taken as an entry's
+  inside (below): a frame stays inline, its audio and other long strings by reference,
+  so a payload sent again (by the server, or by the client in a later call's
+  ``client_events``) is stored once.
 
 At a shared place an object, an array, a string of 1,024 characters or more, and any
 string of the *reference form* (``@`` and 12 to 64 lower-case hex digits) go to the table
@@ -44,13 +49,19 @@ its unique content. Nothing may change loaded request JSON in place.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from otel_replay.cassette.fields import Fields, Problem, check, naming
 from otel_replay.cassette.format import Cassette
-from otel_replay.cassette.table import SharedTable, is_reference, resolved_table, same_text
+from otel_replay.cassette.table import (
+    SharedTable,
+    is_reference,
+    resolved_inside,
+    resolved_table,
+    same_text,
+)
 from otel_replay.cassette.v1 import (
     ITEM_PAD,
     array_pieces,
@@ -62,6 +73,7 @@ from otel_replay.cassette.v1 import (
 )
 from otel_replay.core.errors import ConfigError
 from otel_replay.core.exchange import JSON, CanonicalRequest, Exchange
+from otel_replay.core.jsontext import LineItems
 
 __all__ = ["V2", "V2Codec", "derivable"]
 
@@ -107,6 +119,12 @@ class _Encoder:
                 key: [place(v) for v in value] if type(value) is list else place(value)
                 for key, value in raw.items()
             }
+        if exchange.method == "GET" and exchange.response.events:  # a WebSocket's frames
+            response = item["response"]
+            assert isinstance(response, dict) and isinstance(response["events"], list)
+            inside = self.table.inside
+            frames = [_frame(e, lambda value, _: inside(value)) for e in response["events"]]
+            response["events"] = LineItems(frames) if lines else frames
         if derivable(exchange):
             item["request"] = {"endpoint": exchange.request.endpoint, "derived": True}
         else:
@@ -138,6 +156,15 @@ class _Encoder:
     def close(self) -> None:
         """Drop the table's temporary file, if it has one."""
         self.table.texts.close()
+
+
+def _frame(event: Any, inside: Callable[[JSON, str], JSON]) -> Any:
+    """A server frame (a written event) with its ``json`` or ``data`` taken through
+    ``inside`` (given the value and its key)."""
+    if type(event) is not dict:
+        return event  # not an event: the event's own check names it
+    key = "json" if "json" in event else "data"
+    return {**event, key: inside(event[key], key)} if key in event else event
 
 
 # --- decoding -------------------------------------------------------------------------
@@ -213,6 +240,18 @@ def _derive(exchange: Exchange, where: str) -> CanonicalRequest:
         raise Problem(f"{where}.request", f"cannot derive it from raw_request: {exc}") from None
 
 
+def _resolved_frames(events: list[Any], table: dict[str, JSON], where: str) -> list[Any]:
+    """A WebSocket call's written server frames with their references resolved."""
+    out = []
+    for i, event in enumerate(events):
+
+        def resolved(value: JSON, key: str, at: str = f"{where}[{i}]") -> JSON:
+            return resolved_inside(value, table, f"{at}.{key}")
+
+        out.append(_frame(event, resolved))
+    return out
+
+
 def _interaction(value: object, where: str, table: dict[str, JSON], sharing: _Sharing) -> Exchange:
     item = dict(check(value, where, "dict"))
     raw = item.get("raw_request")
@@ -223,6 +262,11 @@ def _interaction(value: object, where: str, table: dict[str, JSON], sharing: _Sh
             else _resolve_one(v, table, f"{where}.raw_request.{key}")
             for key, v in raw.items()
         }
+    response = item.get("response")
+    events = response.get("events") if type(response) is dict else None
+    if item.get("method") == "GET" and type(events) is list:  # a WebSocket's frames
+        frames = _resolved_frames(events, table, f"{where}.response.events")
+        item["response"] = {**response, "events": frames}  # type: ignore[dict-item]
     request = item.get("request")
     derived = type(request) is dict and "derived" in request
     if derived:

@@ -87,6 +87,8 @@ OTEL_REPLAY_STRICT = "OTEL_REPLAY_STRICT"
 OTEL_REPLAY_TLS = "OTEL_REPLAY_TLS"
 # a key for the placeholders: ``[REDACTED:kind:8 hex digits of HMAC-SHA256(key, secret)]``
 OTEL_REPLAY_HMAC_KEY = "OTEL_REPLAY_HMAC_KEY"
+# ``serve``: the token of its control route (``gateway.control``), read and removed at start.
+OTEL_REPLAY_CONTROL = "OTEL_REPLAY_CONTROL"
 # ``build --from``: extra request headers (``k=v,k2=v2``), and the backends' own credentials
 OTEL_REPLAY_FROM_HEADERS = "OTEL_REPLAY_FROM_HEADERS"
 PHOENIX_API_KEY = "PHOENIX_API_KEY"

@@ -33,6 +33,7 @@ __all__ = [
     "orjson_own",
     "orjson_text",
     "orjson_value_text",
+    "otlp_line",
     "pretty",
     "strict_loads",
     "value_key",
@@ -290,6 +291,16 @@ def dumps_line(doc: Any) -> str:
     """A JSON value as one compact line, non-ASCII kept as UTF-8 text (``json.dumps``
     with these settings, without building an encoder per call)."""
     return _COMPACT.encode(doc)
+
+
+def otlp_line(doc: Any) -> str:
+    """``dumps_line`` of an OTLP JSON document, about ten times faster (orjson).
+
+    Only for OTLP documents: their numbers are finite (a double that is not is written as
+    the string ``"NaN"`` or ``"Infinity"``; a body is held as text), where orjson would
+    write ``null``. What orjson refuses is encoded by the standard library."""
+    text = orjson_text(doc)
+    return _COMPACT.encode(doc) if text is None else text.decode("utf-8")
 
 
 _BEFORE_TOKEN = frozenset(b":,[")

@@ -13,18 +13,24 @@ written) and the answer is one line ``{"used": {"summary": {...}, "env": {...}}}
 block's summary and the environment for the new one (the same port). A cassette or rule
 file that cannot be used is answered ``{"error": "…"}`` and changes nothing. The swap is
 the pytest plugin's between two blocks (``GatewayThread.use_session``).
+
+With ``OTEL_REPLAY_CONTROL=TOKEN`` in its environment, the gateway also takes the ``use``
+line over HTTP from a process that does not hold its standard input (``gateway.control``:
+``POST /_otel_replay/use`` with the token), answered by the same code, one line at a time.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import sys
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from otel_replay.core import envvars as ev
 from otel_replay.core.errors import ConfigError, OtelReplayError
 from otel_replay.core.gcpause import paused_gc
 from otel_replay.session.modes import MODES, default_mode
@@ -37,7 +43,9 @@ __all__ = ["PROTOCOL", "serve_command"]
 PROTOCOL = (
     'prints {"env": {...}} once ready, and {"summary": {...}} at the end (end of stdin, '
     'SIGINT, SIGTERM); a line {"use": {"cassette": PATH, "mode": MODE}} on stdin switches '
-    'cassettes, answered {"used": {"summary": <the previous one\'s>, "env": {...}}}'
+    'cassettes, answered {"used": {"summary": <the previous one\'s>, "env": {...}}}; with '
+    "OTEL_REPLAY_CONTROL=TOKEN set, the same line POSTed to /_otel_replay/use with the header "
+    "x-otel-replay-token: TOKEN"
 )
 """What ``serve --help`` says of the protocol."""
 
@@ -53,6 +61,12 @@ def serve_command(args: argparse.Namespace) -> int:
     from otel_replay.frontends.runcmd import agent_tls, gateway_config
 
     config = gateway_config(args, mode, [])
+    switch = _Switch(args, mode)
+    token = os.environ.pop(ev.OTEL_REPLAY_CONTROL, "")  # never handed on
+    if token:
+        from otel_replay.gateway.control import Control
+
+        config.control = Control(token, switch.answer)
     if args.tls:
         from otel_replay.gateway.local_tls import authority
 
@@ -62,6 +76,7 @@ def serve_command(args: argparse.Namespace) -> int:
 
         # the line means ready: a request sent right after it is served as a warm one is
         gateway = GatewayThread(config).start(early=True, ready=True)
+    switch.serving(gateway)
     done = threading.Event()
     previous = {s: signal.signal(s, lambda *_: done.set()) for s in (signal.SIGINT, signal.SIGTERM)}
     lock = threading.Lock()  # one line at a time on stdout
@@ -73,7 +88,7 @@ def serve_command(args: argparse.Namespace) -> int:
     def watch_stdin() -> None:
         try:
             for line in sys.stdin:
-                answer = _answer(line, gateway, args, mode)
+                answer = switch.answer(line)
                 if answer is not None:
                     say(answer)
         except (OSError, ValueError):
@@ -95,6 +110,27 @@ def serve_command(args: argparse.Namespace) -> int:
     for message in summary.write_errors:
         print(f"otel-replay: {message}", file=sys.stderr)
     return 1 if summary.write_errors else 0
+
+
+class _Switch:
+    """What answers the ``use`` lines, from standard input and from the control route
+    alike: one line at a time, once the gateway serves."""
+
+    def __init__(self, args: argparse.Namespace, mode: str) -> None:
+        self.args, self.mode = args, mode
+        self._gateway: GatewayThread | None = None
+        self._started = threading.Event()
+        self._lock = threading.Lock()
+
+    def serving(self, gateway: GatewayThread) -> None:
+        self._gateway = gateway
+        self._started.set()
+
+    def answer(self, line: str) -> dict[str, Any] | None:
+        self._started.wait()  # a control request may come before start() has returned
+        assert self._gateway is not None
+        with self._lock:
+            return _answer(line, self._gateway, self.args, self.mode)
 
 
 def _answer(

@@ -14,6 +14,8 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Mapping
+from functools import partial
+from typing import TYPE_CHECKING
 
 from aiohttp import web
 
@@ -22,7 +24,9 @@ from otel_replay.gateway import probes, refusal
 from otel_replay.gateway.call import (
     BodyTooDeep,
     Call,
+    Incoming,
 )
+from otel_replay.gateway.control import Control
 from otel_replay.gateway.decide import Decision, decide, lowered
 from otel_replay.gateway.engine import Engine
 from otel_replay.gateway.forward import Forwarder
@@ -35,7 +39,6 @@ from otel_replay.gateway.turns import Turns
 from otel_replay.gateway.upstream import (
     Upstream,
 )
-from otel_replay.gateway.websocket import WebSockets
 from otel_replay.gateway.writers import (
     deliver,
 )
@@ -44,6 +47,10 @@ from otel_replay.otlp.routes import add_otlp_routes
 from otel_replay.providers import Route
 from otel_replay.providers.base import Provider
 from otel_replay.session.session import Session
+
+if TYPE_CHECKING:  # the WebSocket APIs' modules: loaded at the first upgrade
+    from otel_replay.gateway.websocket import WebSockets
+    from otel_replay.gateway.ws_replay import Decided
 
 log = logging.getLogger("otel_replay.gateway")
 
@@ -61,7 +68,9 @@ class Gateway(Engine):
         bind_host: str = "127.0.0.1",
         limits: Limits | None = None,
         mcp: Mapping[str, str] | None = None,
+        control: Control | None = None,
     ) -> None:
+        self.control = control  # serve's `use` line over HTTP, with its token
         self.mcp_servers = dict(mcp or {})  # MCP servers by name, served at /mcp/NAME
         self._turns: Turns | None = None
         self.bind_host = bind_host
@@ -69,9 +78,25 @@ class Gateway(Engine):
         self.timing = timing
         super().__init__(session, keys=keys, limits=limits)
         self.forwarder = Forwarder(upstream, self.limits)
-        self.websockets = WebSockets(
-            lambda: self.session, upstream, self.limits, lambda: self.timing
-        )
+        self._websockets: WebSockets | None = None  # made at the first upgrade
+
+    @property
+    def websockets(self) -> WebSockets:
+        """The APIs' WebSocket connections (their modules loaded when one first comes)."""
+        if self._websockets is None:
+            from otel_replay.gateway.websocket import WebSockets
+
+            sockets = WebSockets(
+                lambda: self.session, self.upstream, self.limits, lambda: self.timing, self.own_keys
+            )
+            sockets.door = self.decided_body  # a response.create found as HTTP's body
+            self._websockets = sockets
+        return self._websockets
+
+    async def _close_websockets(self, app: web.Application) -> None:
+        """Tells the open WebSockets the gateway is stopping (none made: nothing to do)."""
+        if self._websockets is not None:
+            await self._websockets.close_all(app)
 
     def app(self) -> web.Application:
         app, guard = web.Application(client_max_size=MAX_BODY), host_guard(self.bind_host)
@@ -79,8 +104,10 @@ class Gateway(Engine):
         add_otlp_routes(app, store, read_timeout=seconds, wrap=guard)
         McpMount(lambda: self.mcp_servers, lambda: self.session, seconds).add_routes(app, guard)
         OwnToolsMount(lambda: self.session, seconds).add_routes(app, guard)
+        if self.control is not None:
+            self.control.add_route(app, guard)
         app.router.add_route("*", "/{tail:.*}", guard(self.handle))  # every route guarded
-        app.on_shutdown.append(self.websockets.close_all)  # open WebSockets told at once
+        app.on_shutdown.append(self._close_websockets)  # open WebSockets told at once
         return app
 
     # -- dispatch ----------------------------------------------------------------------
@@ -110,21 +137,56 @@ class Gateway(Engine):
         if replayed is not None:
             return replayed
         try:
-            call, exact = self.call(request, route, headers, raw, tried=at_once, live=live)
+            call, decision, turns = self._decided(request, route, raw, number, at_once, live)
         except BodyTooDeep as exc:
             log.warning("%s (%s %s)", exc, request.method, request.path)
             error = providers.get(route.api).error_body(400, str(exc), "invalid_request_error")
             return web.json_response(error, status=400, headers={"x-should-retry": "false"})
-        call.number = number
-        decision = self.decision(call, exact, live=live)
-        turns = None
-        if at_once and decision.index is not None:  # a chain of turns begins (exact hits too)
-            turns = self._turns_for(call.session)
-            turns.matched(call, decision.index)
         answer = await self._carry_out(request, call, decision)
         if turns is not None:
             _after_answer(turns, call.provider, call.path)
         return answer
+
+    def _decided(
+        self, request: Incoming, route: Route, raw: bytes, number: int, at_once: bool, live: bool
+    ) -> tuple[Call, Decision, Turns | None]:
+        """The full path: the call read and decided; a match, found with ``at_once``,
+        begins a chain of turns (exact hits too), which it returns (raises BodyTooDeep)."""
+        call, exact = self.call(request, route, request.headers, raw, tried=at_once, live=live)
+        call.number = number
+        decision = self.decision(call, exact, live=live)
+        turns = None
+        if at_once and decision.index is not None:
+            turns = self._turns_for(call.session)
+            turns.matched(call, decision.index)
+        return call, decision, turns
+
+    def decided_body(self, request: Incoming, session: Session, raw: bytes) -> Decided | None:
+        """What the body ``raw`` of a model call a door answers itself comes to (a
+        ``response.create`` frame's, ``request`` its WebSocket's upgrade, ``session`` the
+        one it began in), found as ``handle`` finds an HTTP request's: as sent, as its
+        conversation's next turn, else by the full path (raises BodyTooDeep). None when
+        another session has been swapped in since (the door matches it as before)."""
+        if session is not self.session:
+            return None
+        from otel_replay.gateway.ws_replay import Decided  # loaded with the WebSockets
+
+        route = providers.ROUTER.route(request.path, request.headers)
+        assert route is not None, f"no provider serves {request.path}"
+        number, live = self.numbered()
+        at_once = self.at_once() and not live
+        session = self.session
+        if at_once and len(raw) <= RAW_MAX:
+            self._bodies_for(session)  # a session swapped in is primed by its first request
+            path = route.provider_path(request.path, request.query)
+            index = session.exact_hit_raw(providers.get(route.api).name, path, raw)
+            if index is not None:
+                return Decided(decide(session.mode, routed=True, match=index, own_key=False))
+        found = self._grown(request, route, raw, number) if at_once else None
+        call, decision, turns = found or self._decided(request, route, raw, number, at_once, live)
+        if turns is None:
+            return Decided(decision, call)
+        return Decided(decision, call, partial(_after_answer, turns, call.provider, call.path))
 
     async def _replay_as_sent(
         self, request: web.Request, route: Route, raw: bytes, number: int = 0
@@ -132,7 +194,7 @@ class Gateway(Engine):
         """The replay of the recording whose body is exactly ``raw`` (a small body, as
         sent), or None when there is none (the full path then decides)."""
         found = self.replayed_as_sent(request, route, raw, number)
-        if found is None or isinstance(found, web.StreamResponse):
+        if not isinstance(found, tuple):  # not against StreamResponse: an ABC, slow at first
             return found
         call, index = found
         decision = decide(self.session.mode, routed=True, match=index, own_key=False)
@@ -143,6 +205,19 @@ class Gateway(Engine):
     ) -> web.StreamResponse | None:
         """The replay of a conversation's next turn, matched by what it adds to the last
         one (``turns``), or None (the full path then decides)."""
+        found = self._grown(request, route, raw, number)
+        if found is None:
+            return None
+        call, decision, turns = found
+        answer = await self._carry_out(request, call, decision)
+        _after_answer(turns, call.provider, call.path)
+        return answer
+
+    def _grown(
+        self, request: Incoming, route: Route, raw: bytes, number: int
+    ) -> tuple[Call, Decision, Turns] | None:
+        """A conversation's next turn matched by what it adds to the last one (``turns``,
+        counted in ``by_turn``), or None (the full path then decides)."""
         provider = providers.get(route.api)
         path = route.provider_path(request.path, request.query)
         turns = self._turns_for(self.session)
@@ -155,10 +230,7 @@ class Gateway(Engine):
             request, route, request.headers, raw, hit=index, asks_stream=asks_stream
         )
         call.number = number
-        decision = decide(self.session.mode, routed=True, match=index, own_key=False)
-        answer = await self._carry_out(request, call, decision)
-        _after_answer(turns, provider, path)
-        return answer
+        return call, decide(self.session.mode, routed=True, match=index, own_key=False), turns
 
     def _turns_for(self, session: Session) -> Turns:
         reader = self._bodies_for(session)

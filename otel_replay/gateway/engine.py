@@ -20,7 +20,6 @@ from otel_replay.core.errors import ReplayMiss
 from otel_replay.gateway.bodies import Bodies, Body
 from otel_replay.gateway.call import Call, Incoming, parse_traceparent, parses_within, within_depth
 from otel_replay.gateway.decide import Decision, OwnKeys, decide, lowered, matches
-from otel_replay.gateway.fork import live_call
 from otel_replay.gateway.limits import Limits
 from otel_replay.gateway.playback import prime_streams
 from otel_replay.gateway.writers import as_recorded, prime_answers
@@ -114,6 +113,8 @@ class Engine:
         headers = call.request.headers
         fork = call.session.fork
         if live and fork is not None:  # past the fork point: live, never matched
+            from otel_replay.gateway.fork import live_call  # loaded when a run forks
+
             return live_call(call, fork, self._own_keys)
         mode = call.session.mode
         if mode == "auto" and call.session.has_live_rules and call.session.is_live(call.canonical):
@@ -122,7 +123,7 @@ class Engine:
         match: int | ReplayMiss | None = exact
         if matches(mode) and match is None:
             try:
-                match = call.session.matcher.match(call.canonical)
+                match = call.session.match(call.canonical)
             except ReplayMiss as miss:
                 match = miss
         own_key = isinstance(match, ReplayMiss) and self._own_keys.offered(

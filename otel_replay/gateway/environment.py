@@ -25,6 +25,7 @@ from otel_replay.providers.named import KNOWN, NAMED_PREFIX, named_prefix
 from otel_replay.providers.spec import PLACEHOLDER_REGION
 
 if TYPE_CHECKING:
+    from otel_replay.gateway.control import Control
     from otel_replay.gateway.upstream import Upstream
     from otel_replay.session.fork import ForkPlan
     from otel_replay.session.session import Session
@@ -130,6 +131,8 @@ class GatewayConfig:
     """MCP servers by name (``--mcp NAME=URL``), served at ``/mcp/NAME``."""
     tools: str = "replay"
     """The agent's own tools (``--tools``): ``replay`` (recorded, then replayed) or ``live``."""
+    control: Control | None = None
+    """The control route (``control``): ``serve``'s ``use`` line over HTTP, with a token."""
 
     def named_upstreams(self) -> dict[str, str]:
         """The base URLs the caller named, by upstream."""

@@ -13,6 +13,7 @@ frames up to the next one's count.
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,14 +23,35 @@ from otel_replay.core.exchange import JSON, CanonicalRequest, Exchange, Response
 from otel_replay.core.ids import new_span_id
 from otel_replay.providers import gemini_live
 from otel_replay.providers.openai_realtime import REALTIME_PATH
-from otel_replay.providers.parts import as_dict, as_list
+from otel_replay.providers.parts import as_dict, as_list, dumps
 
-__all__ = ["RESPONSES_PATH", "Frames", "call_exchange", "frames_for", "parsed_frame"]
+__all__ = [
+    "RESPONSES_PATH",
+    "Frames",
+    "call_exchange",
+    "frames_for",
+    "parsed_frame",
+    "request_bytes",
+]
 
 RESPONSES_PATH = "/v1/responses"
 _RESPONSES_CLOSING = frozenset(
     {"response.completed", "response.failed", "response.incomplete", "error"}
 )
+
+
+_CREATE = re.compile(rb'\{[ \t\n\r]*"type"[ \t\n\r]*:[ \t\n\r]*"response\.create"[ \t\n\r]*,?')
+
+
+def request_bytes(data: str | bytes, body: dict[str, Any]) -> bytes:
+    """A Responses API ``response.create`` frame's body (``body``, read from it) as the
+    bytes an HTTP request of it carries: the frame's own without its ``type`` member, when
+    it comes first (as the SDKs and Codex send it), else ``body``'s compact JSON."""
+    sent = data if isinstance(data, bytes) else data.encode()
+    found = _CREATE.match(sent)
+    if found is None:
+        return dumps(body).encode()
+    return b"{" + sent[found.end() :]
 
 
 def parsed_frame(data: str | bytes) -> JSON:

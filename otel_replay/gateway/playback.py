@@ -37,7 +37,7 @@ async def play(call: Call, response: Response, timing: str = "fast") -> web.Stre
         abort(request)
         return web.Response(status=499)
     answer = replayed(call, response, timing)
-    if isinstance(answer, web.Response):
+    if not isinstance(answer, Paced):  # not against web.Response: an ABC, slow at first
         return answer
     stream = web.StreamResponse(status=response.status, headers=answer.headers)
     await stream.prepare(request)

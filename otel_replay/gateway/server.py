@@ -78,6 +78,7 @@ class GatewayServer:
             bind_host=config.host,
             limits=config.limits,
             mcp=config.mcp,
+            control=config.control,
         )
         self._runner: web.AppRunner | None = None
         self._grpc: GrpcReceiver | None = None
@@ -205,9 +206,10 @@ class GatewayServer:
         await self._first_connection()
 
     async def _first_connection(self) -> None:
-        """A connection made to the HTTP port and a connectivity probe (``HEAD /``, never
+        """A connection made to the HTTP port and a connectivity probe (``GET /``, never
         recorded or counted) answered on it: the caller's first connection then takes a
-        path run once already (the sniffing site, aiohttp's protocol, the host guard).
+        path run once already (the sniffing site, aiohttp's protocol, the host guard, an
+        answer's body written).
         A failure is only logged: the caller's own connection will say what is wrong."""
         import asyncio
 
@@ -215,7 +217,7 @@ class GatewayServer:
         try:
             reader, writer = await asyncio.open_connection(host, self.port)
             netloc = gateway_url(host, self.port).removeprefix("http://")
-            writer.write(f"HEAD / HTTP/1.1\r\nHost: {netloc}\r\nConnection: close\r\n\r\n".encode())
+            writer.write(f"GET / HTTP/1.1\r\nHost: {netloc}\r\nConnection: close\r\n\r\n".encode())
             await asyncio.wait_for(reader.read(), 10)  # until the gateway closes it
             writer.close()
             await writer.wait_closed()

@@ -41,6 +41,7 @@ class _Last:
 
     raw: bytes
     asks_stream: bool
+    index: int  # the recording it replayed
 
 
 class Turns:
@@ -64,7 +65,7 @@ class Turns:
         if call.reading is None or item_messages(call.provider.name, call.operation) is None:
             self._forget(key)
             return
-        self._last[key] = _Last(call.raw, call.asks_stream)
+        self._last[key] = _Last(call.raw, call.asks_stream, index)
         self.continuations.matched(key, call.canonical, index)
 
     def follow(self, provider: Provider, path: str, raw: bytes) -> tuple[int, bool] | None:
@@ -79,11 +80,11 @@ class Turns:
         assert found is not None  # ``matched`` kept only such calls
         field, convert = found
         grown = self._grown(raw, field, last.raw)
-        index = None if grown is None else self._match(key, *grown, convert)
+        index = None if grown is None else self._match(key, last.index, *grown, convert)
         if index is None:
             self._forget(key)
             return None
-        self._last[key] = _Last(raw, last.asks_stream)
+        self._last[key] = _Last(raw, last.asks_stream, index)
         self.followed += 1
         return index, last.asks_stream
 
@@ -94,14 +95,21 @@ class Turns:
             self.continuations.prepare((provider.name, path))
 
     def _match(
-        self, key: Hashable, kept: int, items: list[Item | JSON], convert: Callable[[JSON], JSON]
+        self,
+        key: Hashable,
+        last: int,
+        kept: int,
+        items: list[Item | JSON],
+        convert: Callable[[JSON], JSON],
     ) -> int | None:
         redactor = self.session.redactor
         added = [
             convert(item.clean(redactor) if isinstance(item, Item) else redactor.json(item))
             for item in items
         ]
-        return self.continuations.follow(key, kept, added, lambda _: True)
+        # the same members as the last body: it continues the response the last one did
+        chain = self.session.chain
+        return self.continuations.follow(key, kept, added, lambda found: chain.alike(found, last))
 
     def _forget(self, key: Hashable) -> None:
         self._last.pop(key, None)

@@ -8,7 +8,9 @@ its provider's, as for HTTP; a refused upgrade is answered with the upstream's s
 a client that falls back to HTTP on ``426`` still does) and frames are relayed both ways
 as they come; each call's frames are recorded once its last server frame has reached the
 agent. Replaying (``ws_replay``), a call is matched like an HTTP request and its recorded
-server frames are sent back. Any other upgrade is refused (``probes``).
+server frames are sent back. In an ``auto`` run a Responses call no recording matches
+goes live when the upgrade offers the caller's own key (``_LiveTurns``), as an HTTP call
+does. Any other upgrade is refused (``probes``).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import logging
 import time
 import weakref
 from collections.abc import Callable
+from functools import partial
 
 import aiohttp
 from aiohttp import WSCloseCode, WSMsgType, web
@@ -28,12 +31,12 @@ from otel_replay.core.exchange import Response, SSEEvent
 from otel_replay.core.ids import new_trace_id
 from otel_replay.gateway import probes, refusal
 from otel_replay.gateway.call import parse_traceparent
-from otel_replay.gateway.decide import matches
+from otel_replay.gateway.decide import OwnKeys, lowered, matches
 from otel_replay.gateway.frames import Frames, call_exchange, frames_for, parsed_frame
 from otel_replay.gateway.limits import Limits
 from otel_replay.gateway.upstream import NoUpstream, Upstream, UpstreamRequest
 from otel_replay.gateway.writers import not_saved
-from otel_replay.gateway.ws_replay import Player, protocols_of
+from otel_replay.gateway.ws_replay import Decided, Player, protocols_of
 from otel_replay.session.session import Session
 
 __all__ = ["WebSockets"]
@@ -50,12 +53,16 @@ class WebSockets:
         upstream: Upstream,
         limits: Limits,
         timing: Callable[[], str],
+        keys: OwnKeys | None = None,
     ) -> None:
         self._session = session
         self.upstream = upstream
         self.limits = limits
         self._timing = timing
+        self.keys = keys or OwnKeys({})  # the caller's own keys: an auto miss goes live
         self._open: weakref.WeakSet[web.WebSocketResponse] = weakref.WeakSet()
+        # finds a Responses call's body as an HTTP request's (``app.Gateway.decided_body``)
+        self.door: Callable[[web.Request, Session, bytes], Decided | None] | None = None
 
     async def close_all(self, app: web.Application | None = None) -> None:
         """Closes the connections still open (the gateway is stopping: going away)."""
@@ -76,8 +83,21 @@ class WebSockets:
                 return probes.answer("websocket")  # refused when recorded: refused again
             ws = self._server_side(protocols_of(request))
             await ws.prepare(request)
-            player = Player(session, frames, ws, self._timing(), place)
-            await player.run()
+            # the Responses API's calls stand alone: one may go live (the stateful APIs'
+            # session state is the provider's, which a replayed session never built)
+            auto = session.mode == "auto" and frames.api == "responses"
+            live = None
+            if auto and self.keys.offered(frames.upstream, lowered(request.headers)):
+                live = _LiveTurns(self, request, session, ws, place)
+            keyless = auto and self.keys.missing(frames.upstream)
+            answer = None if live is None else live.answer
+            door = None if self.door is None else partial(self.door, request, session)
+            player = Player(session, frames, ws, self._timing(), place, answer, keyless, door=door)
+            try:
+                await player.run()
+            finally:
+                if live is not None:
+                    await live.close()
             return ws
         return await self._record(request, frames, session, place)
 
@@ -104,13 +124,8 @@ class WebSockets:
         failure = session.refuse_live()
         if failure is not None:
             return not_saved(provider, f"recording stopped, call not forwarded: {failure}")
-        headers = providers.forwarded_headers(name, dict(request.headers))
-        outgoing = UpstreamRequest(name, "GET", request.path, request.query_string, headers, b"")
-        connect = getattr(self.upstream, "websocket", None)
         try:
-            if connect is None:
-                raise NoUpstream(name, "this upstream serves no WebSockets")
-            upstream = await connect(outgoing, protocols_of(request))
+            upstream = await self.open_upstream(request, frames)
         except aiohttp.WSServerHandshakeError as exc:
             # refused upstream, refused here: a client that falls back to HTTP on it still does
             message = f"otel-replay: the upstream refused the WebSocket ({exc.status})"
@@ -137,6 +152,93 @@ class WebSockets:
         finally:
             await upstream.close()
         return ws
+
+    async def open_upstream(
+        self, request: web.Request, frames: Frames
+    ) -> aiohttp.ClientWebSocketResponse:
+        """The provider's WebSocket, opened with the upgrade's own credentials (raises
+        ``NoUpstream``, ``aiohttp.WSServerHandshakeError``, ``aiohttp.ClientError``)."""
+        name = frames.upstream
+        headers = providers.forwarded_headers(name, dict(request.headers))
+        outgoing = UpstreamRequest(name, "GET", request.path, request.query_string, headers, b"")
+        connect = getattr(self.upstream, "websocket", None)
+        if connect is None:
+            raise NoUpstream(name, "this upstream serves no WebSockets")
+        upstream: aiohttp.ClientWebSocketResponse = await connect(outgoing, protocols_of(request))
+        return upstream
+
+
+class _LiveTurns:
+    """An ``auto`` run's Responses WebSocket where the cassette misses: the provider's
+    WebSocket is opened at the first miss (with the upgrade's own credentials, the same
+    checks as recording), and each missed ``response.create`` is sent on it alone, since
+    it is all the provider needs (what it continues it names: ``previous_response_id``);
+    its frames are relayed to the agent as they come and recorded as a record run's."""
+
+    def __init__(
+        self,
+        sockets: WebSockets,
+        request: web.Request,
+        session: Session,
+        ws: web.WebSocketResponse,
+        place: tuple[str, str | None],
+    ) -> None:
+        self.sockets, self.request, self.session = sockets, request, session
+        self.ws, self.place = ws, place
+        self.upstream: aiohttp.ClientWebSocketResponse | None = None
+        self.failed: str | None = None  # why the provider cannot be reached: misses stay
+
+    async def answer(self, data: str | bytes) -> bool:
+        """Sends a missed call's client frame to the provider and relays its answer; False
+        when the provider cannot be reached (the call is then a miss)."""
+        upstream = await self._open()
+        if upstream is None:
+            return False
+        frames = WebSockets.frames(self.request)
+        assert frames is not None
+        tee = _Tee(self.session, frames, self.place)
+        with self.session.forwarding():
+            tee.client(data)
+            if isinstance(data, bytes):
+                await upstream.send_bytes(data)
+            else:
+                await upstream.send_str(data)
+            while frames.asked is not None:  # until the frame that ends its answer
+                message = await upstream.receive()
+                if message.type not in (WSMsgType.TEXT, WSMsgType.BINARY):
+                    tee.closed()  # cut short: recorded so, and the agent told so
+                    self.upstream = None
+                    await self.ws.close(code=1011, message=b"otel-replay: the upstream closed")
+                    break
+                if message.type == WSMsgType.TEXT:
+                    await self.ws.send_str(message.data)
+                else:
+                    await self.ws.send_bytes(message.data)
+                tee.server(message.data)
+        return True
+
+    async def _open(self) -> aiohttp.ClientWebSocketResponse | None:
+        if self.upstream is not None or self.failed is not None:
+            return self.upstream
+        request, session = self.request, self.session
+        frames = WebSockets.frames(request)
+        assert frames is not None
+        spec = providers.upstream_spec(frames.upstream)
+        why = None if spec is None else refusal.why_misplaced(spec, request)
+        failure = why or session.refuse_live()
+        if failure is None:
+            try:
+                self.upstream = await self.sockets.open_upstream(request, frames)
+            except (NoUpstream, aiohttp.ClientError, OSError) as exc:
+                failure = f"the upstream's WebSocket could not be opened: {exc}"
+        if failure is not None:
+            self.failed = failure
+            log.warning("otel-replay: a WebSocket call missed and cannot go live: %s", failure)
+        return self.upstream
+
+    async def close(self) -> None:
+        if self.upstream is not None:
+            await self.upstream.close()
 
 
 def _recorded_over_http(session: Session, endpoint: str) -> bool:

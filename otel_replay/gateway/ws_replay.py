@@ -17,18 +17,22 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from aiohttp import WSMsgType, web
 
 from otel_replay import providers
 from otel_replay.core.errors import ReplayMiss
-from otel_replay.core.exchange import Exchange, SSEEvent
-from otel_replay.gateway.frames import Frames, call_exchange, parsed_frame
+from otel_replay.core.exchange import JSON, CanonicalRequest, Exchange, SSEEvent
+from otel_replay.gateway.call import BodyTooDeep, Call
+from otel_replay.gateway.decide import Decision
+from otel_replay.gateway.frames import Frames, call_exchange, parsed_frame, request_bytes
 from otel_replay.providers.parts import as_dict, dumps
 from otel_replay.session.session import Session
 
-__all__ = ["Player", "protocols_of"]
+__all__ = ["Decided", "Door", "Player", "protocols_of"]
 
 log = logging.getLogger("otel_replay.gateway")
 
@@ -46,8 +50,27 @@ def protocols_of(request: web.Request) -> tuple[str, ...]:
     return tuple(p.strip() for p in value.split(",") if p.strip())
 
 
+@dataclass(frozen=True, slots=True)
+class Decided:
+    """What a door found for a model call's body (``app.Gateway.decided_body``): the
+    decision; the call, when the full path read it; what to run once the answer is sent
+    (the conversation's next turn made ahead)."""
+
+    decision: Decision
+    call: Call | None = None
+    after: Callable[[], None] | None = None
+
+
+Door = Callable[[bytes], Decided | None]
+"""Finds a Responses call's body as an HTTP request's is (``app.Gateway.decided_body``,
+its WebSocket's upgrade and session bound): as sent, as its conversation's next turn,
+else in full; None when it cannot (the player's matcher then decides)."""
+
+
 class Player:
-    """One replayed connection: ``place`` is its trace and parent span."""
+    """One replayed connection: ``place`` is its trace and parent span. ``live``, in an
+    ``auto`` run: answers a missed call's client frame from the provider (False when it
+    cannot); ``keyless``: a miss there could not go live for want of the provider's key."""
 
     def __init__(
         self,
@@ -56,8 +79,13 @@ class Player:
         ws: web.WebSocketResponse,
         timing: str,
         place: tuple[str, str | None],
+        live: Callable[[str | bytes], Awaitable[bool]] | None = None,
+        keyless: bool = False,
+        door: Door | None = None,
     ) -> None:
         self.session, self.frames, self.ws, self.place = session, frames, ws, place
+        self.door = door
+        self.live, self.keyless = live, keyless
         self.paced = timing == "recorded"
         self.provider = providers.get(frames.provider)
         self.taken: set[int] = set()
@@ -107,14 +135,23 @@ class Player:
     async def _answer(self, body: dict[str, Any], data: str | bytes, frame: dict[str, Any]) -> None:
         session, frames = self.session, self.frames
         start_ns = time.time_ns()
-        raw = session.redactor.json(body)
-        canonical = self.provider.canonical(frames.endpoint, raw)
+        asked = _Asked(self, body, data)
         try:
-            index = session.matcher.match(canonical)
+            index = asked.index()
         except ReplayMiss as miss:
+            raw, canonical = asked.raw, asked.canonical
+            if self.live is not None and await self.live(data):  # answered by the provider
+                self._next_turn()
+                return
             place = (self.place[0], self.place[1], start_ns)
             session.missed(
-                miss, self.provider.name, frames.endpoint, raw, request=canonical, place=place
+                miss,
+                self.provider.name,
+                frames.endpoint,
+                raw,
+                request=canonical,
+                place=place,
+                keyless=self.keyless,
             )
             log.info("%s", miss)
             self._next_turn()
@@ -130,11 +167,14 @@ class Player:
         self.taken.add(index)
         await self._send(events[start:])
         self._next_turn()
+        if asked.after is not None:  # what the conversation's next turn needs, made ahead
+            asyncio.get_running_loop().call_soon(asked.after)
         if recorded.response.fault is not None:  # the answer was cut short: so is the socket
             await self.ws.close(code=_CLOSE_ABNORMAL, message=b"otel-replay: as recorded")
         if session.writes_replayed_spans:  # the agent has its answer first
+            request, raw = asked.canonical, asked.raw
             answered = call_exchange(
-                frames, recorded.operation, canonical, recorded.response, raw, start_ns, self.place
+                frames, recorded.operation, request, recorded.response, raw, start_ns, self.place
             )
             session.replayed_span(answered)
 
@@ -172,6 +212,54 @@ class Player:
             cause = {**error, "param": None, "event_id": frame.get("event_id")}
             answer = {"type": "error", "event_id": "event_otel_replay_miss", "error": cause}
         await self.ws.send_str(dumps(answer))
+
+
+class _Asked:
+    """A call's body as matched: by the player's door for the Responses API (whose frame
+    is an HTTP request's body), else by the matcher; its redacted form and canonical
+    request made when first needed (a turn matched by what it adds needs neither)."""
+
+    def __init__(self, player: Player, body: dict[str, Any], data: str | bytes) -> None:
+        self.player, self.body, self.data = player, body, data
+        self.call: Call | None = None  # the full path's
+        self.after: Callable[[], None] | None = None
+        self._raw: JSON = None
+        self._canonical: CanonicalRequest | None = None
+
+    def index(self) -> int:
+        """The recording the call replays, consumed; raises ReplayMiss."""
+        player = self.player
+        if player.door is not None and player.frames.api == "responses":
+            try:
+                decided: Decided | None = player.door(request_bytes(self.data, self.body))
+            except BodyTooDeep:
+                decided = None  # matched as the frame it was read as
+            if decided is not None:
+                self.call, self.after = decided.call, decided.after
+                decision = decided.decision
+                if decision.index is not None:
+                    return decision.index
+                if decision.miss is not None:
+                    raise decision.miss
+        # no door, another session swapped in, a call a live rule or fork sends live: matched
+        return player.session.match(self.canonical)
+
+    @property
+    def raw(self) -> JSON:
+        """The body, redacted."""
+        if self.call is not None:
+            return self.call.body
+        if self._raw is None:
+            self._raw = self.player.session.redactor.json(self.body)
+        return self._raw
+
+    @property
+    def canonical(self) -> CanonicalRequest:
+        if self.call is not None:
+            return self.call.canonical
+        if self._canonical is None:
+            self._canonical = self.player.provider.canonical(self.player.frames.endpoint, self.raw)
+        return self._canonical
 
 
 def _turn_start(recorded: Exchange) -> int:

@@ -28,24 +28,27 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from otel_replay.core.errors import ReplayMiss
 from otel_replay.core.exchange import COMPONENTS, JSON, CanonicalRequest, Exchange
 from otel_replay.core.gcpause import paused_gc
 from otel_replay.core.ids import SHORT_HASH_DIGITS
 from otel_replay.matching import projection
-from otel_replay.matching.diff import Difference
-from otel_replay.matching.diff import differences as path_differences
 from otel_replay.matching.exact import ExactIndex
 from otel_replay.matching.normalize import DEFAULT, Normalizer
 from otel_replay.matching.projection import Shape, canonical_json, compare, digest
+
+if TYPE_CHECKING:  # the differences by path: worked out when a miss is explained
+    from otel_replay.matching.diff import Difference
 
 __all__ = [
     "COMPARATORS",
     "Comparator",
     "MatchMiss",
     "Matcher",
+    "Only",
     "canonical_json",
     "compared_value",
     "component_hash",
@@ -116,7 +119,9 @@ class MatchMiss(ReplayMiss):
 
     @property
     def differences(self) -> list[Difference]:
-        return path_differences(*self._pair)
+        from otel_replay.matching.diff import differences
+
+        return differences(*self._pair)
 
     @property
     def compared(self) -> tuple[CanonicalRequest, CanonicalRequest]:
@@ -140,6 +145,29 @@ class _Bucket:
         while self.next < len(self.indices) and self.indices[self.next] in used:
             self.next += 1
         return self.indices[self.next] if self.next < len(self.indices) else None
+
+    def first_taken(self, used: set[int], only: Only) -> tuple[int | None, bool]:
+        """The first unused index ``only`` accepts, and whether ``only`` refused one."""
+        if self.first_unused(used) is None:
+            return None, False
+        refused = False
+        for index in self.indices[self.next :]:
+            if index in used:
+                continue
+            if only.accept(index):
+                return index, refused
+            refused = True
+        return None, refused
+
+
+@dataclass(frozen=True, slots=True)
+class Only:
+    """What restricts a match to some of the equal recordings: ``accept`` takes a
+    recording's index; ``refused`` is the miss when equal unused recordings exist and
+    ``accept`` refuses each (``matching.chain``: a continuation of another response)."""
+
+    accept: Callable[[int], bool]
+    refused: ReplayMiss
 
 
 class Matcher:
@@ -279,14 +307,21 @@ class Matcher:
                 return found
             return self._miss(normal, exhausted)
 
-    def match(self, live: CanonicalRequest) -> int:
-        """Consumes and returns the first unused recording equal to ``live``.
+    def match(self, live: CanonicalRequest, only: Only | None = None) -> int:
+        """Consumes and returns the first unused recording equal to ``live`` (of those
+        ``only`` accepts, when given).
 
         Raises ``ReplayMiss`` naming the first differing component of the nearest unused
-        recording, or ``more model calls than the N recorded``."""
+        recording, ``more model calls than the N recorded``, or ``only``'s miss when it
+        refused every equal unused recording."""
         normal = self.normalizer.normalize(live)
         with self._lock:
-            found, exhausted = self._lookup(normal)
+            if only is None:
+                found, exhausted = self._lookup(normal)
+            else:
+                found, exhausted, refused = self._lookup_only(normal, only)
+                if found is None and refused:
+                    raise only.refused
             if found is None:
                 raise self._miss(normal, exhausted)
             self.used.add(found)
@@ -307,6 +342,23 @@ class Matcher:
             elif best is None or index < best:
                 best = index
         return best, exhausted
+
+    def _lookup_only(self, normal: CanonicalRequest, only: Only) -> tuple[int | None, bool, bool]:
+        """``_lookup`` among the recordings ``only`` accepts, and whether it refused one."""
+        cache: dict[str, str] = {}
+        best: int | None = None
+        exhausted = refused = False
+        for of, buckets in self._index.items():
+            bucket = buckets.get(projection.key(of, normal, cache))
+            if bucket is None:
+                continue
+            index, refused_here = bucket.first_taken(self.used, only)
+            refused = refused or refused_here
+            if index is None:
+                exhausted = exhausted or not refused_here
+            elif best is None or index < best:
+                best = index
+        return best, exhausted, refused
 
     def _miss(self, normal: CanonicalRequest, exhausted: bool) -> ReplayMiss:
         total = len(self._recordings)

@@ -3,31 +3,24 @@
 The format is the OpenTelemetry Collector file exporter's, so its output is input here and
 ours is input to any tool that reads it. Writing is append-only, one ``write`` of one whole
 line per batch, flushed at once: a killed process leaves every complete line valid. Each
-batch is redacted before it is serialised, so secrets never reach the file.
+line is checked for secrets as it is written (``redaction.trace_line``), so secrets never
+reach the file.
 """
 
 from __future__ import annotations
 
-import base64
 import contextlib
-import json
 import logging
 import os
-import re
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, BinaryIO
 
-import orjson
-
 from otel_replay.core import diskspace
-from otel_replay.otlp import clean_parts
-from otel_replay.otlp.clean_parts import CleanParts
-from otel_replay.redaction.attributes import names_a_secret, scrub_secret_attributes
-from otel_replay.redaction.headers import HEADER_ATTRIBUTE_PREFIXES, scrub_header_attributes
 from otel_replay.redaction.keyed import PlaceholderKey
+from otel_replay.redaction.trace_line import LineCheck, Redact, RedactText
 
 if TYPE_CHECKING:  # protobuf is imported with the first line written, not at start-up
     from google.protobuf.message import Message
@@ -41,14 +34,8 @@ if TYPE_CHECKING:  # protobuf is imported with the first line written, not at st
 
 log = logging.getLogger("otel_replay")
 
-_LEARNT = 1024  # shorter strings are checked with their line
 _ASIDE = 8 * 1024 * 1024  # room set aside past a trace file's end at a time (``reserve``)
 
-# How a header attribute's key reads in an OTLP JSON line.
-_HEADER_MARKERS = tuple(f'"key":"{prefix}' for prefix in HEADER_ATTRIBUTE_PREFIXES)
-
-Redact = Callable[[Any], Any]
-RedactText = Callable[[str], str]
 Tap = Callable[[str, "Message"], None]
 
 
@@ -160,24 +147,18 @@ class TraceStore:
         might_hold: Callable[[str], bool] | None = None,
         placeholder_key: PlaceholderKey | None = None,
     ) -> None:
-        """``redact`` walks a JSON value replacing secrets. ``redact_text`` does the same
-        on JSON text: one regex pass over the whole line, several times faster than the
-        walk; its result is used when it is still valid JSON, else the walk decides.
-        ``by_parts``: otel-replay's own lines (``traces_line``) may be checked part by
-        part, each distinct part once (``otlp.clean_parts``: true when no literal secret
-        value holds a character of ``JOINT_CHARS``); received telemetry is always
-        redacted whole. ``might_hold``: the redactor's cheap test, which clears most
-        lines of a middling size at once. ``placeholder_key``: the key of the placeholders
-        written for attributes named like a secret (``redaction.keyed``)."""
-        self._redact_text = redact_text
-        self._key = placeholder_key
-        self._parts = (
-            CleanParts(redact_text, might_hold) if by_parts and redact_text is not None else None
+        """How each line is checked for secrets: ``redaction.trace_line.LineCheck``
+        (``by_parts`` applies to otel-replay's own lines, ``traces_line``)."""
+        self.check = LineCheck(
+            redact,
+            redact_text,
+            by_parts=by_parts,
+            might_hold=might_hold,
+            placeholder_key=placeholder_key,
         )
         self._traces = _LineFile(Path(traces) if traces is not None else None)
         self._logs = _LineFile(Path(logs) if logs is not None else None)
         self._metrics = _LineFile(Path(metrics) if metrics is not None else None)
-        self._redact = redact
         self._lock = threading.Lock()
         self.spans_received = 0
         self.logs_received = 0
@@ -253,21 +234,15 @@ class TraceStore:
         then does the line hold each string of ``doc`` exactly)."""
         if self._traces.path is None or not doc.get("resourceSpans"):
             return None, True
-        return self._checked_line(doc, self._parts)
+        return self.check.line(doc, own=True)
 
     def learning(self, texts: list[str]) -> Iterator[None]:
         """Check ahead the strings a line of the gateway's own is about to hold (a
         recorded call's request, while its provider works), as that line will hold
         them, so that writing it checks only what is new in it (``by_parts``); a step
         for each text checked."""
-        if self._parts is None or self._traces.path is None:
-            return
-        if sum(map(len, texts)) < clean_parts.CUT_LINE:  # its line will be redacted whole
-            return
-        for text in texts:
-            if len(text) >= _LEARNT:
-                self._parts.learn(orjson.dumps(text).decode("utf-8"))
-                yield
+        if self._traces.path is not None:
+            yield from self.check.learning(texts)
 
     def room_for_traces(self, size: int) -> bool:
         """Whether a line of up to ``size`` bytes appended to the traces file cannot fail
@@ -332,40 +307,7 @@ class TraceStore:
             return None
         from otel_replay.otlp import codec
 
-        return self._doc_line(codec.to_json(msg))
-
-    def _doc_line(self, doc: dict[str, Any], parts: CleanParts | None = None) -> bytes:
-        return self._checked_line(doc, parts)[0]
-
-    def _checked_line(
-        self, doc: dict[str, Any], parts: CleanParts | None = None
-    ) -> tuple[bytes, bool]:
-        """The redacted line, and whether redaction left it as ``doc`` encodes."""
-        from otel_replay.otlp import codec
-
-        text = codec.otlp_line(doc)
-        if self._redact is None:
-            return (text + "\n").encode("utf-8"), True
-        intact = True
-        if any(marker in text for marker in _HEADER_MARKERS):
-            doc = scrub_header_attributes(doc, self._key)
-            text, intact = codec.otlp_line(doc), False
-        if names_a_secret(text):
-            doc = scrub_secret_attributes(doc, self._key)
-            text, intact = codec.otlp_line(doc), False
-        if intact and parts is not None and parts.clean(text):
-            return (text + "\n").encode("utf-8"), True  # what the pass below would return
-        if self._redact_text is not None:
-            # Every string of ``doc`` appears in the line as JSON text, and placeholders
-            # hold no quote or backslash; only a pattern running to the end of the text
-            # (an unterminated PEM block) can break the line, and then the walk decides.
-            clean = self._redact_text(text)
-            if clean == text:
-                return (clean + "\n").encode("utf-8"), intact
-            if _is_json(clean):
-                return (_bytes_placeholders(clean) + "\n").encode("utf-8"), False
-        line = _bytes_placeholders(codec.otlp_line(self._redact(doc)))
-        return (line + "\n").encode("utf-8"), False
+        return self.check.line(codec.to_json(msg))[0]
 
     def close(self) -> None:
         """Close the files; a later write opens them again (appending)."""
@@ -383,28 +325,6 @@ class TraceStore:
         tb: TracebackType | None,
     ) -> None:
         self.close()
-
-
-_BYTES_PLACEHOLDER = re.compile(r'"bytesValue":"(\[REDACTED:[A-Za-z0-9_.:-]+\])"')
-
-
-def _bytes_placeholders(line: str) -> str:
-    """A redacted line whose ``bytesValue`` fields are base64 again: a secret found in
-    bytes (redaction decodes base64) leaves its placeholder there, which OTLP JSON would
-    no longer read as bytes; it becomes the base64 of the placeholder's text."""
-    if '"bytesValue":"[' not in line:
-        return line
-    return _BYTES_PLACEHOLDER.sub(
-        lambda m: '"bytesValue":"' + base64.b64encode(m.group(1).encode()).decode() + '"', line
-    )
-
-
-def _is_json(text: str) -> bool:
-    try:
-        json.loads(text)
-    except ValueError:
-        return False
-    return True
 
 
 StoreSource = TraceStore | Callable[[], TraceStore]

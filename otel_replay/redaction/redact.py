@@ -17,6 +17,7 @@ case of text that holds no secret. Existing placeholders are never redacted agai
 
 from __future__ import annotations
 
+import functools
 import json as _json
 import os
 import re
@@ -82,12 +83,21 @@ _NOT_SECRET, _BY_SHAPE, _BY_WORD = 0, 1, 2
 a word of the name alone."""
 
 
-def _prefilter(literals: Iterable[str], encoded: EncodedSecrets) -> Any:
+@functools.lru_cache(maxsize=16)
+def _prefilter(literals: tuple[str, ...], hints: tuple[str, ...]) -> Any:
     """One RE2 search for everything a secret shows: the literal anchors, a query
-    secret's ``?name=``, and the marks of an encoded secret. RE2's DFA reads the text
-    once, whatever the number of anchors."""
+    secret's ``?name=``, and the marks of an encoded secret (``hints``). RE2's DFA reads
+    the text once, whatever the number of anchors. Compiled once per set of secrets: the
+    redactor of each session a process opens (each ``serve`` cassette) shares it."""
     parts = [re2.escape(a) for a in literals]
-    return re2.compile("|".join([*parts, *ANCHOR_PATTERNS, _QUERY_ANCHOR, *encoded.hints()]))
+    return re2.compile("|".join([*parts, *ANCHOR_PATTERNS, _QUERY_ANCHOR, *hints]))
+
+
+@functools.lru_cache(maxsize=16)
+def _values(ordered: tuple[str, ...]) -> Any:
+    """The secret values' alternation (a placeholder kept as it is), compiled once per
+    set of values, as ``_prefilter``."""
+    return re2.compile(f"(?P<keep>{PLACEHOLDER})|" + "|".join(re2.escape(v) for v in ordered))
 
 
 # Lone surrogates (from a JSON ``\ud800`` escape) cannot be encoded as UTF-8, which RE2
@@ -141,9 +151,7 @@ class Redactor:
         self._values_re: Any = None
         self._anchors: tuple[str, ...] = ANCHORS
         if ordered:
-            self._values_re = re2.compile(
-                f"(?P<keep>{PLACEHOLDER})|" + "|".join(re2.escape(v) for v in ordered)
-            )
+            self._values_re = _values(tuple(ordered))
             self._anchors = ANCHORS + tuple(ordered)
         self._literals = tuple(a for a in self._anchors if a != "=")
         self._clean: set[str] = set()
@@ -152,7 +160,7 @@ class Redactor:
         self._memo_chars = 0
         self._value_names = by_value
         self._encoded = EncodedSecrets(ENCODED_ANCHORS + tuple(ordered), self._plain_text)
-        self._prefilter_re = _prefilter(self._literals, self._encoded)
+        self._prefilter_re = _prefilter(self._literals, tuple(self._encoded.hints()))
 
     @classmethod
     def from_environment(

@@ -19,6 +19,9 @@ from otel_replay.session.suite import SuiteWrites, append_or_start
 from otel_replay.session.tools import TOOLS_RECORDED, ToolCalls
 
 if TYPE_CHECKING:
+    from otel_replay.core.errors import ReplayMiss
+    from otel_replay.core.exchange import CanonicalRequest
+    from otel_replay.matching.matcher import Matcher
     from otel_replay.matching.sources import RuleSources
     from otel_replay.otlp.store import TraceStore
     from otel_replay.redaction.redact import Redactor
@@ -34,6 +37,7 @@ __all__ = [
     "run_summary",
     "transport_fault",
     "write_cassette",
+    "write_miss_span",
     "write_run_misses",
 ]
 
@@ -203,3 +207,25 @@ def _write_errors(session: Run) -> list[str]:
         f"{failure}; recording stopped there: {unsaved} live call(s) answered but "
         f"not saved, {session.refused} refused; the {saved} saved before are kept"
     ]
+
+
+def write_miss_span(
+    store: TraceStore,
+    matcher: Matcher,
+    miss: ReplayMiss,
+    call: tuple[str, str, Any],
+    explained: CanonicalRequest | None,
+    place: tuple[str | None, str | None, int],
+) -> None:
+    """The span of a miss (a run that writes replayed spans): ``call`` is its provider,
+    path and body; ``explained``, its request when the span is to carry its why (the
+    differences to the nearest recording)."""
+    why = None
+    if explained is not None:
+        from otel_replay.matching.why import explain_against  # difflib: on a miss
+
+        why = explain_against(matcher, explained, 1)
+    from otel_replay.spans.miss import miss_to_trace_json
+
+    doc = miss_to_trace_json(str(miss), miss.component, *call, why, place)
+    store.append_traces(store.traces_line(doc))

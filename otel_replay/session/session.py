@@ -19,9 +19,8 @@ from otel_replay.cassette.model import Cassette, load
 from otel_replay.cassette.recordings import Recordings
 from otel_replay.core.errors import CassetteError, ConfigError, ReplayMiss
 from otel_replay.core.exchange import CanonicalRequest, Exchange
+from otel_replay.matching.chain import Chain
 from otel_replay.matching.sources import DEFAULT_SOURCES, RuleSources
-from otel_replay.otlp.clean_parts import JOINT_CHARS
-from otel_replay.otlp.store import TraceStore
 from otel_replay.redaction.keyed import FINGERPRINT_FIELD, key_notice
 from otel_replay.redaction.redact import Redactor
 from otel_replay.reports.formats import SPAN_REPORTS, write_run_report
@@ -36,6 +35,7 @@ from otel_replay.session.outputs import (
     run_summary,
     transport_fault,
     write_cassette,
+    write_miss_span,
     write_run_misses,
 )
 from otel_replay.session.places import PlacesSeen
@@ -92,33 +92,23 @@ class Session:
         self.redactor = redactor or Redactor.from_environment()
         self.user_traces = traces
         self.cassette = self._load_cassette()  # first: a bad cassette leaves nothing behind
-        self.key_notice = self._key_notice()
+        self.key_notice = None  # the cassette's placeholders made with another key: said once
+        if self.cassette.interactions and mode != "record":
+            recorded = self.cassette.source.get(FINGERPRINT_FIELD)
+            self.key_notice = key_notice(recorded, self.redactor.key, cassette)
+        if self.key_notice is not None:
+            log.warning("%s", self.key_notice)
         self.fork: Fork | None = None  # strict up to the fork point, live from it
         if fork is not None and cassette is not None:
             from otel_replay.session.fork import Fork
 
             self.fork = Fork(fork, self.cassette, cassette)
         self.recordings = Recordings(self.cassette)
+        self.chain = Chain(self.recordings)  # continuations held to what they continue
         # an HTML or Markdown report shows the run's spans: they need a trace file too
         self._spans_for_report = report is not None and report.suffix.lower() in SPAN_REPORTS
         self.trace_file = RunTraceFile(traces, self.records or self._spans_for_report)
-        trace_file = self.trace_file.path
-        redact, redact_text = self.redactor.json, self.redactor.text
-        by_parts = self.redactor.values_avoid(JOINT_CHARS)
-        might_hold = self.redactor.might_hold_secret
-        key = self.redactor.key
-        self.store = (
-            TraceStore.beside(
-                trace_file,
-                redact,
-                redact_text,
-                by_parts=by_parts,
-                might_hold=might_hold,
-                placeholder_key=key,
-            )
-            if trace_file
-            else TraceStore(None, redact=redact, redact_text=redact_text, placeholder_key=key)
-        )
+        self.store = self.trace_file.store(self.redactor)
         self.pieces = Ledger()  # long strings (system prompt, tools...) once per trace file
         self.bypass = BypassWatch(self.store)  # model calls the agent's spans show
         self.rules = rules
@@ -165,18 +155,6 @@ class Session:
             raise CassetteError(path, "", "no such cassette; record it first (--mode record)")
         return load(path)
 
-    def _key_notice(self) -> str | None:
-        """One line, logged once, when the cassette's placeholders were made with another
-        ``OTEL_REPLAY_HMAC_KEY`` than this run's (or one had none): its secrets then
-        miss, and the run says why."""
-        if not self.cassette.interactions or self.mode == "record":
-            return None
-        recorded = self.cassette.source.get(FINGERPRINT_FIELD)
-        notice = key_notice(recorded, self.redactor.key, self.cassette_path)
-        if notice is not None:
-            log.warning("%s", notice)
-        return notice
-
     @property
     def normalizer(self) -> Normalizer:
         """The rules live requests match by, built with the index (``matcher``): the
@@ -198,6 +176,12 @@ class Session:
         """The live rules' work on the recorded requests, a step at a time, when the run
         is in other directories than the recording (see ``CassetteIndex.warming``)."""
         return self.index.warming()
+
+    def match(self, request: CanonicalRequest) -> int:
+        """Consumes and returns the recording ``request`` replays (``Matcher.match``, a
+        continuation held to the recording it continues: ``matching.chain``); raises
+        ``ReplayMiss``."""
+        return self.matcher.match(request, self.chain.only(request))
 
     def exact_hit(self, provider: str, path: str, body: Any) -> int | None:
         """The recording a body identical to a recorded one replays (None: ``matcher``)."""
@@ -368,16 +352,10 @@ class Session:
             self.misses.append(found)
         if self.writes_replayed_spans:
             # the first misses explain themselves; an agent looping on misses costs no more
-            explained = request is not None and len(self.misses) <= _WHY_SPANS
-            why = None
-            if explained and request:
-                from otel_replay.matching.why import explain_against  # difflib: on a miss
-
-                why = explain_against(self.matcher, request, 1)
-            from otel_replay.spans.miss import miss_to_trace_json
-
-            doc = miss_to_trace_json(str(miss), miss.component, provider, path, body, why, place)
-            self.store.append_traces(self.store.traces_line(doc))
+            explained = request if len(self.misses) <= _WHY_SPANS else None
+            write_miss_span(
+                self.store, self.matcher, miss, (provider, path, body), explained, place
+            )
 
     # -- end of run ------------------------------------------------------------------------
     @contextlib.contextmanager

@@ -13,7 +13,9 @@ from typing import Any
 
 from otel_replay.core.exchange import Exchange
 from otel_replay.core.gcpause import paused_gc
-from otel_replay.otlp.store import sibling
+from otel_replay.otlp.store import TraceStore, sibling
+from otel_replay.redaction.redact import Redactor
+from otel_replay.redaction.trace_line import JOINT_CHARS
 
 __all__ = ["RunTraceFile"]
 
@@ -34,6 +36,22 @@ class RunTraceFile:
             fd, name = tempfile.mkstemp(prefix="otel-replay-", suffix=".jsonl")
             os.close(fd)
             self._temp = Path(name)
+
+    def store(self, redactor: Redactor) -> TraceStore:
+        """The store the run's spans go through, each line redacted by ``redactor``."""
+        key = redactor.key
+        if self.path is None:
+            return TraceStore(
+                None, redact=redactor.json, redact_text=redactor.text, placeholder_key=key
+            )
+        return TraceStore.beside(
+            self.path,
+            redactor.json,
+            redactor.text,
+            by_parts=redactor.values_avoid(JOINT_CHARS),
+            might_hold=redactor.might_hold_secret,
+            placeholder_key=key,
+        )
 
     @property
     def path(self) -> Path | None:

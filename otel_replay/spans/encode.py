@@ -8,23 +8,25 @@ A recorded exchange becomes one CLIENT span carrying two layers of attributes:
   the response status, replayable headers, body or SSE events and any transport fault, so
   the span turns back into the same exchange without loss.
 
-Encoding runs on the gateway's hot path, so attributes are appended straight onto the
-protobuf span, or, for the trace store, straight into the span's OTLP JSON document
-(:func:`exchange_to_trace_json`, the same document without the protobuf round trip); the
-provider's response view is computed once and a provider failure never stops the
-exact-body attributes being written.
+This module is one step of a recorded exchange's path: the span around its halves. The
+request's half (GenAI contents and exact body, written against what the trace file holds)
+comes from ``spans.request_half``; the response's half and the span's frame are written
+here. Encoding runs on the gateway's hot path, so for the trace store the attributes go
+straight into the span's OTLP JSON document (:func:`exchange_to_trace_json`, the document
+``codec.to_json`` gives the protobuf span, without the round trip; :func:`exchange_to_span`
+puts the same attributes onto a protobuf span, ``spans.span_pb``). The provider's
+response view is computed once and a provider failure never stops the exact-body
+attributes being written.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Sequence
 from typing import Any
 
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.proto.common.v1.common_pb2 import InstrumentationScope
-from opentelemetry.proto.resource.v1.resource_pb2 import Resource
-from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, ScopeSpans, Span, Status
+from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
 from otel_replay import providers
 from otel_replay._version import __version__
@@ -47,21 +49,92 @@ from otel_replay.spans.pieces import Ledger
 from otel_replay.spans.request_half import (
     begin_span,
     body_attributes,
+    canonical_attributes,
     content,
-    contents_attributes,
     format_version,
+    request_attributes,
 )
-from otel_replay.spans.sinks import JsonAttrs, Sink, SpanAttrs, Unusual, nanos
+from otel_replay.spans.span_pb import Sink, exchange_span, export_request
 
 __all__ = [
     "FORMAT_ATTRIBUTE",
     "SPAN_FORMAT_VERSION",
+    "JsonAttrs",
+    "Unusual",
     "exchange_to_span",
     "exchange_to_trace_json",
     "export_request",
+    "nanos",
 ]
 
 log = logging.getLogger(__name__)
+
+
+# --- the span's OTLP JSON --------------------------------------------------------------
+
+
+class Unusual(Exception):
+    """A value the OTLP JSON encoder does not take the way protobuf would (a wrong type,
+    an integer out of range): the caller goes through the protobuf span instead."""
+
+
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+_UINT64_MAX = 2**64 - 1
+
+
+def _json_double(value: float) -> float | str:
+    if value != value:
+        return "NaN"
+    if value in (math.inf, -math.inf):
+        return "Infinity" if value > 0 else "-Infinity"
+    return value
+
+
+class JsonAttrs:
+    """Appends attributes in the form ``codec.to_json`` gives the protobuf ones."""
+
+    __slots__ = ("items",)
+
+    def __init__(self) -> None:
+        self.items: list[dict[str, Any]] = []
+
+    def text(self, key: str, value: str) -> None:
+        if type(value) is not str:
+            raise Unusual(key)
+        self.items.append({"key": key, "value": {"stringValue": value}})
+
+    def integer(self, key: str, value: int) -> None:
+        if type(value) is not int or not _INT64_MIN <= value <= _INT64_MAX:
+            raise Unusual(key)
+        self.items.append({"key": key, "value": {"intValue": str(value)}})
+
+    def flag(self, key: str, value: bool) -> None:
+        if type(value) is not bool:
+            raise Unusual(key)
+        self.items.append({"key": key, "value": {"boolValue": value}})
+
+    def double(self, key: str, value: float) -> None:
+        if type(value) is not float:
+            raise Unusual(key)
+        self.items.append({"key": key, "value": {"doubleValue": _json_double(value)}})
+
+    def texts(self, key: str, values: Sequence[str]) -> None:
+        if not values:  # an empty array leaves the attribute without a value
+            self.items.append({"key": key})
+            return
+        items: list[dict[str, Any]] = []
+        for item in values:
+            if type(item) is not str:
+                raise Unusual(key)
+            items.append({"stringValue": item})
+        self.items.append({"key": key, "value": {"arrayValue": {"values": items}}})
+
+
+def nanos(value: int) -> str:
+    """A time in nanoseconds as OTLP JSON writes it (an unsigned 64-bit integer)."""
+    if type(value) is not int or not 0 <= value <= _UINT64_MAX:
+        raise Unusual("time")
+    return str(value)
 
 
 def _dumps(value: JSON) -> str:
@@ -75,32 +148,11 @@ def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _add_param(attrs: Sink, param: genai.Param, value: JSON) -> None:
-    key, kind = param.attribute, param.kind
-    if kind == "int" and _is_int(value):
-        attrs.integer(key, value)
-    elif kind == "double" and (_is_int(value) or isinstance(value, float)):
-        attrs.double(key, float(value))
-    elif kind == "strings":
-        items = [value] if isinstance(value, str) else value
-        if isinstance(items, list) and all(isinstance(i, str) for i in items):
-            attrs.texts(key, items)
-
-
 def _add_request(
     attrs: Sink, request: CanonicalRequest, ledger: Ledger | None, draft: RequestDraft | None
 ) -> None:
-    if request.model is not None:
-        attrs.text(genai.REQUEST_MODEL, request.model)
-    seen: set[str] = set()
-    for name, value in request.params.items():
-        param = genai.PARAM_OF_NAME.get(name)
-        if param is None or param.attribute in seen or value is None:
-            continue
-        seen.add(param.attribute)
-        _add_param(attrs, param, value)
-    for key, text in contents_attributes(request, ledger, draft):
-        attrs.text(key, text)
+    for kind, key, value in request_attributes(request, ledger, draft):
+        getattr(attrs, kind)(key, value)
 
 
 def _add_output(attrs: Sink, ex: Exchange, assembled: JSON, ledger: Ledger | None) -> None:
@@ -164,11 +216,10 @@ def _add_project(
     attrs.flag(own.STREAM, ex.stream)
     if ex.source != own.OWN_SOURCE:
         attrs.text(own.SOURCE, ex.source)
-    if ex.raw_request is not None:
-        for key, text in body_attributes(ex.raw_request, ledger, plan, draft):
-            attrs.text(key, text)
-    else:
-        attrs.text(own.REQUEST_CANONICAL, _dumps(_canonical_dict(request)))
+    body = ex.raw_request
+    exact = canonical_attributes(request) if body is None else None
+    for key, text in exact or body_attributes(body, ledger, plan, draft):
+        attrs.text(key, text)
     if request.known != ALL_KNOWN:
         attrs.texts(own.REQUEST_KNOWN, [c for c in COMPONENTS if c in request.known])
     attrs.integer(own.RESPONSE_STATUS, response.status)
@@ -188,16 +239,6 @@ def _add_project(
         attrs.text(own.PROVENANCE, _dumps(ex.provenance))
     if ledger is not None and ledger.inline:
         attrs.text(own.PIECES_INLINE, _dumps(ledger.inline))
-
-
-def _canonical_dict(request: CanonicalRequest) -> dict[str, JSON]:
-    return {
-        "model": request.model,
-        "system": request.system,
-        "messages": request.messages,
-        "tools": request.tools,
-        "params": request.params,
-    }
 
 
 def _fill(
@@ -260,39 +301,13 @@ def exchange_to_span(
     the request's half, drafted while the provider worked (:class:`RequestDraft`).
     """
     op_name, name = _span_name(ex)
-    span = Span(
-        trace_id=id_bytes(ex.trace_id, 16),
-        span_id=id_bytes(ex.span_id, 8),
-        name=name,
-        kind=Span.SPAN_KIND_CLIENT,
-        start_time_unix_nano=ex.start_ns,
-        end_time_unix_nano=ex.end_ns,
-    )
-    if ex.parent_span_id:
-        span.parent_span_id = bytes.fromhex(ex.parent_span_id)
-    attrs = SpanAttrs(span)
-    status = _fill(
-        attrs, ex, op_name, replayed, server_address, server_port, assembled, ledger, draft
-    )
-    if status is not None:
-        span.status.code = Status.STATUS_CODE_ERROR
-        span.status.message = status
-    return span
 
+    def fill(attrs: Sink) -> str | None:
+        return _fill(
+            attrs, ex, op_name, replayed, server_address, server_port, assembled, ledger, draft
+        )
 
-def export_request(
-    spans: Sequence[Span], service_name: str = "otel-replay"
-) -> ExportTraceServiceRequest:
-    """Spans wrapped in one ResourceSpans / ScopeSpans, ready for a trace store or OTLP."""
-    resource = Resource()
-    kv = resource.attributes.add()
-    kv.key = genai.SERVICE_NAME
-    kv.value.string_value = service_name
-    scope_spans = ScopeSpans(scope=InstrumentationScope(name=SCOPE_NAME, version=__version__))
-    scope_spans.spans.extend(spans)
-    return ExportTraceServiceRequest(
-        resource_spans=[ResourceSpans(resource=resource, scope_spans=[scope_spans])]
-    )
+    return exchange_span(ex, name, fill)
 
 
 def _span_json(

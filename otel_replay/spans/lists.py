@@ -143,19 +143,18 @@ class ListIndex:
     """The lists one trace file holds (written by one store), and those of the span being
     encoded (``pending``), committed with its pieces (``spans.pieces.Ledger``)."""
 
-    __slots__ = ("_names", "_pending", "_tools", "_written", "tools_pending")
+    __slots__ = ("_pending", "_tools", "_written", "tools_pending")
 
     def __init__(self) -> None:
         self._written: dict[bytes, tuple[bytes, int]] = {}
         self._tools: set[bytes] = set()
         self._pending: list[tuple[bytes, list[bytes], int]] = []
         self.tools_pending: bytes | None = None
-        self._names: dict[bytes, list[JSON]] = {}
 
     def fork(self) -> ListIndex:
         """An index reading what this one's file holds, for drafting a span ahead."""
         fork = ListIndex()
-        fork._written, fork._tools, fork._names = self._written, self._tools, self._names
+        fork._written, fork._tools = self._written, self._tools
         return fork
 
     def plan(self, body: JSON) -> ListPlan:
@@ -205,12 +204,7 @@ class ListIndex:
             return tools, False
         ids, _ = chain(tools)
         if ids[-1] in self._tools:
-            short = self._names.get(ids[-1])
-            if short is None:
-                if len(self._names) >= 64:
-                    self._names.clear()
-                short = self._names[ids[-1]] = names_only(tools)
-            return short, True
+            return names_only(tools), True
         self.tools_pending = ids[-1]
         return tools, False
 

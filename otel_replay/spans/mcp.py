@@ -45,8 +45,7 @@ from otel_replay.providers.mcp import (
     target,
 )
 from otel_replay.spans import attributes as own
-from otel_replay.spans.encode import _export_json
-from otel_replay.spans.sinks import JsonAttrs, nanos
+from otel_replay.spans.encode import JsonAttrs, _export_json, nanos
 
 __all__ = ["tool_span_json"]
 

@@ -18,8 +18,7 @@ from otel_replay.core import jsontext
 from otel_replay.core.exchange import JSON
 from otel_replay.core.ids import new_span_id, new_trace_id
 from otel_replay.spans import attributes as own
-from otel_replay.spans.encode import _export_json
-from otel_replay.spans.sinks import JsonAttrs, nanos
+from otel_replay.spans.encode import JsonAttrs, _export_json, nanos
 
 __all__ = ["MISS_SPAN_NAME", "miss_to_trace_json"]
 

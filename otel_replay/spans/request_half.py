@@ -1,10 +1,13 @@
-"""The request's half of a recorded span: its GenAI contents and its exact body, written
-against what the trace file holds (``spans.pieces``: long strings once per file;
-``spans.lists``: list fields by reference to earlier spans' lists, tool definitions by
-name once written whole). Each function gives its attributes as ``(key, text)`` pairs, in
-the span's order; ``spans.encode`` writes them and puts the rest of the span around them."""
+"""The request's half of a recorded span: its model and parameters, its GenAI contents
+and its exact body, written against what the trace file holds (``spans.pieces``: long
+strings once per file; ``spans.lists``: list fields by reference to earlier spans' lists,
+tool definitions by name once written whole). Each function gives its attributes as
+``(key, text)`` pairs, in the span's order (``request_attributes`` with the kind of each
+value); ``spans.encode`` writes them and puts the rest of the span around them."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from otel_replay.core import genai, jsontext
 from otel_replay.core.exchange import JSON, CanonicalRequest
@@ -13,9 +16,20 @@ from otel_replay.spans.draft import RequestDraft
 from otel_replay.spans.lists import ListPlan
 from otel_replay.spans.pieces import Ledger, long_strings, templated
 
-__all__ = ["begin_span", "body_attributes", "content", "contents_attributes", "format_version"]
+__all__ = [
+    "begin_span",
+    "body_attributes",
+    "canonical_attributes",
+    "content",
+    "contents_attributes",
+    "format_version",
+    "request_attributes",
+]
 
 Attributes = list[tuple[str, str]]
+Typed = list[tuple[str, str, Any]]
+"""``(kind, key, value)``: the attribute ``key`` as the span's sink writes a value of its
+``kind`` (``text``, ``integer``, ``double``, ``texts``: ``spans.span_pb.Sink``)."""
 
 
 def _dumps(value: JSON) -> str:
@@ -35,6 +49,37 @@ def content(
         return _dumps(value) if found else text
     now = ledger.place_inline(attribute, found, draft.ids)
     return text if now == known else _dumps(Ledger.marked(value, found, now))
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def request_attributes(
+    request: CanonicalRequest, ledger: Ledger | None, draft: RequestDraft | None
+) -> Typed:
+    """The request's GenAI attributes: its model, each parameter the conventions name (the
+    first of those naming one attribute) in its kind, its contents (``contents_attributes``)."""
+    typed: Typed = []
+    if request.model is not None:
+        typed.append(("text", genai.REQUEST_MODEL, request.model))
+    seen: set[str] = set()
+    for name, value in request.params.items():
+        param = genai.PARAM_OF_NAME.get(name)
+        if param is None or param.attribute in seen or value is None:
+            continue
+        seen.add(param.attribute)
+        key, kind = param.attribute, param.kind
+        if kind == "int" and _is_int(value):
+            typed.append(("integer", key, value))
+        elif kind == "double" and (_is_int(value) or isinstance(value, float)):
+            typed.append(("double", key, float(value)))
+        elif kind == "strings":
+            items = [value] if isinstance(value, str) else value
+            if isinstance(items, list) and all(isinstance(i, str) for i in items):
+                typed.append(("texts", key, items))
+    typed.extend(("text", key, text) for key, text in contents_attributes(request, ledger, draft))
+    return typed
 
 
 def contents_attributes(
@@ -106,6 +151,18 @@ def body_attributes(
     if ledger.loose:
         attrs.append((own.PIECES, _dumps(ledger.loose)))
     return attrs
+
+
+def canonical_attributes(request: CanonicalRequest) -> Attributes:
+    """The canonical request, for an exchange whose exact body is not known."""
+    canonical: dict[str, JSON] = {
+        "model": request.model,
+        "system": request.system,
+        "messages": request.messages,
+        "tools": request.tools,
+        "params": request.params,
+    }
+    return [(own.REQUEST_CANONICAL, _dumps(canonical))]
 
 
 def format_version(plan: ListPlan | None) -> int:

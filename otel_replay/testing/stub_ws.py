@@ -5,10 +5,12 @@
   (``response.processed`` acknowledges an answer and gets none);
 - the Realtime API (``/v1/realtime?model=``): ``session.created`` on connect,
   ``session.updated`` for ``session.update``, ``conversation.item.added`` and ``.done``
-  for ``conversation.item.create``, a text response for ``response.create`` ending in
-  ``response.done``; the conversation is kept on the server, as the API does (with
+  for ``conversation.item.create``, a response for ``response.create`` ending in
+  ``response.done`` (text, or with the session's ``output_modalities`` ``["audio"]`` its
+  transcript and the audio: a base64 PCM chunk per word, the same word the same chunk),
+  as compact JSON; the conversation is kept on the server, as the API does (with
   ``OpenAI-Beta: realtime=v1``, the beta interface's names: ``response.text.delta``,
-  ``conversation.item.created``);
+  ``response.audio.delta``, ``conversation.item.created``);
 - the Gemini Live API (``/ws/google.ai.generativelanguage.{version}.GenerativeService.
   BidiGenerateContent``, and Vertex AI's ``/ws/google.cloud.aiplatform.{version}.
   LlmBidiService/BidiGenerateContent``): ``setupComplete`` for ``setup``, the model's turn for a
@@ -21,6 +23,8 @@ conversation so far, so the same session always gets the same frames.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import re
 from collections import deque
@@ -128,7 +132,7 @@ class _Realtime:
 
     def event(self, kind: str, **fields: Any) -> str:
         self.count += 1
-        return json.dumps({"type": kind, "event_id": f"event_stub_{self.count}", **fields})
+        return _compact({"type": kind, "event_id": f"event_stub_{self.count}", **fields})
 
     def added(self, item: dict[str, Any]) -> list[str]:
         previous = self.items[-1]["id"] if self.items else None
@@ -145,7 +149,10 @@ class _Realtime:
         base = {"id": rid, "object": "realtime.response", "conversation_id": "conv_stub"}
         item = {"id": item_id, "type": "message", "role": "assistant", "object": "realtime.item"}
         where = {"response_id": rid, "item_id": item_id, "output_index": 0, "content_index": 0}
-        part = {"type": "output_text", "text": ""}
+        # the beta interface names them ``modalities`` (default text and audio)
+        said = self.session.get("modalities") or self.session.get("output_modalities")
+        audio = "audio" in (said or [])
+        part = {"type": "output_audio", "transcript": ""} if audio else _TEXT_PART
         out = [
             self.event(
                 "response.created", response={**base, "status": "in_progress", "output": []}
@@ -159,8 +166,22 @@ class _Realtime:
             *self.added({**item, "status": "in_progress", "content": []})[:1],
             self.event("response.content_part.added", **where, part=part),
         ]
-        out += [self.event("response.output_text.delta", **where, delta=w) for w in words(text)]
-        done = {**item, "status": "completed", "content": [{"type": "output_text", "text": text}]}
+        for word in words(text):
+            if not audio:
+                out.append(self.event("response.output_text.delta", **where, delta=word))
+                continue
+            out.append(self.event("response.output_audio_transcript.delta", **where, delta=word))
+            out.append(self.event("response.output_audio.delta", **where, delta=_pcm(word)))
+        if audio:
+            part = {**part, "transcript": text}
+            out.append(self.event("response.output_audio.done", **where))
+            out.append(
+                self.event("response.output_audio_transcript.done", **where, transcript=text)
+            )
+        else:
+            part = {**part, "text": text}
+            out.append(self.event("response.output_text.done", **where, text=text))
+        done = {**item, "status": "completed", "content": [part]}
         self.items[-1] = done
         usage = {
             "input_tokens": tokens(json.dumps(self.items)),
@@ -168,8 +189,7 @@ class _Realtime:
             "total_tokens": tokens(json.dumps(self.items)) + tokens(text),
         }
         out += [
-            self.event("response.output_text.done", **where, text=text),
-            self.event("response.content_part.done", **where, part={**part, "text": text}),
+            self.event("response.content_part.done", **where, part=part),
             self.event("response.output_item.done", response_id=rid, output_index=0, item=done),
             self.event("conversation.item.done", previous_item_id=None, item=done),
             self.event(
@@ -178,6 +198,20 @@ class _Realtime:
             ),
         ]
         return out
+
+
+_TEXT_PART = {"type": "output_text", "text": ""}
+
+
+def _compact(value: Any) -> str:
+    """JSON as the Realtime API sends it, without spaces."""
+    return json.dumps(value, separators=(",", ":"))
+
+
+def _pcm(word: str) -> str:
+    """A word's audio: 50 ms of 24 kHz 16-bit PCM, base64, the same for the same word."""
+    seed = hashlib.sha256(word.strip().encode()).digest()
+    return base64.b64encode(seed * 75).decode()
 
 
 def _as_message(item: dict[str, Any]) -> dict[str, Any]:
@@ -193,6 +227,10 @@ def _as_message(item: dict[str, Any]) -> dict[str, Any]:
 _BETA_NAMES = {
     "response.output_text.delta": "response.text.delta",
     "response.output_text.done": "response.text.done",
+    "response.output_audio.delta": "response.audio.delta",
+    "response.output_audio.done": "response.audio.done",
+    "response.output_audio_transcript.delta": "response.audio_transcript.delta",
+    "response.output_audio_transcript.done": "response.audio_transcript.done",
     "conversation.item.added": "conversation.item.created",
 }
 
@@ -204,7 +242,8 @@ def _as_beta(text: str) -> str | None:
     if event["type"] == "conversation.item.done":
         return None
     event["type"] = _BETA_NAMES.get(event["type"], event["type"])
-    return json.dumps(event).replace('"type": "output_text"', '"type": "text"')
+    text = _compact(event).replace('"type":"output_text"', '"type":"text"')
+    return text.replace('"type":"output_audio"', '"type":"audio"')
 
 
 async def _realtime(ws: web.WebSocketResponse, model: str, beta: bool) -> None:
