@@ -162,7 +162,7 @@ typecheck: $(STAMP)
 bench: $(STAMP) $(BACKENDS) $(GO_BIN)/otelcol
 	$(BIN)/python -m benchmarks
 
-# the soak test of `make test` (45 s), run for 20 minutes
+# the soak test of `make test` (20 s), run for 20 minutes
 soak: $(STAMP)
 	SOAK_SECONDS=1200 $(BIN)/python -m pytest -q tests/test_soak.py
 

@@ -43,10 +43,9 @@ def table(results: Results) -> str:
         "|---|---|---|---|---|---|---|",
     ]
     for r in results.rows:
-        ratio = f"{r.ratio:.2f}x" if r.ratio is not None else "-"
         verdict = f"**{r.verdict}**" if r.met is False else r.verdict
         lines.append(
-            f"| {r.bench} | {r.measure} | {r.value} | {r.baseline} | {ratio} | {r.goal} "
+            f"| {r.bench} | {r.measure} | {r.value} | {r.baseline} | {r.ratio_text} | {r.goal} "
             f"| {verdict} |"
         )
     return "\n".join(lines)

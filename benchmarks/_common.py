@@ -62,6 +62,14 @@ class Row:
             self.baseline = f"{self.baseline} ({self.basis})"
 
     @property
+    def ratio_text(self) -> str:
+        """``0.12x``; a figure that added less than nothing (noise around zero) is signed
+        as the value cells are, ``−0.00x``; ``-`` without a ratio."""
+        if self.ratio is None:
+            return "-"
+        return f"{'−' if self.ratio < 0 else ''}{abs(self.ratio):.2f}x"
+
+    @property
     def verdict(self) -> str:
         """``met``, ``missed`` or nothing; with the rounds met, ``met in 4 of 5``."""
         word = {True: "met", False: "missed", None: ""}[self.met]
@@ -83,9 +91,11 @@ class Results:
     def add(self, *args: Any, **kwargs: Any) -> None:
         row = Row(*args, **kwargs)
         self.rows.append(row)
-        ratio = f"{row.ratio:.2f}x" if row.ratio is not None else "-"
         verdict = row.verdict.upper() if row.met is False else row.verdict
-        print(f"  {row.measure}: {row.value} vs {row.baseline} -> {ratio} {verdict}", flush=True)
+        print(
+            f"  {row.measure}: {row.value} vs {row.baseline} -> {row.ratio_text} {verdict}",
+            flush=True,
+        )
 
 
 def installed_env(folder: Path, environ: dict[str, str]) -> dict[str, str]:

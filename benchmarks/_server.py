@@ -1,8 +1,9 @@
 """A server in a subprocess of its own, so client and server never share a core unfairly.
 
 ``python -m benchmarks._server SPEC_JSON`` starts one of:
-``{"kind": "bare", "body": PATH, "stream": PATH}`` — a bare aiohttp handler answering
-every POST with the bytes of ``body`` (or, for a streamed request, ``stream`` as SSE);
+``{"kind": "bare", "body": PATH, "stream": PATH, "port": PORT}`` — a bare aiohttp handler
+answering every POST with the bytes of ``body`` (or, for a streamed request, ``stream`` as
+SSE), on ``port`` when one is given;
 ``{"kind": "ws", "frames": PATH}`` — a bare aiohttp WebSocket server answering the n-th
 text frame of a connection with the n-th list of frames in ``frames`` (JSON);
 ``{"kind": "stub", "event_delay": SECONDS}`` — the project's stub upstream (``event_delay``:
@@ -50,7 +51,7 @@ async def _bare(spec: dict[str, Any]) -> tuple[web.AppRunner, int]:
             return response
         return web.Response(body=body, content_type="application/json")
 
-    return await _serve(handle)
+    return await _serve(handle, spec.get("port", 0))
 
 
 async def _bare_ws(spec: dict[str, Any]) -> tuple[web.AppRunner, int]:
@@ -72,13 +73,13 @@ async def _bare_ws(spec: dict[str, Any]) -> tuple[web.AppRunner, int]:
     return await _serve(handle)
 
 
-async def _serve(handle: Any) -> tuple[web.AppRunner, int]:
-    """Serve every path and method with ``handle`` on a free loopback port."""
+async def _serve(handle: Any, port: int = 0) -> tuple[web.AppRunner, int]:
+    """Serve every path and method with ``handle`` on a loopback port (a free one: 0)."""
     app = web.Application(client_max_size=1024**3)
     app.router.add_route("*", "/{tail:.*}", handle)
     runner = web.AppRunner(app, access_log=None, handler_cancellation=True)
     await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
+    site = web.TCPSite(runner, "127.0.0.1", port)
     await site.start()
     server: Any = site._server
     return runner, server.sockets[0].getsockname()[1]

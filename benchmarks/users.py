@@ -10,16 +10,20 @@ process started and asked alike in the same round: the floor of any Python gatew
 against the same agent run alone on a bare server: whole-process wall time. (3) A Vitest
 suite of 6 files with 2 replayed model calls each (``useReplay`` in each test) against the
 same suite on the bare server, per file (the replayed suite with the ``globalSetup`` the
-docs give it, which starts the workers' engines with the run). (4) 20 tests in one file,
-each with its own cassette and one call, against the bare suite: per further test (the
-20-test file's cost over the bare file's, less the same file's with its first test alone
-over the bare one's, over 19). The engine's and
-the suites' byte code is cached as in an installed package.
+docs give it, which starts the workers' engines with the run), with the floor under any
+engine in Python beside it: the bare suite with a bare aiohttp server's process that the
+run's setup starts and each file's first test waits for. (4) 20 tests in one file,
+each with its own cassette and one call, against the bare file: per further test (the
+median time from one test's start to the next one's, from the second test on, timed in
+the file by a ``beforeEach``; over the bare file's). The engine's and
+the suites' byte code is cached as in an installed package, and the suites import the
+TypeScript package from their ``node_modules``, as a user's project does.
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import os
 import shutil
@@ -93,7 +97,8 @@ async def _serve_start(results: Results, folder: Path, env: dict[str, str]) -> N
     command = [sys.executable, "-m", "otel_replay", "serve", "--mode", "strict"]
     command += ["--cassette", str(cassette)]
     firsts, seconds, starts, bare_starts = [], [], [], []
-    for r in range(ROUNDS + 1):  # a first round writes the byte code
+    warm = 0 if _common.QUICK else 1  # a first round writes the byte code
+    for r in range(ROUNDS + warm):
         bare_started = time.perf_counter()
         with Server(kind="bare", stream=answer) as fresh:
             async with client_session() as client:
@@ -117,7 +122,7 @@ async def _serve_start(results: Results, folder: Path, env: dict[str, str]) -> N
         proc.wait(60)
         if summary["misses"]:
             raise RuntimeError(f"serve benchmark missed: {summary['misses'][:1]}")
-        if r:
+        if r >= warm:
             firsts.append(latencies[0])
             seconds.append(latencies[1])
             starts.append(answered)
@@ -171,8 +176,8 @@ def _replay_command(results: Results, folder: Path, env: dict[str, str]) -> None
     replay += ["--mode", "strict", "--", *run_agent]
     with Server(kind="bare", body=answer) as bare:
         bare_env = {**env, "OPENAI_BASE_URL": f"{bare.url}/v1"}
-        for command in (replay, run_agent):  # byte code written, files in the page cache
-            _wall(command, bare_env, folder)
+        for command in () if _common.QUICK else (replay, run_agent):
+            _wall(command, bare_env, folder)  # byte code written, files in the page cache
         walls: dict[str, list[float]] = {"replay": [], "bare": []}
         for _ in range(ROUNDS):
             walls["replay"].append(_wall(replay, bare_env, folder))
@@ -206,10 +211,36 @@ test("t{n}", async () => {{
 """
 
 
+def _installed() -> None:
+    """The package under ``js/bench/node_modules`` as installing its tarball lays it out
+    (``package.json`` and the ``files`` it names): a suite then imports it as a user's
+    project does, from ``node_modules``, which Vitest loads as it is rather than through
+    its own transform (a path outside ``node_modules``, as the package's own folder is)."""
+    target = JS / "bench" / "node_modules" / "otel-replay"
+    shutil.rmtree(target, ignore_errors=True)
+    target.mkdir(parents=True)
+    manifest = json.loads((JS / "package.json").read_text())
+    shutil.copy(JS / "package.json", target / "package.json")
+    for name in manifest["files"]:
+        shutil.copytree(JS / name, target / name)
+
+
+STAMPS = """import { appendFileSync } from "node:fs";
+import { beforeEach } from "vitest";
+// when each test starts (the run's BENCH_STAMPS file): a test's whole cost is the time
+// from its start to the next one's, its setup and its end's work included
+beforeEach(() => {
+  if (process.env.BENCH_STAMPS) appendFileSync(process.env.BENCH_STAMPS, `${performance.now()}\\n`);
+});"""
+
+
 def _suite(folder: Path, name: str, files: int, tests: int, calls: int, replayed: bool) -> Path:
     """A suite of ``files`` test files of ``tests`` tests, each making ``calls`` model
-    calls; with ``useReplay`` and a cassette per test, or against the bare server."""
+    calls; with ``useReplay`` and a cassette per test, or against the bare server. A
+    project of its own (its ``package.json``), which finds the package in
+    ``node_modules`` (``_installed``) and Vitest in the checkout's."""
     suite = Path(tempfile.mkdtemp(prefix=f".suite-{name}-", dir=JS / "bench"))
+    (suite / "package.json").write_text('{"name": "suite", "private": true, "type": "module"}\n')
     (suite / "cassettes").mkdir()
     # the replayed suite as the docs set it up: the run's setup starts the workers' engines
     setup = ', globalSetup: ["otel-replay/vitest/summary"]' if replayed else ""
@@ -218,7 +249,7 @@ def _suite(folder: Path, name: str, files: int, tests: int, calls: int, replayed
     )
     n = 0
     for f in range(files):
-        lines = ['import { expect, test } from "vitest";']
+        lines = ['import { expect, test } from "vitest";', STAMPS]
         if replayed:
             lines.append('import { useReplay } from "otel-replay/vitest";')
         for _ in range(tests):
@@ -234,6 +265,70 @@ def _suite(folder: Path, name: str, files: int, tests: int, calls: int, replayed
             n += calls
         (suite / f"f{f}.test.mjs").write_text("\n".join(lines))
     return suite
+
+
+FLOOR_SETUP = """
+import {{ spawn }} from "node:child_process";
+import {{ createServer }} from "node:net";
+
+// the floor under any engine in Python: a bare aiohttp server's process, started with the
+// run as the pool's engines are (on a port chosen here, not waited for)
+export default async function setup() {{
+  const probe = createServer();
+  await new Promise((done) => probe.listen(0, "127.0.0.1", done));
+  const port = probe.address().port;
+  await new Promise((done) => probe.close(done));
+  const spec = JSON.stringify({{ kind: "bare", body: {body}, port }});
+  const child = spawn({python}, ["-m", "benchmarks._server", spec], {{
+    cwd: {root}, stdio: ["pipe", "ignore", "inherit"],
+  }});
+  process.env.FLOOR_URL = `http://127.0.0.1:${{port}}/v1`;
+  return () => new Promise((done) => {{ child.once("exit", done); child.stdin.end(); }});
+}}
+"""
+
+FLOOR_READY = """
+async function floorReady() {
+  // a file's first request waits until the server listens, as a worker's first
+  // `useReplay` waits for its engine
+  for (;;) {
+    try {
+      await fetch(`${process.env.FLOOR_URL}/ready`, { method: "POST", body: "{}" });
+      break;
+    } catch {
+      await new Promise((done) => setTimeout(done, 5));
+    }
+  }
+  process.env.OPENAI_BASE_URL = process.env.FLOOR_URL;
+}
+"""
+
+
+def _floor(suite: Path, answer: Path) -> Path:
+    """``suite`` (a bare one) beside a bare aiohttp server's process that the run's setup
+    starts and each file's first test waits for: what a Python engine costs before any
+    of otel-replay's own work."""
+    setup = FLOOR_SETUP.format(
+        body=json.dumps(str(answer)), python=json.dumps(sys.executable), root=json.dumps(str(ROOT))
+    )
+    (suite / "floor-setup.mjs").write_text(setup)
+    config = suite / "vitest.config.mjs"
+    with_setup = ', globalSetup: ["./floor-setup.mjs"] } };'
+    config.write_text(config.read_text().replace(" } };", with_setup))
+    waited = "{\n  await floorReady();\n  for (const body"
+    for test_file in suite.glob("*.test.mjs"):
+        text = test_file.read_text().replace('test("', FLOOR_READY + '\ntest("', 1)
+        test_file.write_text(text.replace("{\n  for (const body", waited))
+    return suite
+
+
+def _per_test(suite: Path, env: dict[str, str], stamps: Path) -> float:
+    """The median time from one test's start to the next one's in ``suite``'s one file,
+    from its second test on (the first starts the file's engine)."""
+    stamps.write_text("")
+    _vitest_run(suite, {**env, "BENCH_STAMPS": str(stamps)})
+    starts = [float(line) for line in stamps.read_text().split()]
+    return statistics.median(b - a for a, b in itertools.pairwise(starts[1:])) / 1000
 
 
 def _vitest_run(suite: Path, env: dict[str, str], *extra: str) -> float:
@@ -254,28 +349,30 @@ def _vitest(results: Results, folder: Path, env: dict[str, str]) -> None:
             "OTEL_REPLAY_BIN": f"{sys.executable} -m otel_replay",
             "OPENAI_BASE_URL": f"{bare.url}/v1",  # the bare suite's; replayed tests set theirs
         }
+        _installed()
         many = _suite(folder, "many", 1, TESTS, 1, True)
         many_bare = _suite(folder, "many-bare", 1, TESTS, 1, False)
-        first = ("-t", "^t0$")  # the 20-test file with its first test alone: a file's start
         suites = {
             "files": (_suite(folder, "files", FILES, 1, CALLS, True),),
             "files-bare": (_suite(folder, "files-bare", FILES, 1, CALLS, False),),
-            "many": (many,),
-            "many-bare": (many_bare,),
-            "first": (many, *first),
-            "first-bare": (many_bare, *first),
+            "files-floor": (_floor(_suite(folder, "floor", FILES, 1, CALLS, False), answer),),
         }
+        apiece = {"many": many, "many-bare": many_bare}  # timed test by test
         try:
-            warm = () if _common.QUICK else suites.values()  # byte code, Vite's caches
-            for suite, *extra in warm:
+            warm = () if _common.QUICK else [*suites.values(), *((s,) for s in apiece.values())]
+            for suite, *extra in warm:  # byte code, Vite's caches
                 _vitest_run(suite, node_env, *extra)
-            walls: dict[str, list[float]] = {name: [] for name in suites}
+            walls: dict[str, list[float]] = {name: [] for name in [*suites, *apiece]}
+            stamps = folder / "stamps.txt"
             for _ in range(ROUNDS):
                 for name, (suite, *extra) in suites.items():
                     walls[name].append(_vitest_run(suite, node_env, *extra))
+                for name, suite in apiece.items():
+                    walls[name].append(_per_test(suite, node_env, stamps))
         finally:
-            for suite, *_ in suites.values():
+            for suite in [*(s for s, *_ in suites.values()), *apiece.values()]:
                 shutil.rmtree(suite, ignore_errors=True)
+            shutil.rmtree(JS / "bench" / "node_modules", ignore_errors=True)
     per_file = [(w - b) / FILES for w, b in zip(walls["files"], walls["files-bare"], strict=True)]
     results.add(
         BENCH,
@@ -287,13 +384,19 @@ def _vitest(results: Results, folder: Path, env: dict[str, str]) -> None:
         rounds=[p <= 0.05 for p in per_file],
         basis="the bare suite, whole run",
     )
-    # over the same file with its first test alone (the file's start, its engine's included)
-    further = [
-        ((m - mb) - (f - fb)) / (TESTS - 1)
-        for m, mb, f, fb in zip(
-            walls["many"], walls["many-bare"], walls["first"], walls["first-bare"], strict=True
-        )
-    ]
+    floors = zip(walls["files-floor"], walls["files-bare"], strict=True)
+    floor = [(f - b) / FILES for f, b in floors]
+    results.add(
+        BENCH,
+        "the floor of the row above: the bare suite beside a bare aiohttp server's process "
+        "the run's setup starts, waited for by each file: added per file",
+        ms(statistics.median(floor)),
+        ms(statistics.median(walls["files-bare"])),
+        statistics.median(walls["files-floor"]) / statistics.median(walls["files-bare"]),
+        basis="the bare suite, whole run",
+    )
+    # a test's start to the next one's, medians of the file's tests from the second on
+    further = [m - b for m, b in zip(walls["many"], walls["many-bare"], strict=True)]
     results.add(
         BENCH,
         f"Vitest, {TESTS} tests in one file, a cassette and a call each: added per further test",
@@ -302,7 +405,7 @@ def _vitest(results: Results, folder: Path, env: dict[str, str]) -> None:
         statistics.median(walls["many"]) / statistics.median(walls["many-bare"]),
         "added <= 10.000 ms per test",
         rounds=[f <= 0.01 for f in further],
-        basis="the bare suite, whole run",
+        basis="the bare file's test",
     )
 
 

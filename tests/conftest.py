@@ -9,10 +9,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import settings
 
 from otel_replay.testing.stub import StubUpstream, run_stub
 
 sys.path.insert(0, str(Path(__file__).parent))
+
+# Property tests draw fresh examples on every run, so a suite run on every change keeps
+# looking; counts are sized to what `make test` can afford (15 minutes on two cores), and
+# a test that names its own count keeps it.
+settings.register_profile("otel-replay", max_examples=40)
+settings.load_profile("otel-replay")
 
 # Variables a developer's shell or CI may carry that would change what tests exercise.
 _ISOLATED = (

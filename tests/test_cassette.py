@@ -126,7 +126,7 @@ cassettes = st.builds(
     interactions=st.lists(exchanges, max_size=3),
     source=st.fixed_dictionaries({"command": st.lists(text, max_size=2), "recorded_at": text}),
 )
-fast = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+fast = settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 # --- properties ----------------------------------------------------------------------
 

@@ -310,7 +310,7 @@ json_values = st.recursive(
 )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=25, deadline=None)
 @given(prompt=st.text(min_size=1, max_size=300), output=json_values)
 def test_the_values_read_back_exactly(prompt, output):
     constants = _constants(_render(Call((prompt,)), output))

@@ -87,7 +87,7 @@ recordings = st.lists(
 lives = st.lists(st.tuples(st.integers(0, len(BODIES) - 1), st.booleans()), min_size=1, max_size=10)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=70, deadline=None)
 @given(recordings, lives)
 def test_the_exact_shortcut_gives_what_the_full_match_gives(recorded, live):
     exchanges = [exchange(BODIES[i], partial) for i, partial in recorded]

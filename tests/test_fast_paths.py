@@ -152,7 +152,7 @@ def test_direct_codec_applies_to_this_opentelemetry_proto() -> None:
     assert tracejson.DIRECT
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(requests())
 def test_direct_encoder_writes_the_same_line_as_message_to_dict(
     msg: ExportTraceServiceRequest,
@@ -171,7 +171,7 @@ def test_direct_span_encoder_matches(span: Span) -> None:
 # --- decoder -------------------------------------------------------------------------------
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=50, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(requests(), st.booleans())
 def test_direct_decoder_is_lossless_and_matches_parse_dict(
     msg: ExportTraceServiceRequest, numbers: bool
@@ -319,7 +319,7 @@ def exchange_lists(draw: st.DrawFn) -> tuple[list[Exchange], list[tuple[str, str
     return out, links
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(exchange_lists(), st.integers(1, 8))
 def test_indexed_window_releases_what_the_scan_released(
     case: tuple[list[Exchange], list[tuple[str, str]]], size: int
@@ -426,7 +426,7 @@ json_values = st.recursive(
 )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=70, deadline=None)
 @given(json_values)
 def test_pretty_is_json_dumps_indent_2(value: Any) -> None:
     assert pretty(value) == json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False)
@@ -473,7 +473,7 @@ def _lines_reference(value: Any, pad: str = "", ascii: bool = False) -> str:
     return "[\n" + inner + (",\n" + inner).join(texts) + "\n" + pad + "]"
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=70, deadline=None)
 @given(json_values, st.booleans())
 def test_pretty_writes_line_items_one_a_line(value: Any, ascii: bool) -> None:
     marked = _one_a_line(value)
@@ -563,7 +563,7 @@ line_values = st.recursive(
 )
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(line_values)
 def test_otlp_line_reads_as_the_standard_line(doc: Any) -> None:
     """What orjson writes reads back as what the standard library writes; what it refuses
@@ -574,7 +574,7 @@ def test_otlp_line_reads_as_the_standard_line(doc: Any) -> None:
         assert line == reference  # text, integers and the rest are written alike
 
 
-@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(requests())
 def test_otlp_line_of_a_trace_request_is_the_standard_line(msg: ExportTraceServiceRequest) -> None:
     """Every number of an OTLP document is finite (``NaN`` is written as a string), so
@@ -591,7 +591,7 @@ def test_otlp_line_of_unusual_values(doc: Any) -> None:
     assert json.loads(codec.otlp_line(doc)) == json.loads(jsontext.dumps_line(doc))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(
     st.recursive(
         st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
@@ -640,7 +640,7 @@ class _Items(list):  # type: ignore[type-arg]
     """A list subclass (orjson writes it as a list)."""
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(
     st.recursive(
         st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=3),
@@ -660,7 +660,7 @@ def test_finite_tells_what_orjson_would_write_as_null(value: Any) -> None:
         assert jsontext.value_text(value) == jsontext.dumps_line(value)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(
     st.recursive(
         st.none()

@@ -72,7 +72,7 @@ def _without_needles(rules: list[VolatileRule]) -> LinearRules:
     return plain
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(texts, st.lists(st.sampled_from(PATTERNS), min_size=1, max_size=3))
 def test_substituting_with_the_needles_equals_without(text, patterns):
     rules = [VolatileRule(f"k{i}", p, linear=True) for i, p in enumerate(patterns)]
@@ -82,7 +82,7 @@ def test_substituting_with_the_needles_equals_without(text, patterns):
     assert a.seen == b.seen
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(texts)
 def test_the_profiles_rules_with_the_needles_equal_without(text):
     fast, plain = LinearRules(PROFILE_RULES), _without_needles(PROFILE_RULES)
@@ -115,7 +115,7 @@ KINDED = [
 ]
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=120, deadline=None)
 @given(
     st.lists(st.sampled_from(WIDE), max_size=8).map("".join),
     st.lists(

@@ -22,7 +22,7 @@ def _plain_text(items: list[Any]) -> bytes:
     return b"[" + b",".join(json.dumps(i).encode() for i in items) + b"]"
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(_lists, st.integers(0, 8))
 def test_list_map_and_list_hash_equal_the_plain_ones(picks: list[list[int]], clear: int) -> None:
     calls: list[object] = []

@@ -164,7 +164,7 @@ uuids = st.uuids().map(str)
 emails = st.from_regex(r"[a-z]{3,8}\.[a-z]{2,6}@[a-z]{3,8}\.(com|org|io)", fullmatch=True)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=25, deadline=None)
 @given(
     st.lists(ids, min_size=3, max_size=3, unique=True),
     st.lists(ids, min_size=3, max_size=3, unique=True),
@@ -249,7 +249,7 @@ PIECES = [
 ]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(
     st.lists(st.sampled_from(PIECES), max_size=12).map("".join),
     st.lists(st.tuples(st.integers(0, 6), st.booleans()), max_size=4),

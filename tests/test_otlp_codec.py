@@ -226,7 +226,7 @@ def spans(draw: st.DrawFn) -> Span:
     return span
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=50, deadline=None)
 @given(st.lists(spans(), min_size=1, max_size=3), attribute_lists)
 def test_protobuf_json_protobuf_is_lossless(span_list: list[Span], resource: list[KeyValue]):
     request = ExportTraceServiceRequest()
@@ -381,7 +381,7 @@ def _id_ok(value: bytes, size: int, required: bool) -> bool:
     return len(value) == size and any(value)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(
     _id_strategy(16),
     _id_strategy(8),

@@ -87,7 +87,7 @@ def _write(body: object, spaced: bool, ascii_only: bool, pad: str) -> bytes:
     return (pad + raw + pad).encode()
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=70, deadline=None)
 @given(pool, st.lists(picks, min_size=1, max_size=5), st.lists(layout, min_size=5, max_size=5))
 def test_bodies_read_as_the_whole_body_definitions(items, choices, layouts):
     reader = Bodies(REDACTOR)
@@ -118,7 +118,7 @@ def test_a_top_level_field_named_as_a_secret_is_redacted_as_in_the_whole_body() 
         assert "hunter2hunter2" not in written and "q7q7" not in written
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(pool, st.lists(picks, min_size=2, max_size=5))
 def test_an_item_met_again_is_the_same_object(items, choices):
     reader = Bodies(REDACTOR)
@@ -132,7 +132,7 @@ def test_an_item_met_again_is_the_same_object(items, choices):
                 assert seen[json.dumps(item)] is item
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=50, deadline=None)
 @given(
     st.sampled_from(
         [
@@ -166,7 +166,7 @@ def test_odd_bodies_and_depth_limits_as_the_whole_body_path(raw, limit):
         assert got == expected
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=70, deadline=None)
 @given(value, st.integers(0, 14), layout)
 def test_a_body_within_depth_is_read_later_as_it_would_be_at_once(body, limit, layout):
     """Record mode sends a body before reading it when it opens no more brackets than
@@ -187,7 +187,7 @@ def test_a_body_within_depth_is_read_later_as_it_would_be_at_once(body, limit, l
 requests_items = st.lists(message, min_size=1, max_size=6)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=50, deadline=None)
 @given(requests_items, st.lists(picks, min_size=1, max_size=6))
 def test_normalising_shared_items_equals_normalising_fresh_copies(items, choices):
     """Placeholders are numbered by first occurrence across the request whether an item
@@ -244,7 +244,7 @@ def test_an_item_numbered_differently_by_what_precedes_it_is_filled_again():
     assert same.messages[0] is again.messages[0]  # numbered alike: the very same object
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(pool, st.lists(picks, min_size=1, max_size=4), st.booleans())
 def test_primed_items_are_the_recorded_objects(items, choices, ascii_only):
     """Primed with recorded bodies, a request repeating their items (in an SDK's compact
@@ -289,7 +289,7 @@ def test_a_body_knows_whether_it_holds_text_no_recording_holds():
     assert not reader.read(json.dumps(recorded, separators=(",", ":")).encode()).new
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=70, deadline=None)
 @given(
     st.lists(
         st.sampled_from(
@@ -361,7 +361,7 @@ edits = st.lists(
 )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=70, deadline=None)
 @given(
     pool,
     st.lists(st.integers(0, 5), min_size=1, max_size=4),
@@ -426,7 +426,7 @@ long_member = st.lists(text, min_size=1, max_size=3).map(
 )
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(st.lists(st.tuples(long_member, value), min_size=1, max_size=4), st.booleans())
 def test_a_new_item_holding_members_met_before_reads_as_the_whole_body(contents, ascii_only):
     """Each turn's item comes with a fresh id around content met before (an agent's tool
@@ -493,7 +493,7 @@ def _texts(values: list[object], writing: str) -> list[bytes] | None:
     ]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(
     st.lists(run_item, min_size=1, max_size=4),
     st.sampled_from(["orjson", "compact", "spaced", "ascii", "repeated key"]),
@@ -548,7 +548,7 @@ def test_new_items_read_at_once_read_as_one_by_one(values, writing, primed):
                 assert mine.value is fast._met.get(mine.text).value  # type: ignore[union-attr]
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=50, deadline=None)
 @given(st.lists(value, min_size=1, max_size=3), st.lists(st.sampled_from(FRAGMENTS), max_size=3))
 def test_a_shared_value_walks_as_a_fresh_copy_wherever_it_is(members, before):
     """A long value the reader hands out shared (``core.memo.SHARED``: a tool list in an
@@ -581,7 +581,7 @@ any_json = st.recursive(
 )
 
 
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=120, deadline=None)
 @given(any_json)
 def test_canonical_bytes_are_the_canonical_json_text(value):
     """What a component is hashed by, written by orjson where it writes the same bytes,
@@ -590,7 +590,7 @@ def test_canonical_bytes_are_the_canonical_json_text(value):
     assert canonical_bytes(value) == canonical_json(value).encode("utf-8")
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(st.lists(any_json | st.sampled_from(["x" * 1500, "\u00e9" * 1200]), min_size=1, max_size=4))
 def test_an_item_written_from_its_members_is_its_canonical_json_text(values):
     """A list item's text, written from its members down with the values found there and
@@ -604,7 +604,7 @@ def test_an_item_written_from_its_members_is_its_canonical_json_text(values):
             assert item_bytes(item) == canonical_json(item).encode("utf-8")
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(any_json, any_json, st.booleans())
 def test_a_value_key_tells_values_apart_as_the_matcher_does(a, b, spaced):
     """What tells a turn's members after its conversation from the last turn's (Codex
@@ -666,7 +666,7 @@ def test_items_met_before_are_found_by_their_bytes_before_new_ones_are_read():
         assert before == (len(head) + 1 + len(met) if fresh else len(head))
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(
     st.lists(run_item | st.dictionaries(text, run_item, min_size=1, max_size=3), max_size=5),
     st.sampled_from(["orjson", "compact", "spaced", "ascii", "repeated key"]),

@@ -163,7 +163,7 @@ def _names() -> st.SearchStrategy[str]:
     return st.sampled_from(known) | st.text(min_size=1, max_size=12)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=70, deadline=None)
 @given(surface=st.sampled_from(SURFACES), recorded=st.dictionaries(_names(), json_values))
 def test_no_parameter_outside_the_table_reaches_matching(surface, recorded):
     provider, operation = surface

@@ -61,7 +61,7 @@ def test_ordinary_text_is_left_alone(text):
 surrounding = st.text(max_size=40)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     kind=st.sampled_from(KINDS), seed=st.integers(0, 10**6), before=surrounding, after=surrounding
 )
@@ -73,7 +73,7 @@ def test_random_surrounding_text_never_leaks_the_secret(kind, seed, before, afte
     assert PATTERNS_ONLY.text(once) == once  # idempotent
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(kind=st.sampled_from(KINDS), a=st.integers(0, 10**6), b=st.integers(0, 10**6))
 def test_placeholder_is_the_same_for_different_secrets_of_one_kind(kind, a, b):
     first, second = fake(kind, a), fake(kind, b)
@@ -81,7 +81,7 @@ def test_placeholder_is_the_same_for_different_secrets_of_one_kind(kind, a, b):
     assert PATTERNS_ONLY.text(first.text) == PATTERNS_ONLY.text(other_text) == first.redacted
 
 
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(st.text(max_size=200))
 def test_redaction_is_idempotent_on_any_text(text):
     once = PATTERNS_ONLY.text(text)
@@ -405,7 +405,7 @@ _CONVERSATION = st.lists(
 )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=25, deadline=None)
 @given(turns=st.lists(_CONVERSATION, min_size=1, max_size=4))
 def test_remembered_redaction_equals_a_fresh_redactor_turn_after_turn(
     turns: list[list[dict[str, str]]],
@@ -456,7 +456,7 @@ _FIELD_NAMES = [
 ]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=70, deadline=None)
 @given(st.sampled_from(_FIELD_NAMES), st.text(max_size=40) | st.sampled_from(["hunter2xyz", ""]))
 def test_a_structured_field_is_redacted_as_its_json_text_is(name, value):
     """A value under a secret's name in a parsed body (what the gateway stores in the
@@ -504,7 +504,7 @@ _BODIES = st.recursive(
 )
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_BODIES, st.sampled_from(["plain", "env"]))
 def test_json_skips_only_what_the_walk_leaves_alone(body, secrets):
     """``json`` skips the walk when its prefilter finds no anchor in the body's compact

@@ -46,7 +46,7 @@ LONG_PREFIXED = (
 )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=70, deadline=None)
 @given(
     kind=st.sampled_from(LONG_PREFIXED),
     seed=st.integers(0, 10**6),

@@ -159,7 +159,7 @@ CREDENTIALS = st.builds(
 )
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     before=PROSE,
     after=PROSE,
@@ -218,7 +218,7 @@ NON_CREDENTIALS = (
 )  # fmt: skip
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     before=PROSE,
     after=PROSE,
@@ -249,14 +249,14 @@ DESCRIBING_LABELS = ["token_count", "max_tokens", "token_type", "prompt_cache_ke
                      "token", "KEY", "Token", "secretary", "keyboard", "monkey"]  # fmt: skip
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(label=st.sampled_from(DESCRIBING_LABELS), form=st.sampled_from(FORMS), value=CREDENTIALS)
 def test_a_label_that_only_describes_a_secret_marks_none(label: str, form: str, value: str) -> None:
     text = f"see {form.format(label=label, value=value)} here"
     assert PATTERNS_ONLY.text(text) == text
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(
     label=st.sampled_from([*SECRET_LABELS, *DESCRIBING_LABELS]),
     value=CREDENTIALS | NON_CREDENTIALS | st.text(max_size=30),

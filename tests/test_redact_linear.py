@@ -85,7 +85,7 @@ fragments = st.sampled_from(
 )
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=70, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     parts=st.lists(st.tuples(fragments, st.integers(1, 200)), max_size=8),
     kind=st.sampled_from(KINDS),

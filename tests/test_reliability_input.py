@@ -41,7 +41,7 @@ PROTOBUF = {"content-type": "application/x-protobuf"}
 JSON_CT = {"content-type": "application/json"}
 MAX_BODY = 32 * 1024 * 1024
 FUZZ = settings(
-    max_examples=300, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+    max_examples=100, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
 )
 
 
@@ -384,7 +384,7 @@ def _paths(doc: Any, prefix: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
 
 
 @settings(
-    max_examples=300,
+    max_examples=100,
     deadline=None,
     derandomize=True,
     suppress_health_check=[HealthCheck.function_scoped_fixture],

@@ -232,7 +232,7 @@ message = st.fixed_dictionaries(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=50, deadline=None)
 @given(
     st.lists(message, max_size=6),
     st.lists(message, max_size=3),
@@ -272,7 +272,7 @@ def _general(value: object) -> object:
     return value
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=70, deadline=None)
 @given(
     st.lists(message, max_size=4),
     st.sampled_from(
@@ -313,7 +313,7 @@ FRAGMENTS = [
 texts = st.lists(st.sampled_from(FRAGMENTS), max_size=6).map("".join) | st.text(max_size=80)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=50, deadline=None)
 @given(st.lists(texts, min_size=1, max_size=12), st.booleans())
 def test_cached_engine_equals_the_uncached_definition(strings, with_user_rule):
     rules = (*BUILTIN_RULES, TICKET_RULE) if with_user_rule else BUILTIN_RULES
@@ -334,7 +334,7 @@ long_texts = st.lists(
 ).map(lambda parts: "x" * 65 + "".join(parts))
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=50, deadline=None)
 @given(st.lists(long_texts, min_size=1, max_size=8))
 def test_long_strings_met_again_fill_their_template_as_the_definition(strings):
     """A long string with volatile values is substituted once, then filled from its
@@ -398,7 +398,7 @@ json_values = st.recursive(
 )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=70, deadline=None)
 @given(st.lists(json_values, min_size=1, max_size=4))
 def test_walking_values_equals_the_definition(values):
     """The walk (strings known to hold nothing, met before, taken in line) gives what the

@@ -4,6 +4,7 @@ worker sends to an engine its run's setup started), refused without the engine's
 from __future__ import annotations
 
 import json
+import threading
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -67,6 +68,45 @@ def test_control_route_switches_cassettes_with_its_token_only(tmp_path: Path) ->
         assert proc.wait(30) == 0
     assert final["replayed"] == 2 and not final["misses"]  # the swaps were all one engine's
     assert json.loads(paris.read_text())["interactions"]
+
+
+def test_a_switch_asked_during_a_live_call_waits_for_it_and_keeps_its_recording(
+    tmp_path: Path,
+) -> None:
+    """A switch is answered on the gateway's loop only when nothing makes it wait: here a
+    streamed live call is still being relayed (and recorded) when the switch is asked, so
+    the switch waits for it on a thread while the loop finishes relaying it."""
+    import openai
+
+    cassette = tmp_path / "slow.json"
+    with (
+        run_stub(event_delay=0.2) as stub,
+        serve(["--upstream-openai", stub.openai_url], {"OTEL_REPLAY_CONTROL": TOKEN}) as proc,
+    ):
+        assert proc.stdout is not None and proc.stdin is not None
+        base = json.loads(proc.stdout.readline())["env"]["OPENAI_BASE_URL"]
+        status, _ = post(base, {"use": {"cassette": str(cassette), "mode": "record"}}, TOKEN)
+        assert status == 200
+        client = openai.OpenAI(base_url=base, api_key="sk-test-control-0000", max_retries=0)
+        stream = client.chat.completions.create(
+            model="gpt-4o-mini", messages=[{"role": "user", "content": "Paris"}], stream=True
+        )
+        first = next(iter(stream))  # the call is live and in flight from here
+        words: list[str] = []
+        reader = threading.Thread(
+            target=lambda: words.extend(
+                c.choices[0].delta.content or "" for c in stream if c.choices
+            )
+        )
+        reader.start()
+        status, said = post(base, {"use": {}}, TOKEN)
+        reader.join(30)
+        assert status == 200, said
+        assert said["used"]["summary"]["live"] == 1  # recorded before the block was finished
+        assert first.choices and "".join(words)  # the agent got its whole answer
+        proc.stdin.close()
+        assert proc.wait(30) == 0
+    assert len(json.loads(cassette.read_text())["interactions"]) == 1
 
 
 def test_without_a_token_the_engine_has_no_control_route() -> None:

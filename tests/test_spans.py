@@ -241,7 +241,7 @@ def attrs(span: Span) -> dict[str, Any]:
 
 # --- properties ----------------------------------------------------------------------
 
-fast = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+fast = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 @fast

@@ -27,7 +27,7 @@ def _chunks(payload: bytes, cuts: list[int]) -> list[bytes]:
     return [payload[a:b] for a, b in itertools.pairwise(bounds)]
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(events, st.lists(st.integers(min_value=0), max_size=12))
 def test_encode_then_incremental_decode_is_lossless(recorded, cuts):
     for codec in CODECS:

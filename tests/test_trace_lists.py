@@ -134,7 +134,7 @@ def _session(first: list[dict[str, Any]], tools: list[Any], turns: list[Any]) ->
     return bodies
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=25, deadline=None)
 @given(
     st.lists(messages, min_size=1, max_size=3),
     tool_lists,

@@ -81,7 +81,7 @@ def test_a_middling_line_the_cheap_test_clears_is_not_cut() -> None:
 
 
 @pytest.mark.parametrize("length", LENGTHS)
-@settings(max_examples=150)
+@settings(max_examples=50)
 @given(st.lists(texts, min_size=1, max_size=6), st.lists(texts, max_size=4))
 def test_parts_learnt_ahead_leave_the_verdict_the_whole_pass(
     length: int, batch: list[str], ahead: list[str]
@@ -99,7 +99,7 @@ def test_parts_learnt_ahead_leave_the_verdict_the_whole_pass(
 
 
 @pytest.mark.parametrize("length", LENGTHS)
-@settings(max_examples=200)
+@settings(max_examples=70)
 @given(st.lists(texts, min_size=1, max_size=8))
 def test_verdict_is_the_whole_pass(length: int, batch: list[str]) -> None:
     """Fed texts one after another (so parts are remembered from earlier ones), the
@@ -178,7 +178,7 @@ def _line(store: TraceStore, doc: dict[str, Any]) -> bytes | BaseException:
 
 
 @pytest.mark.parametrize("length", LENGTHS[:1])  # the verdict test covers the rest
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(st.lists(exchanges(), min_size=1, max_size=5), st.booleans())
 def test_line_is_the_whole_pass_line(length: int, calls: list[Exchange], redacted: bool) -> None:
     """For a run of exchanges — redacted by the session's redactor first, as the gateway

@@ -156,7 +156,7 @@ bodies = st.fixed_dictionaries(
 )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=25, deadline=None)
 @given(st.lists(bodies, min_size=1, max_size=4))
 def test_bodies_come_back_as_the_whole_body_spans_give_them(
     tmp_path_factory: pytest.TempPathFactory, sent: list[dict[str, Any]]
@@ -244,7 +244,7 @@ def _longest_string(value: Any) -> int:
     return 0
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=70, deadline=None)
 @given(values, st.sampled_from([(",", ":"), (", ", ": ")]), st.booleans())
 def test_a_short_text_holds_no_piece(value: Any, separators: Any, ascii_only: bool) -> None:
     """``holds_no_piece`` never says "no piece" of a body that holds one, whatever its
@@ -316,7 +316,7 @@ answers = st.builds(
 )
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=50, deadline=None)
 @given(
     st.lists(
         st.tuples(chats | bodies, answers, st.integers(0, 3), st.booleans(), st.booleans()),
@@ -401,7 +401,7 @@ def _walked(value: Any, path: tuple[Any, ...] = ()) -> list[tuple[tuple[Any, ...
     return found
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=50, deadline=None)
 @given(shared_pool, st.lists(st.lists(st.integers(0, 3), max_size=5), min_size=1, max_size=4))
 def test_an_object_met_again_holds_the_strings_a_fresh_walk_finds(
     pool: list[dict[str, Any]], picks: list[list[int]]
@@ -431,7 +431,7 @@ draft_pool = st.lists(
 )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=70, deadline=None)
 @given(
     draft_pool,
     st.lists(

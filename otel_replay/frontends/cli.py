@@ -15,20 +15,13 @@ import argparse
 import logging
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from otel_replay.core.envvars import OTEL_REPLAY_TLS
 from otel_replay.core.errors import OtelReplayError
 from otel_replay.core.gcpause import paused_gc
-from otel_replay.frontends.buildcmd import (
-    add_selection,
-    build_command,
-    doctor_command,
-    output_path,
-)
-from otel_replay.frontends.emittest import add_emit_options
 from otel_replay.frontends.forkopts import add_fork_options
 from otel_replay.frontends.runcmd import run_command
 from otel_replay.frontends.servecmd import PROTOCOL, serve_command
@@ -111,17 +104,26 @@ def _rules_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The command line's parser; with ``command`` (a command's name), only that command's
+    (building every command's costs ~20 ms, which a run would pay before its agent starts;
+    a name that is no command gets the whole parser, which lists them)."""
     parser = argparse.ArgumentParser(
         prog="otel-replay",
         description="Record LLM agent traffic as OpenTelemetry spans; replay it offline.",
     )
     from otel_replay._version import __version__
-    from otel_replay.providers import PROVIDERS
 
     parser.add_argument("--version", action="version", version=f"otel-replay {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    only = command if command in _COMMANDS else None
+    for name, add in _COMMANDS.items():
+        if only is None or name == only:
+            add(sub)
+    return parser
 
+
+def _record(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     rec = sub.add_parser(
         "record",
         help="run CMD against live providers and record it",
@@ -130,6 +132,8 @@ def _parser() -> argparse.ArgumentParser:
     rec.add_argument("--cassette", type=Path, required=True)
     _gateway_options(rec)
 
+
+def _replay(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     rep = sub.add_parser(
         "replay",
         help="run CMD against recorded responses",
@@ -151,6 +155,8 @@ def _parser() -> argparse.ArgumentParser:
     _gateway_options(rep)
     add_fork_options(rep)
 
+
+def _serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     srv = sub.add_parser(
         "serve",
         help="run the gateway alone until SIGINT/SIGTERM or EOF",
@@ -163,6 +169,11 @@ def _parser() -> argparse.ArgumentParser:
     srv.add_argument("--timing", choices=("fast", "recorded"), default="fast")
     _gateway_options(srv)
 
+
+def _build(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from otel_replay.frontends.buildcmd import add_selection, output_path
+    from otel_replay.frontends.emittest import add_emit_options
+
     bld = sub.add_parser("build", help="derive a cassette from trace files or a tracing backend")
     bld.add_argument("traces", nargs="*", type=Path, metavar="TRACES")
     bld.add_argument("-o", "--output", type=output_path, required=True, metavar="CASSETTE")
@@ -170,12 +181,20 @@ def _parser() -> argparse.ArgumentParser:
     add_emit_options(bld)
     bld.add_argument("--quiet", action="store_true", help="no progress display")
 
+
+def _doctor(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from otel_replay.frontends.buildcmd import add_selection
+
     doc = sub.add_parser(
         "doctor", help="per source: model calls seen, how replayable, and what to fix"
     )
     doc.add_argument("traces", nargs="*", type=Path, metavar="TRACES")
     add_selection(doc)
     doc.add_argument("--json", action="store_true", help="the census as JSON on stdout")
+
+
+def _why(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from otel_replay.providers import PROVIDERS
 
     why = sub.add_parser("why", help="explain the last (or the given) replay miss")
     why.add_argument("--cassette", type=Path, required=True)
@@ -190,6 +209,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     _rules_option(why)
 
+
+def _rules(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     rules = sub.add_parser("rules", help="the matching rules in force")
     rules_sub = rules.add_subparsers(dest="rules_command", required=True, metavar="ACTION")
     show = rules_sub.add_parser("show", help="print the rules in force, as a rule file")
@@ -197,26 +218,35 @@ def _parser() -> argparse.ArgumentParser:
     show.add_argument("--cassette", type=Path, help="also the rules recorded in this cassette")
     _rules_option(show)
 
+
+def _refresh(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     ref = sub.add_parser("refresh", help="record a cassette again with its recorded command")
     ref.add_argument("cassette", type=Path, metavar="CASSETTE")
     ref.add_argument("--yes", action="store_true", help="run it without asking")
+
+
+def _demo(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     sub.add_parser("demo", help="record and replay a built-in agent against a stub upstream")
+
+
+def _mcp_stdio(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     stdio = sub.add_parser(
         "mcp-stdio",
         help="in an agent's MCP configuration, in place of a stdio MCP server",
         usage="otel-replay mcp-stdio NAME -- CMD... (the server's command)",
     )
     stdio.add_argument("name", metavar="NAME", help="the server's name in the cassette")
-    _report_parsers(sub)
-    return parser
 
 
-def _report_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def _report(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     rep = sub.add_parser("report", help="one self-contained HTML page of a run's spans")
     rep.add_argument("traces", nargs="+", type=Path, metavar="TRACES", help="trace files")
     rep.add_argument(
         "-o", "--output", type=Path, required=True, metavar="FILE.html", help="or FILE.md"
     )
+
+
+def _diff(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     dif = sub.add_parser("diff", help="align two runs' trajectories (trace files or cassettes)")
     dif.add_argument("base", type=Path, metavar="BASE", help="trace file or cassette")
     dif.add_argument("new", type=Path, metavar="NEW", help="trace file or cassette")
@@ -229,12 +259,29 @@ def _report_parsers(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     dif.add_argument("-o", "--output", type=Path, metavar="FILE", help="default: stdout")
 
 
+_COMMANDS: dict[str, Callable[[argparse._SubParsersAction[argparse.ArgumentParser]], None]] = {
+    "record": _record,
+    "replay": _replay,
+    "serve": _serve,
+    "build": _build,
+    "doctor": _doctor,
+    "why": _why,
+    "rules": _rules,
+    "refresh": _refresh,
+    "demo": _demo,
+    "mcp-stdio": _mcp_stdio,
+    "report": _report,
+    "diff": _diff,
+}
+"""The commands, in the order ``--help`` lists them: what adds each one's parser."""
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     own, command = _split_command(args_list)
     defer_bundles()  # the gateway reads the certificate bundle only if it forwards over TLS
     with paused_gc():
-        args = _parser().parse_args(own)
+        args = _parser(next((a for a in own if not a.startswith("-")), None)).parse_args(own)
     try:
         if args.command in ("record", "replay"):
             if not command:
@@ -246,8 +293,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "serve":
             return serve_command(args)
         if args.command == "build":
+            from otel_replay.frontends.buildcmd import build_command
+
             return build_command(args)
         if args.command == "doctor":
+            from otel_replay.frontends.buildcmd import doctor_command
+
             return doctor_command(args)
         if args.command == "why":
             from otel_replay.frontends.whycmd import why_command

@@ -66,7 +66,7 @@ def serve_command(args: argparse.Namespace) -> int:
     if token:
         from otel_replay.gateway.control import Control
 
-        config.control = Control(token, switch.answer)
+        config.control = Control(token, switch.answer, switch.at_once)
     if args.tls:
         from otel_replay.gateway.local_tls import authority
 
@@ -131,6 +131,20 @@ class _Switch:
         assert self._gateway is not None
         with self._lock:
             return _answer(line, self._gateway, self.args, self.mode)
+
+    def at_once(self, line: str) -> dict[str, Any] | None:
+        """``answer``, on the gateway's loop (a control request's), when nothing makes it
+        wait: the gateway serves, no other line is being answered, and no live call is in
+        flight (finishing a block waits for those); else None (``answer`` on a thread)."""
+        gateway = self._gateway
+        if gateway is None or gateway.server is None or gateway.server.session.in_flight:
+            return None
+        if not self._lock.acquire(blocking=False):
+            return None
+        try:
+            return _answer(line, gateway, self.args, self.mode)
+        finally:
+            self._lock.release()
 
 
 def _answer(

@@ -32,10 +32,13 @@ _BODY_SECONDS = 30.0
 @dataclass(frozen=True)
 class Control:
     """The token a control request must carry, and what answers its line: the function
-    standard input's lines go to (None: not a request)."""
+    standard input's lines go to (None: not a request), on a thread of its own (it may
+    wait for the gateway's loop); first ``at_once``, on the loop, which answers when it
+    can without waiting (None: it cannot, and ``answer`` does)."""
 
     token: str
     answer: Callable[[str], dict[str, Any] | None]
+    at_once: Callable[[str], dict[str, Any] | None] | None = None
 
     def add_route(self, app: web.Application, guard: Guard) -> None:
         app.router.add_route("POST", CONTROL_PATH, guard(self.handle))
@@ -50,8 +53,9 @@ class Control:
         if not isinstance(raw, bytes):
             return raw
         line = raw.decode("utf-8", "replace")
-        # on a thread: the switch waits for the gateway's own loop, this one
-        said = await asyncio.to_thread(self.answer, line)
+        said = self.at_once(line) if self.at_once is not None else None
+        if said is None:  # on a thread: the switch waits for the gateway's own loop, this one
+            said = await asyncio.to_thread(self.answer, line)
         if said is None:
             said = {"error": 'otel-replay: the body is one line {"use": {...}}'}
         return _answer(said, 400 if "error" in said else 200)

@@ -132,9 +132,12 @@ class GatewayThread:
         return self.server.session
 
     def use_session(self, session: Session) -> Session:
-        """Point the running gateway at another session; returns the previous one."""
+        """Point the running gateway at another session; returns the previous one. From
+        any thread, the gateway's own included (a control request answered on its loop)."""
         assert self.server is not None
         server = self.server
+        if threading.current_thread() is self._thread:
+            return server.use_session(session)
 
         async def swap() -> Session:
             return server.use_session(session)

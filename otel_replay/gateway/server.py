@@ -102,13 +102,24 @@ class GatewayServer:
     def use_session(self, session: Session) -> Session:
         """Point the running gateway (both receivers included) at another session, between
         requests, made ready for its first request; returns the previous one. Call on the
-        gateway's loop."""
+        gateway's loop.
+
+        The session is made ready on the loop's next turn, before it reads any request
+        (the loop runs what is scheduled before it polls the sockets again): whoever asked
+        for the switch (a control request) is answered first, and its agent's first call
+        then finds the session ready as a warm one."""
+        import asyncio
+
         previous = self.gateway.session
         self.gateway.session = session
         if session is not previous:
-            self.gateway.prime(session)  # its first request is then served as a warm one
-            self._match_ahead(session)
+            asyncio.get_running_loop().call_soon(self._made_ready, session)
         return previous
+
+    def _made_ready(self, session: Session) -> None:
+        if self.gateway.session is session:  # not switched again meanwhile
+            self.gateway.prime(session)
+            self._match_ahead(session)
 
     def _match_ahead(self, session: Session) -> None:
         """``session.warming`` on the loop, a step at a time between the calls served."""

@@ -4,6 +4,7 @@ credentials."""
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Sequence
 
@@ -37,6 +38,7 @@ def name_words(name: str) -> list[str]:
     return [word.upper() for word in _WORDS.findall(name)]
 
 
+@functools.lru_cache(maxsize=4096)  # each block's redactor reads the same environment
 def is_secret_name(name: str) -> bool:
     """Whether a name (an environment variable's, an attribute's) marks its value as a
     secret: it holds ``KEY``, ``TOKEN``, ``SECRET``, ``PASSWORD``, ``CREDENTIALS``... as

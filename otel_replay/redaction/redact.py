@@ -105,6 +105,13 @@ def _values(ordered: tuple[str, ...]) -> Any:
 _SURROGATES = re.compile("([\ud800-\udfff]+)")
 
 
+@functools.cache
+def _prepared() -> None:
+    """``Redactor.prepare``'s work, done once: RE2's first matches build its machinery."""
+    shapes_re().sub(shape_replacement, _WARM)
+    shapes_by_first()
+
+
 class Redactor:
     """Replaces secrets in text and JSON with typed placeholders. Stateless once built.
 
@@ -186,9 +193,9 @@ class Redactor:
     @staticmethod
     def prepare() -> None:
         """Compile now what redacting compiles when it first tells a match apart (a
-        gateway does this before its first request, which then does not wait for it)."""
-        shapes_re().sub(shape_replacement, _WARM)  # RE2's first matches build its machinery
-        shapes_by_first()
+        gateway does this before its first request, which then does not wait for it).
+        Once a process: what it builds is shared by every redactor."""
+        _prepared()
 
     @property
     def names(self) -> tuple[str, ...]:

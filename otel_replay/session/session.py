@@ -370,6 +370,11 @@ class Session:
                 self._forwarding -= 1
                 self._settled.notify_all()
 
+    @property
+    def in_flight(self) -> bool:
+        """Whether a live call is in flight (``finish`` would wait for it)."""
+        return self._forwarding > 0
+
     def finish(self, settle_seconds: float = 10.0) -> Summary:
         with self._lock:
             if not self._settled.wait_for(lambda: self._forwarding == 0, settle_seconds):
