@@ -10,7 +10,8 @@ CLIENTS := $(VENV)/clients/.installed
 BROWSER := $(VENV)/.chromium
 # the tracing backends `build --from` is tested against, each in a venv of its own (their
 # dependencies are not the project's): Arize Phoenix, chDB (ClickHouse in process) and the
-# MLflow tracking server
+# MLflow tracking server (installed without byte code: a test session compiles the part of
+# each that its server imports, writing it, instead of the install compiling them whole)
 PHOENIX_VERSION := 20.26.1
 CHDB_VERSION := 4.4.0
 MLFLOW_VERSION := 3.17.2
@@ -66,19 +67,19 @@ browser: $(BROWSER)
 $(VENV)/phoenix/.installed: | $(BIN)/python
 	$(PYTHON) -m venv $(VENV)/phoenix
 	$(VENV)/phoenix/bin/python -m pip install --quiet --upgrade pip
-	$(VENV)/phoenix/bin/python -m pip install --quiet 'arize-phoenix==$(PHOENIX_VERSION)'
+	$(VENV)/phoenix/bin/python -m pip install --quiet --no-compile 'arize-phoenix==$(PHOENIX_VERSION)'
 	touch $@
 
 $(VENV)/chdb/.installed: | $(BIN)/python
 	$(PYTHON) -m venv $(VENV)/chdb
 	$(VENV)/chdb/bin/python -m pip install --quiet --upgrade pip
-	$(VENV)/chdb/bin/python -m pip install --quiet 'chdb==$(CHDB_VERSION)'
+	$(VENV)/chdb/bin/python -m pip install --quiet --no-compile 'chdb==$(CHDB_VERSION)'
 	touch $@
 
 $(VENV)/mlflow/.installed: | $(BIN)/python
 	$(PYTHON) -m venv $(VENV)/mlflow
 	$(VENV)/mlflow/bin/python -m pip install --quiet --upgrade pip
-	$(VENV)/mlflow/bin/python -m pip install --quiet 'mlflow==$(MLFLOW_VERSION)'
+	$(VENV)/mlflow/bin/python -m pip install --quiet --no-compile 'mlflow==$(MLFLOW_VERSION)'
 	# its database made once (migrations take half of a server's start); each test session copies it
 	rm -f $(VENV)/mlflow/template.db
 	cd $(VENV)/mlflow && MLFLOW_DISABLE_TELEMETRY=true bin/python -m mlflow db upgrade \
@@ -102,7 +103,7 @@ go: $(GO_PROGRAMS)
 $(VENV)/llamaindex/.installed: pyproject.toml | $(BIN)/python
 	$(PYTHON) -m venv $(VENV)/llamaindex
 	$(VENV)/llamaindex/bin/python -m pip install --quiet --upgrade pip
-	$(VENV)/llamaindex/bin/python -m pip install --quiet -e '.[llamaindex]'
+	$(VENV)/llamaindex/bin/python -m pip install --quiet --no-compile -e '.[llamaindex]'
 	touch $@
 
 frameworks: $(FRAMEWORKS)

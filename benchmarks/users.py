@@ -97,13 +97,19 @@ async def _serve_start(results: Results, folder: Path, env: dict[str, str]) -> N
     command = [sys.executable, "-m", "otel_replay", "serve", "--mode", "strict"]
     command += ["--cassette", str(cassette)]
     firsts, seconds, starts, bare_starts = [], [], [], []
+    bare_firsts: list[float] = []
+    bare_seconds: list[float] = []
     warm = 0 if _common.QUICK else 1  # a first round writes the byte code
     for r in range(ROUNDS + warm):
         bare_started = time.perf_counter()
         with Server(kind="bare", stream=answer) as fresh:
+            bare_latencies, bare_start = [], 0.0
             async with client_session() as client:
-                await post(client, fresh.url + shape.route.path, recorded[0], shape.route.headers)
-            bare_start = time.perf_counter() - bare_started
+                for body in recorded[:2]:
+                    sent = time.perf_counter()
+                    await post(client, fresh.url + shape.route.path, body, shape.route.headers)
+                    bare_latencies.append(time.perf_counter() - sent)
+                    bare_start = bare_start or time.perf_counter() - bare_started
         started = time.perf_counter()
         proc = subprocess.Popen(
             command, cwd=folder, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
@@ -127,6 +133,8 @@ async def _serve_start(results: Results, folder: Path, env: dict[str, str]) -> N
             seconds.append(latencies[1])
             starts.append(answered)
             bare_starts.append(bare_start)
+            bare_firsts.append(bare_latencies[0])
+            bare_seconds.append(bare_latencies[1])
     ratios = [f / s for f, s in zip(firsts, seconds, strict=True)]
     results.add(
         BENCH,
@@ -148,6 +156,15 @@ async def _serve_start(results: Results, folder: Path, env: dict[str, str]) -> N
         "<= 250.000 ms",
         rounds=[s <= 0.25 for s in starts],
         basis="a bare aiohttp server's process, started alike",
+    )
+    results.add(
+        BENCH,
+        "the floor of the first row: a bare aiohttp server's first request vs its second, asked "
+        "alike (by a new client on a new connection)",
+        ms(statistics.median(bare_firsts)),
+        ms(statistics.median(bare_seconds)),
+        statistics.median(f / s for f, s in zip(bare_firsts, bare_seconds, strict=True)),
+        basis="its second request",
     )
 
 
@@ -174,15 +191,20 @@ def _replay_command(results: Results, folder: Path, env: dict[str, str]) -> None
     run_agent = [sys.executable, str(agent), str(bodies)]
     replay = [sys.executable, "-m", "otel_replay", "replay", "--cassette", str(cassette)]
     replay += ["--mode", "strict", "--", *run_agent]
+    (folder / "beside.py").write_text(BESIDE)
+    spec = json.dumps({"kind": "bare", "body": str(answer)})
+    beside = [sys.executable, str(folder / "beside.py"), spec, str(ROOT), *run_agent]
     with Server(kind="bare", body=answer) as bare:
         bare_env = {**env, "OPENAI_BASE_URL": f"{bare.url}/v1"}
-        for command in () if _common.QUICK else (replay, run_agent):
+        for command in () if _common.QUICK else (replay, run_agent, beside):
             _wall(command, bare_env, folder)  # byte code written, files in the page cache
-        walls: dict[str, list[float]] = {"replay": [], "bare": []}
+        walls: dict[str, list[float]] = {"replay": [], "bare": [], "beside": []}
         for _ in range(ROUNDS):
             walls["replay"].append(_wall(replay, bare_env, folder))
             walls["bare"].append(_wall(run_agent, bare_env, folder))
+            walls["beside"].append(_wall(beside, bare_env, folder))
     added = [r - b for r, b in zip(walls["replay"], walls["bare"], strict=True)]
+    floor = [f - b for f, b in zip(walls["beside"], walls["bare"], strict=True)]
     replayed, alone = statistics.median(walls["replay"]), statistics.median(walls["bare"])
     results.add(
         BENCH,
@@ -194,6 +216,31 @@ def _replay_command(results: Results, folder: Path, env: dict[str, str]) -> None
         rounds=[a <= 0.15 for a in added],
         basis="the agent on a bare server",
     )
+    results.add(
+        BENCH,
+        "the floor of the row above: the agent beside a bare aiohttp server's process that "
+        "starts with it (what a gateway in Python costs a run on this machine, before its "
+        "own work): added",
+        f"{ms(statistics.median(walls['beside']))} (+{ms(statistics.median(floor))})",
+        ms(alone),
+        statistics.median(walls["beside"]) / alone,
+        basis="the agent on a bare server",
+    )
+
+
+BESIDE = """
+import subprocess, sys
+# a bare aiohttp server's process started as the agent is, not waited for (its answers are
+# the running bare server's): what any gateway in Python adds to a run by starting beside it
+server = subprocess.Popen(
+    [sys.executable, "-m", "benchmarks._server", sys.argv[1]],
+    cwd=sys.argv[2], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+)
+code = subprocess.call(sys.argv[3:])
+server.stdin.close()
+server.wait()
+sys.exit(code)
+"""
 
 
 # -- (3) and (4) Vitest ----------------------------------------------------------------

@@ -74,6 +74,12 @@ def otel_replay(
     """``otel-replay ARGS -- codex exec PROMPT``, as a user types it."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "CODEX_"))}
     env["CODEX_HOME"] = str(codex_home)
+    # a home of its own, as the Claude Code runs have: the machine's shell profile stays out
+    # of the agent's tool shells (its `pyenv init` rehashes, and two shells of two test
+    # workers at once printed "pyenv: cannot rehash" into a recorded tool output)
+    home = codex_home.parent / "home"
+    home.mkdir(exist_ok=True)
+    env["HOME"] = str(home)
     if api_key:
         env["OPENAI_API_KEY"] = api_key
     command = [str(client_cli("codex")), "exec", "--skip-git-repo-check", prompt]

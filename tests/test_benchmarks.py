@@ -31,7 +31,7 @@ EXPECTED_ROWS = {
     "13 loading": 2,
     "14 backends": 3,
     "15 MCP tools": 2,
-    "16 as users run it": 6,
+    "16 as users run it": 8,
     "17 own tools": 2,
     "18 in process": 3,
     "19 websockets": 3,

@@ -241,6 +241,10 @@ PIECES = [
     "w" * 21,
     "é",
     "’",
+    "٢٠٢٤-05-01",  # digits the standard library's \d takes, and RE2's does not
+    "30\xa0November\u20032026",  # spaces beyond ASCII
+    "１７６４０００００００",
+    "合計 €",
     " ",
     "\n",
     "-",
@@ -306,3 +310,107 @@ def test_every_word_start_rule_opens_with_a_look_behind_refusing_letters_and_dig
         (kind, items), *rest = list(inner)
         assert kind is c.IN and not rest, rule.pattern
         assert set(string.ascii_letters + string.digits) <= refused(items), rule.pattern
+
+
+@settings(max_examples=70, deadline=None)
+@given(
+    st.lists(st.sampled_from(PIECES), max_size=40).map("".join),
+    st.integers(1, 12),
+    st.lists(st.tuples(st.integers(0, 6), st.booleans()), max_size=3),
+)
+def test_the_places_re2_finds_replace_as_the_standard_library_does(text, times, extra):
+    """``Substitution`` tries the rules only where RE2 finds them relaxed: the same
+    matches are replaced as ``re.sub`` replaces them, long texts and short, ASCII or
+    not, whatever rules of either sort the table holds."""
+    import re
+
+    from otel_replay.matching.alternation import Substitution, alternation
+    from otel_replay.matching.normalize import DEFAULT
+
+    branches = list(DEFAULT.default_set().branches)
+    for at, word_start in extra:
+        pattern = r"(?<![A-Za-z0-9])w{21}(?=[^(\]])" if word_start else r"[0-9]-(?!x)"
+        branches.insert(at % (len(branches) + 1), ("extra", pattern, word_start))
+    regex = re.compile(alternation(branches))
+    substitution = Substitution(regex)
+    assert substitution._find is not None  # the fast path, not the fallback, is held
+
+    def replace(m: re.Match[str]) -> str:
+        return f"<{m.lastgroup}:{m.group()}>"
+
+    long = text * times
+    assert substitution(replace, long) == regex.sub(replace, long)
+    assert substitution(replace, text) == regex.sub(replace, text)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "wide"),
+    [
+        (r"(?<![A-Za-z0-9])(?:ab|c(?=d))", r"(?:ab|c)"),
+        (r"a(?!\))b\(c(?<=x[(\]])", r"ab\(c"),
+        (r"[(?=x)]y(?=(?:z|(w)))q", r"[(?=x)]yq"),
+        (r"[]x(](?<!k)m", r"[]x(]m"),
+        (r"^\bk\d$", r"k(?:[0-9\x{80}-\x{10FFFF}])"),
+        (r"[\s.][^\w]\W", r"[\t\n\v\f\r \x1c-\x1f\x{80}-\x{10FFFF}.][^\w]\W"),
+        (r"[^](]n(?=o", None),  # an unclosed look-ahead
+        (r"(?i)abc", None),  # flags
+        (r"a{,3}", None),  # a repetition to the standard library, text to RE2
+    ],
+)
+def test_a_pattern_relaxed_for_re2_keeps_every_place_it_matches(pattern, wide):
+    from otel_replay.matching.alternation import relaxed
+
+    assert relaxed(pattern) == wide
+
+
+def test_a_place_refused_by_a_look_around_is_followed_by_the_next_one():
+    """RE2 finds a place the look-around refuses: the next place is tried next."""
+    import re
+
+    from otel_replay.matching.alternation import Substitution
+
+    regex = re.compile(r"a(?=c)|b|(?<=c)d")
+    text = "ab" * 150 + "cd" + "ac" * 10
+    found = Substitution(regex)(lambda m: f"<{m.group()}>", text)
+    assert found == regex.sub(lambda m: f"<{m.group()}>", text)
+    assert found.count("<b>") == 150 and found.count("<d>") == 1 and found.count("<a>") == 10
+
+
+@pytest.mark.parametrize(
+    "piece", [" ٢٠٢٤-05-01 ", " 30\xa0November\u20032026 ", " ２０２４-05-01 ", " é@ex.org "]
+)
+def test_digits_and_spaces_beyond_ascii_are_found_as_the_standard_library_finds_them(piece):
+    """The standard library's \\d and \\s take digits and spaces beyond ASCII, RE2's do not:
+    the relaxed pattern takes them too, so no match of the rules is passed over."""
+    import re
+
+    from otel_replay.matching.alternation import Substitution, alternation
+    from otel_replay.matching.normalize import DEFAULT
+
+    regex = re.compile(alternation(list(DEFAULT.default_set().branches)))
+    text = piece * 40
+
+    def replace(m: re.Match[str]) -> str:
+        return f"<{m.lastgroup}>"
+
+    expected = regex.sub(replace, text)
+    assert Substitution(regex)(replace, text) == expected
+    assert expected != text or "@" in piece  # the rules do match the first three
+
+
+def test_a_pattern_matching_empty_text_is_replaced_as_the_standard_library_does():
+    """An empty match leaves the whole text to ``re.sub``, with no replacement made
+    before it (the rules number what they replace, in order)."""
+    import re
+
+    from otel_replay.matching.alternation import Substitution
+
+    regex = re.compile(r"a|x(?=b)|(?=c)")
+    text = "aaxb" * 80 + "c"
+    calls: list[list[str]] = [[], []]
+
+    def replacing(into: list[str]):
+        return lambda m: into.append(m.group()) or f"<{len(into)}>"
+
+    assert Substitution(regex)(replacing(calls[0]), text) == regex.sub(replacing(calls[1]), text)
+    assert calls[0] == calls[1] and len(calls[0]) == 3 * 80 + 1

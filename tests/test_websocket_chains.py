@@ -155,6 +155,31 @@ def test_a_continuation_never_takes_another_responses_continuation(chains):
     assert "continues recording 0's response; the recordings equal to this" in miss, miss
 
 
+def _why(cassette: Path, *extra: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["why", "--cassette", str(cassette), *extra])
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_why_holds_a_continuation_to_what_it_continues(chains):
+    """``why`` explains the miss as the replay met it: the request equals a recording,
+    which continues another response, and no rule would change that."""
+    cassette, _ = chains
+    steps: list[Step] = [*RECORDED[:3], ("again", "go on", "A")]
+    missed = _replay(cassette, lambda url: websocket_turns(url, steps))
+    (miss,) = missed.summary.misses
+    code, out, _ = _why(cassette)
+    assert code == 0
+    head = out.splitlines()[0]
+    assert head == miss, out
+    assert "continues recording 0's response" in head
+    code, out, err = _why(cassette, "--suggest")
+    assert (code, out) == (1, "")
+    assert "continues recording 0's response" in err, err
+    assert err.rstrip().endswith("no rule can turn it into a hit"), err
+
+
 # -- auto: a miss goes live with the caller's key -------------------------------------------
 
 FURTHER: list[Step] = [RECORDED[0], RECORDED[1], ("A3", "and then?", "A2")]

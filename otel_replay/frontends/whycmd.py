@@ -10,10 +10,12 @@ from typing import Any
 
 from otel_replay import providers
 from otel_replay.cassette.model import load
+from otel_replay.cassette.recordings import Recordings
 from otel_replay.core.errors import ConfigError
 from otel_replay.core.exchange import CanonicalRequest, Exchange
 from otel_replay.frontends.rulefiles import rule_sources
-from otel_replay.matching.matcher import Matcher, MatchMiss
+from otel_replay.matching.chain import Chain
+from otel_replay.matching.matcher import Matcher, MatchMiss, Only
 from otel_replay.matching.mcp import explain_tool
 from otel_replay.matching.normalize import Normalizer
 from otel_replay.matching.session_rules import cassette_rules
@@ -74,9 +76,15 @@ def why_command(
     requests = [ex.request for ex in recorded.interactions]
     sources = rule_sources(cassette, rules)
     normalizer, recorded_by = cassette_rules(sources, recorded.source, str(cassette))
+    # a continuation is held to the recording it continues, as the replay held it
+    only = Chain(Recordings(recorded)).only(live)
     if suggest:
-        return _suggest(live, requests, used, normalizer, recorded_by, str(name))
-    print(explain(live, requests, used=used, normalizer=normalizer, recorded_by=recorded_by))
+        return _suggest(live, requests, used, normalizer, recorded_by, str(name), only)
+    print(
+        explain(
+            live, requests, used=used, normalizer=normalizer, recorded_by=recorded_by, only=only
+        )
+    )
     return 0
 
 
@@ -104,10 +112,11 @@ def _suggest(
     normalizer: Normalizer,
     recorded_by: Normalizer | None,
     provider: str,
+    only: Only | None,
 ) -> int:
     """The rule on stdout, what it would also hide on stderr; 1 when no rule should be."""
     matcher = Matcher(requests, used=used, normalizer=normalizer, recorded_by=recorded_by)
-    outcome = matcher.probe(live)
+    outcome = matcher.probe(live, only)
     if isinstance(outcome, int):
         print(
             f"otel-replay why: the request already matches recording #{outcome}; no rule needed",

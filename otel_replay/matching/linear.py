@@ -17,7 +17,15 @@ import re2
 
 from otel_replay.matching.rules import DROP, VolatileRule
 
-__all__ = ["LinearRules", "PatternError", "check_linear", "compile_linear", "full_text"]
+__all__ = [
+    "UNANCHORED",
+    "LinearRules",
+    "PatternError",
+    "char_size",
+    "check_linear",
+    "compile_linear",
+    "full_text",
+]
 
 _PLACEHOLDER = r"\[REDACTED:[A-Za-z0-9_.:-]+\]|<[A-Za-z][A-Za-z0-9_]*(?::[0-9]+)?>"
 
@@ -45,10 +53,11 @@ class PatternError(ValueError):
     """A pattern RE2 cannot compile; the message is RE2's own."""
 
 
-_UNANCHORED = re2._re2.RE2.Anchor.UNANCHORED
+UNANCHORED = re2._re2.RE2.Anchor.UNANCHORED
+"""RE2's unanchored search (a match anywhere from the position given)."""
 
 
-def _char_size(lead: int) -> int:
+def char_size(lead: int) -> int:
     """The bytes of the UTF-8 character whose first byte is ``lead``."""
     return 1 if lead < 0x80 else 2 if lead < 0xE0 else 3 if lead < 0xF0 else 4
 
@@ -104,7 +113,7 @@ class LinearRules:
         # the text searched as UTF-8, each match's branch told by the group it set
         data, match = s.encode("utf-8"), self._match
         size = len(data)
-        (start, stop), *_ = spans = match(_UNANCHORED, data, 0, size)
+        (start, stop), *_ = spans = match(UNANCHORED, data, 0, size)
         if start < 0:
             return s
         pieces: list[bytes] = []
@@ -122,8 +131,8 @@ class LinearRules:
             if stop == start:  # an empty match: the search goes on a character later
                 if stop == size:
                     break
-                pos += _char_size(data[stop])
-            (start, stop), *_ = spans = match(_UNANCHORED, data, pos, size)
+                pos += char_size(data[stop])
+            (start, stop), *_ = spans = match(UNANCHORED, data, pos, size)
             if start < 0:
                 break
         pieces.append(data[end:])

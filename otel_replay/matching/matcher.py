@@ -298,14 +298,10 @@ class Matcher:
             return found
 
     # -- the component matcher ------------------------------------------------------------
-    def probe(self, live: CanonicalRequest) -> int | ReplayMiss:
+    def probe(self, live: CanonicalRequest, only: Only | None = None) -> int | ReplayMiss:
         """The index ``match`` would return, or the miss it would raise; consumes nothing."""
-        normal = self.normalizer.normalize(live)
         with self._lock:
-            found, exhausted = self._lookup(normal)
-            if found is not None:
-                return found
-            return self._miss(normal, exhausted)
+            return self._outcome(self.normalizer.normalize(live), only)
 
     def match(self, live: CanonicalRequest, only: Only | None = None) -> int:
         """Consumes and returns the first unused recording equal to ``live`` (of those
@@ -316,16 +312,22 @@ class Matcher:
         refused every equal unused recording."""
         normal = self.normalizer.normalize(live)
         with self._lock:
-            if only is None:
-                found, exhausted = self._lookup(normal)
-            else:
-                found, exhausted, refused = self._lookup_only(normal, only)
-                if found is None and refused:
-                    raise only.refused
-            if found is None:
-                raise self._miss(normal, exhausted)
+            found = self._outcome(normal, only)
+            if isinstance(found, ReplayMiss):
+                raise found
             self.used.add(found)
             return found
+
+    def _outcome(self, normal: CanonicalRequest, only: Only | None) -> int | ReplayMiss:
+        """The first unused recording equal to ``normal`` (of those ``only`` accepts), or
+        the miss: ``only``'s when it refused every equal unused one."""
+        if only is None:
+            found, exhausted = self._lookup(normal)
+        else:
+            found, exhausted, refused = self._lookup_only(normal, only)
+            if found is None and refused:
+                return only.refused
+        return self._miss(normal, exhausted) if found is None else found
 
     def _lookup(self, normal: CanonicalRequest) -> tuple[int | None, bool]:
         """First unused equal recording, and whether equal recordings exist but are used."""

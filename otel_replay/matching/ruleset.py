@@ -25,7 +25,7 @@ from typing import Any
 
 from otel_replay.core.exchange import JSON
 from otel_replay.core.memo import SHARED
-from otel_replay.matching.alternation import alternation
+from otel_replay.matching.alternation import Substitution, alternation
 from otel_replay.matching.ignore import Predicate, Step, dropper, parse_path
 from otel_replay.matching.linear import compile_linear, full_text
 from otel_replay.matching.numbering import Numbering, Template, ValueTemplate
@@ -63,6 +63,7 @@ class RuleSet:
         ]
         self.branches = tuple(branches)
         self.regex = re.compile(alternation(branches))
+        self.substitution = Substitution(self.regex)  # ``regex.sub``, its places found by RE2
         filters = [rule.prefilter for rule in plain]
         self.prefilter: re.Pattern[str] | None = None
         if filters and all(filters):
@@ -222,5 +223,5 @@ def substitute(rules: RuleSet, s: str, numbering: Numbering) -> str:
         kind = kinds.get(m.lastgroup or "", KEEP)
         return m.group() if kind == KEEP else numbering.placeholder(kind, m.group())
 
-    out = rules.regex.sub(replace, s)
+    out = rules.substitution(replace, s)
     return original if out == original else out

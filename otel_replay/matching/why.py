@@ -17,7 +17,7 @@ from collections.abc import Collection, Sequence
 
 from otel_replay.core.exchange import COMPONENT_LABELS, COMPONENTS, JSON, CanonicalRequest
 from otel_replay.core.ids import SHORT_HASH_DIGITS
-from otel_replay.matching.matcher import Matcher
+from otel_replay.matching.matcher import Matcher, Only
 from otel_replay.matching.normalize import Normalizer
 from otel_replay.matching.projection import compare, shape
 
@@ -34,17 +34,20 @@ def explain(
     k: int = 3,
     normalizer: Normalizer | None = None,
     recorded_by: Normalizer | None = None,
+    only: Only | None = None,
 ) -> str:
     """The report for ``live`` against ``recordings`` (``used`` marks consumed ones),
     normalised by ``normalizer`` (the built-in rules by default; the recordings by
-    ``recorded_by`` when given)."""
+    ``recorded_by`` when given), among those ``only`` accepts when given (``Matcher.match``)."""
     matcher = Matcher(recordings, used=used, normalizer=normalizer, recorded_by=recorded_by)
-    return explain_against(matcher, live, k)
+    return explain_against(matcher, live, k, only)
 
 
-def explain_against(matcher: Matcher, live: CanonicalRequest, k: int = 3) -> str:
+def explain_against(
+    matcher: Matcher, live: CanonicalRequest, k: int = 3, only: Only | None = None
+) -> str:
     """``explain`` against a matcher already built (a running session's, as it stands)."""
-    outcome = matcher.probe(live)
+    outcome = matcher.probe(live, only)
     if isinstance(outcome, int):
         head = f"no miss: the request matches recording #{outcome} (unused)"
     else:

@@ -21,7 +21,7 @@ from otel_replay.session.tools import TOOLS_RECORDED, ToolCalls
 if TYPE_CHECKING:
     from otel_replay.core.errors import ReplayMiss
     from otel_replay.core.exchange import CanonicalRequest
-    from otel_replay.matching.matcher import Matcher
+    from otel_replay.matching.matcher import Matcher, Only
     from otel_replay.matching.sources import RuleSources
     from otel_replay.otlp.store import TraceStore
     from otel_replay.redaction.redact import Redactor
@@ -216,15 +216,16 @@ def write_miss_span(
     call: tuple[str, str, Any],
     explained: CanonicalRequest | None,
     place: tuple[str | None, str | None, int],
+    only: Only | None = None,
 ) -> None:
     """The span of a miss (a run that writes replayed spans): ``call`` is its provider,
     path and body; ``explained``, its request when the span is to carry its why (the
-    differences to the nearest recording)."""
+    differences to the nearest recording, among those ``only`` accepts)."""
     why = None
     if explained is not None:
         from otel_replay.matching.why import explain_against  # difflib: on a miss
 
-        why = explain_against(matcher, explained, 1)
+        why = explain_against(matcher, explained, 1, only)
     from otel_replay.spans.miss import miss_to_trace_json
 
     doc = miss_to_trace_json(str(miss), miss.component, *call, why, place)

@@ -353,9 +353,9 @@ class Session:
         if self.writes_replayed_spans:
             # the first misses explain themselves; an agent looping on misses costs no more
             explained = request if len(self.misses) <= _WHY_SPANS else None
-            write_miss_span(
-                self.store, self.matcher, miss, (provider, path, body), explained, place
-            )
+            only = None if explained is None else self.chain.only(explained)
+            call = (provider, path, body)
+            write_miss_span(self.store, self.matcher, miss, call, explained, place, only)
 
     # -- end of run ------------------------------------------------------------------------
     @contextlib.contextmanager
