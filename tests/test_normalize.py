@@ -350,7 +350,7 @@ def test_the_places_re2_finds_replace_as_the_standard_library_does(text, times, 
         (r"a(?!\))b\(c(?<=x[(\]])", r"ab\(c"),
         (r"[(?=x)]y(?=(?:z|(w)))q", r"[(?=x)]yq"),
         (r"[]x(](?<!k)m", r"[]x(]m"),
-        (r"^\bk\d$", r"k(?:[0-9\x{80}-\x{10FFFF}])"),
+        (r"^\bk\d$", r"k[0-9\x{80}-\x{10FFFF}]"),
         (r"[\s.][^\w]\W", r"[\t\n\v\f\r \x1c-\x1f\x{80}-\x{10FFFF}.][^\w]\W"),
         (r"[^](]n(?=o", None),  # an unclosed look-ahead
         (r"(?i)abc", None),  # flags

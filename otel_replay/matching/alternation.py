@@ -55,13 +55,10 @@ def alternation(branches: Sequence[tuple[str, str, bool]], gated: bool = True) -
 _ANY_WIDE = r"\x{80}-\x{10FFFF}"
 # what the standard library's \d, \s and \w take in a text (any character beyond ASCII
 # may be one of them), spelled for RE2, whose own take ASCII alone
-_WIDENED = {
-    "d": ("0-9", r"(?:[0-9" + _ANY_WIDE + "])"),
-    "s": (r"\t\n\v\f\r \x1c-\x1f", r"(?:[\t\n\v\f\r \x1c-\x1f" + _ANY_WIDE + "])"),
-    "w": ("0-9A-Za-z_", r"(?:[0-9A-Za-z_" + _ANY_WIDE + "])"),
-}
+_WIDENED = {"d": "0-9", "s": r"\t\n\v\f\r \x1c-\x1f", "w": "0-9A-Za-z_"}
 _LEFT_OUT = frozenset("AZbB")  # zero-width escapes: left out, as look-arounds are
-_GROUPS = ("(?:", "(?P<")  # the groups read; any other (?...) is not (flags, look-arounds)
+_LOOKAROUNDS = ("(?=", "(?!", "(?<=", "(?<!")
+_GROUPS = ("(?:", "(?P<")  # the other groups read; any other (?...) is not (flags, ...)
 
 
 def relaxed(pattern: str) -> str | None:
@@ -80,8 +77,8 @@ def relaxed(pattern: str) -> str | None:
             piece = pattern[i : i + 2]
             letter = piece[1:]
             if letter in _WIDENED and klass != "[^":
-                piece = _WIDENED[letter][1 if not klass else 0]
-                piece += _ANY_WIDE if klass else ""
+                piece = _WIDENED[letter] + _ANY_WIDE
+                piece = piece if klass else f"[{piece}]"
             elif letter in _LEFT_OUT and not klass:
                 piece = ""
             i += 2
@@ -96,14 +93,12 @@ def relaxed(pattern: str) -> str | None:
                 at += 1
             piece, i = pattern[i:at], at
         elif c == "(":
-            if not dropped and pattern.startswith("(?", i):
-                if pattern.startswith(("(?=", "(?!", "(?<=", "(?<!"), i):
-                    dropped = 1
-                    i += 1
-                    continue
-                if not pattern.startswith(_GROUPS, i):
-                    return None  # flags, a conditional, an atomic group: not read here
-            dropped += 1 if dropped else 0
+            if dropped:
+                dropped += 1
+            elif pattern.startswith(_LOOKAROUNDS, i):
+                dropped = 1
+            elif pattern.startswith("(?", i) and not pattern.startswith(_GROUPS, i):
+                return None  # flags, a conditional, an atomic group: not read here
             i += 1
         elif c == ")" and dropped:
             dropped -= 1
